@@ -1,0 +1,27 @@
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { UserConfig } from "vitest/config"
+
+const root = path.dirname(fileURLToPath(import.meta.url))
+const src = (pkg: string, file = "index.ts") => path.join(root, "packages", pkg, "src", file)
+
+/** Tests run against the sources of the workspace packages, never against a stale build. */
+export const shared: UserConfig = {
+  resolve: {
+    alias: [
+      { find: /^@wes\/core\/testing$/, replacement: src("core", "testing.ts") },
+      { find: /^@wes\/core$/, replacement: src("core") },
+      { find: /^@wes\/storage-memory$/, replacement: src("storage-memory") },
+      { find: /^@wes\/storage-pg$/, replacement: src("storage-pg") },
+      { find: /^@wes\/runner-client\/testing$/, replacement: src("runner-client", "testing.ts") },
+      { find: /^@wes\/runner-client$/, replacement: src("runner-client") },
+      { find: /^@wes\/http-node$/, replacement: src("http-node") }
+    ]
+  },
+  test: {
+    include: ["test/**/*.test.ts"],
+    setupFiles: [path.join(root, "vitest.setup.ts")],
+    testTimeout: 30_000,
+    hookTimeout: 30_000
+  }
+}
