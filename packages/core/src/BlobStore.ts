@@ -1,0 +1,59 @@
+/**
+ * Storage of uploaded inputs and produced outputs, by key. Keys are relative paths of safe
+ * segments that the core builds itself (`inputs/<workflow>/<param>/<file>`,
+ * `outputs/<workflow>/<output>/<file>`); stores reject anything else, so a file name sent by a
+ * client can never address a path outside the store.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
+import type { StorageError } from "./Errors.js"
+
+/** A stored blob. */
+export interface Blob {
+  readonly size: number
+  readonly content_type: string
+  readonly stream: Stream.Stream<Uint8Array, StorageError>
+}
+
+export class BlobStore extends Context.Tag("@wes/core/BlobStore")<BlobStore, {
+  /** Writes `content` under `key` (replacing any blob there); the number of bytes written. */
+  readonly put: (
+    key: string,
+    content: Stream.Stream<Uint8Array, StorageError>,
+    contentType: string
+  ) => Effect.Effect<number, StorageError>
+  readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StorageError>
+  /** Copies a blob; false when `from` does not exist. */
+  readonly copy: (from: string, to: string) => Effect.Effect<boolean, StorageError>
+  /** Removes a blob (no error when absent). */
+  readonly delete: (key: string) => Effect.Effect<void, StorageError>
+}>() {}
+
+const SEGMENT = /^[A-Za-z0-9._-]{1,200}$/
+
+/** True for a key the stores accept: 1-8 segments of `[A-Za-z0-9._-]`, none `.` or `..`. */
+export const isSafeBlobKey = (key: string): boolean => {
+  if (key.length === 0 || key.length > 1024) return false
+  const segments = key.split("/")
+  return segments.length <= 8 && segments.every((s) => SEGMENT.test(s) && s !== "." && s !== "..")
+}
+
+/**
+ * A file name safe to use as the last segment of a key or of a runner's input path: the
+ * base name only, other characters replaced by `_`, no leading dots, at most 120 characters.
+ */
+export const sanitizeFilename = (name: string): string => {
+  const base = name.split(/[\\/]/).pop() ?? ""
+  const cleaned = base.replace(/[^A-Za-z0-9._-]/g, "_").replace(/^\.+/, "").slice(-120)
+  return cleaned === "" || /^[._-]*$/.test(cleaned) ? "file" : cleaned
+}
+
+/** Key of an uploaded input file. */
+export const inputBlobKey = (workflowId: string, param: string, filename: string): string =>
+  `inputs/${workflowId}/${param}/${sanitizeFilename(filename)}`
+
+/** Key of an output file. */
+export const outputBlobKey = (workflowId: string, outputId: string, filename: string): string =>
+  `outputs/${workflowId}/${outputId}/${sanitizeFilename(filename)}`

@@ -1,0 +1,59 @@
+/**
+ * Tags route workflows to runners. A tag is trimmed, 1-50 characters, without commas or control
+ * characters, and compared case-insensitively (stored lowercase). A runner matches a workflow
+ * when its tags contain every workflow tag; a workflow without tags matches every runner.
+ */
+import * as Either from "effect/Either"
+import { ValidationError } from "./Errors.js"
+
+/** Longest accepted tag. */
+export const MAX_TAG_LENGTH = 50
+/** Most tags on a runner (contract) and, by the same bound, on a workflow. */
+export const MAX_TAGS = 10
+
+// eslint-disable-next-line no-control-regex
+const FORBIDDEN = /[,\u0000-\u001f\u007f]/
+
+/** Normalizes one tag, or explains why it is not a tag. */
+export const normalizeTag = (raw: string): Either.Either<string, string> => {
+  const tag = raw.trim()
+  if (tag.length === 0) return Either.left("tags must not be empty")
+  if (tag.length > MAX_TAG_LENGTH) return Either.left(`a tag is at most ${MAX_TAG_LENGTH} characters`)
+  if (FORBIDDEN.test(tag)) return Either.left("tags must not contain commas or control characters")
+  return Either.right(tag.toLowerCase())
+}
+
+/**
+ * Validates a list of tags: at most `MAX_TAGS` entries as sent, each a valid tag; the result is
+ * lowercase with duplicates removed, in first-seen order.
+ */
+export const normalizeTags = (
+  raw: ReadonlyArray<string>,
+  field = "tags"
+): Either.Either<ReadonlyArray<string>, ValidationError> => {
+  if (raw.length > MAX_TAGS) {
+    return Either.left(ValidationError.field(field, `at most ${MAX_TAGS} tags are allowed (got ${raw.length})`))
+  }
+  const out: Array<string> = []
+  for (const t of raw) {
+    const n = normalizeTag(t)
+    if (Either.isLeft(n)) return Either.left(ValidationError.field(field, `${n.left}: ${JSON.stringify(t)}`))
+    if (!out.includes(n.right)) out.push(n.right)
+  }
+  return Either.right(out)
+}
+
+/**
+ * Parses the comma-separated `tags` form field. An absent or blank field means no tags; an empty
+ * entry between commas is a format error.
+ */
+export const parseTagList = (
+  field: string | undefined
+): Either.Either<ReadonlyArray<string>, ValidationError> => {
+  if (field === undefined || field.trim() === "") return Either.right([])
+  return normalizeTags(field.split(","), "tags")
+}
+
+/** True when `runnerTags` (normalized) contain every one of `workflowTags` (normalized). */
+export const tagsMatch = (runnerTags: ReadonlyArray<string>, workflowTags: ReadonlyArray<string>): boolean =>
+  workflowTags.every((t) => runnerTags.includes(t))

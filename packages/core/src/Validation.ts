@@ -1,0 +1,73 @@
+/** Turning schema decode failures into the 400 `ValidationError` that names each field. */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { type FieldIssue, ValidationError } from "./Errors.js"
+
+/** An issue as `ParseResult.ArrayFormatter` (and `HttpApiDecodeError`) report it. */
+export interface DecodeIssue {
+  readonly _tag: string
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly message: string
+}
+
+const describeIssue = (issue: DecodeIssue): FieldIssue => {
+  const field = issue.path.length === 0 ? "body" : issue.path.map(String).join(".")
+  const message = issue._tag === "Missing"
+    ? "is required"
+    : issue._tag === "Unexpected"
+    ? "is not an accepted field"
+    : issue.message
+  return { field, message }
+}
+
+/**
+ * Drops the noise optional fields add ("Expected undefined" next to the real reason) and
+ * repeats of the same message for the same field.
+ */
+const meaningful = (issues: ReadonlyArray<FieldIssue>): ReadonlyArray<FieldIssue> => {
+  const seen = new Set<string>()
+  return issues.filter((issue, _, all) => {
+    if (issue.message.startsWith("Expected undefined") && all.some((o) => o.field === issue.field && o !== issue)) return false
+    const key = `${issue.field}\u0000${issue.message}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
+/** A `ValidationError` whose details list every field the issues mention. */
+export const fromDecodeIssues = (issues: ReadonlyArray<DecodeIssue>): ValidationError => {
+  const details = meaningful(issues.map(describeIssue))
+  const first = details[0] ?? { field: "body", message: "is invalid" }
+  return new ValidationError({ message: `${first.field}: ${first.message}`, details })
+}
+
+/** A `ValidationError` whose details list every field a decode failure mentions. */
+export const fromParseError = (error: ParseResult.ParseError): ValidationError =>
+  fromDecodeIssues(ParseResult.ArrayFormatter.formatErrorSync(error))
+
+/** Decodes `input` with `schema`, failing with a `ValidationError` (all errors, excess fields rejected). */
+export const decodeRequest = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
+  return (input: unknown): Effect.Effect<A, ValidationError> =>
+    Either.match(decode(input), { onLeft: (e) => Effect.fail(fromParseError(e)), onRight: Effect.succeed })
+}
+
+/** Fails with `ValidationError.field` unless `value` is a string of `min`..`max` characters. */
+export const requireText = (
+  field: string,
+  value: unknown,
+  min: number,
+  max: number
+): Either.Either<string, ValidationError> => {
+  if (value === undefined || value === null || value === "") {
+    return min > 0 ? Either.left(ValidationError.field(field, "is required")) : Either.right("")
+  }
+  if (typeof value !== "string") return Either.left(ValidationError.field(field, "must be a string"))
+  if (value.length < min || value.length > max) {
+    return Either.left(ValidationError.field(field, `must be ${min}-${max} characters`))
+  }
+  return Either.right(value)
+}
