@@ -1,0 +1,85 @@
+/**
+ * The workflow event log in memory. Each workflow keeps its most recent events (a bounded log);
+ * subscribers wait on a one-slot sliding queue, so a publish never blocks and a slow subscriber
+ * costs one pending wake-up, not a buffer.
+ */
+import { subscribeFromLog, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+
+/** Events kept per workflow; older ones are dropped (a replay then starts at the oldest kept). */
+export const DEFAULT_EVENTS_PER_WORKFLOW = 10_000
+
+interface Log {
+  events: Array<WorkflowEvent>
+  /** Sequence of `events[0]`. */
+  first: number
+  last: number
+}
+
+export const makeMemoryEventBus = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
+  const logs = new Map<string, Log>()
+  const listeners = new Map<string, Set<Queue.Queue<void>>>()
+
+  const read = (workflowId: string, afterSeq: number, limit: number) =>
+    Effect.sync((): ReadonlyArray<WorkflowEvent> => {
+      const log = logs.get(workflowId)
+      if (log === undefined || afterSeq >= log.last) return []
+      const start = Math.max(0, afterSeq - log.first + 1)
+      return log.events.slice(start, start + limit)
+    })
+
+  const listen = (workflowId: string) =>
+    Effect.acquireRelease(
+      Effect.map(Queue.sliding<void>(1), (queue) => {
+        let set = listeners.get(workflowId)
+        if (set === undefined) {
+          set = new Set()
+          listeners.set(workflowId, set)
+        }
+        set.add(queue)
+        return queue
+      }),
+      (queue) =>
+        Effect.suspend(() => {
+          const set = listeners.get(workflowId)
+          set?.delete(queue)
+          if (set?.size === 0) listeners.delete(workflowId)
+          return Queue.shutdown(queue)
+        })
+    ).pipe(Effect.map((queue) => Queue.take(queue)))
+
+  return WorkflowEventBus.of({
+    publish: (workflowId, events) =>
+      Effect.flatMap(DateTime.now, (now) =>
+        Effect.sync(() => {
+          let log = logs.get(workflowId)
+          if (log === undefined) {
+            log = { events: [], first: 1, last: 0 }
+            logs.set(workflowId, log)
+          }
+          const added = events.map((e): WorkflowEvent => ({
+            workflow_id: workflowId,
+            seq: ++log!.last,
+            type: e.type,
+            data: e.data,
+            created_at: now
+          }))
+          log.events.push(...added)
+          const excess = log.events.length - capacity
+          if (excess > 0) {
+            log.events.splice(0, excess)
+            log.first += excess
+          }
+          for (const queue of listeners.get(workflowId) ?? []) Queue.unsafeOffer(queue, undefined)
+          return added
+        })),
+    read,
+    lastSeq: (workflowId) => Effect.sync(() => logs.get(workflowId)?.last ?? 0),
+    subscribe: subscribeFromLog(read, listen)
+  })
+}
+
+export const MemoryEventBus: Layer.Layer<WorkflowEventBus> = Layer.sync(WorkflowEventBus, () => makeMemoryEventBus())

@@ -1,0 +1,198 @@
+/** Templates, runners, managed runners and accounts in memory. */
+import {
+  AccountRepository,
+  type ApiToken,
+  LimitReached,
+  type ManagedRunner,
+  ManagedRunnerRepository,
+  NotFound,
+  pageBounds,
+  type Runner,
+  RunnerRepository,
+  type Template,
+  TemplateRepository,
+  toTemplateListItem,
+  type User
+} from "@wes/core"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { IndexByOwner, NewestFirst, pageOf } from "./NewestFirst.js"
+
+/** Records owned by users, with a newest-first index per owner. */
+class Owned<A extends { readonly id: string; readonly user_id: string; readonly created_at: DateTime.Utc }> {
+  readonly byId = new Map<string, A>()
+  readonly byUser = new IndexByOwner()
+
+  insert(a: A, limit: number | undefined, name: "templates" | "runners"): Effect.Effect<A, LimitReached> {
+    if (limit !== undefined && this.count(a.user_id) + 1 > limit) return Effect.fail(new LimitReached({ limit: name }))
+    this.byId.set(a.id, a)
+    this.byUser.of(a.user_id).add(a.id, a.created_at)
+    return Effect.succeed(a)
+  }
+  find(userId: string, id: string): Option.Option<A> {
+    return Option.filter(Option.fromNullable(this.byId.get(id)), (a) => a.user_id === userId)
+  }
+  update(userId: string, id: string, f: (a: A) => A, notFound: () => NotFound): Effect.Effect<A, NotFound> {
+    const current = this.find(userId, id)
+    if (Option.isNone(current)) return Effect.fail(notFound())
+    const next = f(current.value)
+    this.byId.set(id, next)
+    return Effect.succeed(next)
+  }
+  delete(userId: string, id: string): boolean {
+    if (Option.isNone(this.find(userId, id))) return false
+    this.byId.delete(id)
+    this.byUser.of(userId).remove(id)
+    return true
+  }
+  count(userId: string): number {
+    return this.byUser.peek(userId)?.size ?? 0
+  }
+  newest(userId: string): Array<A> {
+    const index = this.byUser.peek(userId)
+    return index === undefined ? [] : Array.from(index.newest(), (id) => this.byId.get(id)!)
+  }
+}
+
+export const makeMemoryTemplateRepository = () => {
+  const store = new Owned<Template>()
+  return TemplateRepository.of({
+    insert: (t, limit) => Effect.suspend(() => store.insert(t, limit, "templates")),
+    findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
+    update: (userId, id, f) => Effect.suspend(() => store.update(userId, id, f, NotFound.template)),
+    delete: (userId, id) => Effect.sync(() => store.delete(userId, id)),
+    list: (userId, page) =>
+      Effect.sync(() => {
+        const { end, start } = pageBounds(page)
+        const result = pageOf(store.newest(userId), () => true, start, end - start)
+        return { items: result.items.map(toTemplateListItem), total: result.total }
+      }),
+    count: (userId) => Effect.sync(() => store.count(userId))
+  })
+}
+
+export const makeMemoryRunnerRepository = () => {
+  const store = new Owned<Runner>()
+  return RunnerRepository.of({
+    insert: (r, limit) => Effect.suspend(() => store.insert(r, limit, "runners")),
+    findById: (id) => Effect.sync(() => Option.fromNullable(store.byId.get(id))),
+    findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
+    update: (userId, id, f) => Effect.suspend(() => store.update(userId, id, f, NotFound.runner)),
+    delete: (userId, id) => Effect.sync(() => store.delete(userId, id)),
+    list: (userId, query) =>
+      Effect.sync(() => {
+        const { end, start } = pageBounds(query)
+        return pageOf(store.newest(userId), (r) => query.status === undefined || r.status === query.status, start, end - start)
+      }),
+    count: (userId) => Effect.sync(() => store.count(userId)),
+    listActiveForUser: (userId) => Effect.sync(() => store.newest(userId).filter((r) => r.status === "active"))
+  })
+}
+
+export const makeMemoryManagedRunnerRepository = () => {
+  const byId = new Map<string, ManagedRunner>()
+  const index = new NewestFirst()
+  const newest = () => Array.from(index.newest(), (id) => byId.get(id)!)
+  return ManagedRunnerRepository.of({
+    insert: (r) =>
+      Effect.sync(() => {
+        byId.set(r.id, r)
+        index.add(r.id, r.created_at)
+        return r
+      }),
+    findById: (id) => Effect.sync(() => Option.fromNullable(byId.get(id))),
+    update: (id, f) =>
+      Effect.suspend(() => {
+        const current = byId.get(id)
+        if (current === undefined) return Effect.fail(NotFound.managedRunner())
+        const next = f(current)
+        byId.set(id, next)
+        return Effect.succeed(next)
+      }),
+    delete: (id) =>
+      Effect.sync(() => {
+        if (!byId.delete(id)) return false
+        index.remove(id)
+        return true
+      }),
+    list: (query) =>
+      Effect.sync(() => {
+        const { end, start } = pageBounds(query)
+        return pageOf(
+          newest(),
+          (r) =>
+            (query.status === undefined || r.status === query.status) &&
+            (query.types === undefined || query.types.includes(r.runner_type)),
+          start,
+          end - start
+        )
+      }),
+    listActive: (types) => Effect.sync(() => newest().filter((r) => r.status === "active" && types.includes(r.runner_type)))
+  })
+}
+
+export const makeMemoryAccountRepository = () => {
+  const users = new Map<string, User>()
+  const tokens = new Map<string, ApiToken>()
+  const byHash = new Map<string, string>()
+  return AccountRepository.of({
+    insertUser: (u) =>
+      Effect.sync(() => {
+        users.set(u.id, u)
+        return u
+      }),
+    findUser: (id) => Effect.sync(() => Option.fromNullable(users.get(id))),
+    updateUser: (id, f) =>
+      Effect.suspend(() => {
+        const current = users.get(id)
+        if (current === undefined) return Effect.fail(NotFound.user())
+        const next = f(current)
+        users.set(id, next)
+        return Effect.succeed(next)
+      }),
+    insertToken: (t) =>
+      Effect.sync(() => {
+        tokens.set(t.id, t)
+        byHash.set(t.token_hash, t.id)
+        return t
+      }),
+    findTokenByHash: (hash) =>
+      Effect.sync(() => {
+        const token = tokens.get(byHash.get(hash) ?? "")
+        const user = token === undefined ? undefined : users.get(token.user_id)
+        return token === undefined || user === undefined ? Option.none() : Option.some({ token, user })
+      }),
+    findToken: (id) => Effect.sync(() => Option.fromNullable(tokens.get(id))),
+    listTokens: (userId) =>
+      Effect.sync(() =>
+        Array.from(tokens.values())
+          .filter((t) => t.user_id === userId)
+          .sort((a, b) => DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1))
+      ),
+    deleteToken: (id) =>
+      Effect.sync(() => {
+        const token = tokens.get(id)
+        if (token === undefined) return false
+        tokens.delete(id)
+        byHash.delete(token.token_hash)
+        return true
+      }),
+    recordTokenUse: (uses) =>
+      Effect.sync(() => {
+        for (const { at, id } of uses) {
+          const token = tokens.get(id)
+          if (token === undefined) continue
+          if (token.last_used_at === null || DateTime.greaterThan(at, token.last_used_at)) {
+            tokens.set(id, { ...token, last_used_at: at })
+          }
+        }
+      })
+  })
+}
+
+export const MemoryTemplateRepository = Layer.sync(TemplateRepository, makeMemoryTemplateRepository)
+export const MemoryRunnerRepository = Layer.sync(RunnerRepository, makeMemoryRunnerRepository)
+export const MemoryManagedRunnerRepository = Layer.sync(ManagedRunnerRepository, makeMemoryManagedRunnerRepository)
+export const MemoryAccountRepository = Layer.sync(AccountRepository, makeMemoryAccountRepository)

@@ -1,0 +1,91 @@
+/**
+ * The use cases of @wes/core over the in-memory store (core cannot depend on a store itself).
+ * `TestGateway` plays the runner side and dies on any call a test did not arrange.
+ */
+import {
+  AccountService,
+  PlatformLive,
+  RunnerGateway,
+  RunnerProbe,
+  RunnerService,
+  RunnerUnreachable,
+  TierPolicy,
+  type TierTableOverride,
+  type User,
+  useCasesLayer
+} from "@wes/core"
+import { MemoryStoreLive } from "@wes/storage-memory"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+
+/** Calls the test gateway received. */
+export interface GatewayCalls {
+  readonly probes: Array<string>
+  readonly cancels: Array<{ readonly runner: string; readonly prompt: string }>
+}
+
+const unexpected = (method: string) => Effect.die(new Error(`unexpected RunnerGateway.${method} call`))
+
+/** A gateway whose probe answers unless the endpoint contains "unreachable", and which records cancels. */
+export const makeTestGateway = (calls: GatewayCalls) =>
+  RunnerGateway.of({
+    probe: (runner) =>
+      Effect.sync(() => calls.probes.push(runner.endpoint)).pipe(
+        Effect.zipRight(
+          runner.endpoint.includes("unreachable")
+            ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED 127.0.0.1:1" }))
+            : Effect.succeed({ comfyui_version: "0.3.64" })
+        )
+      ),
+    cancel: (runner, prompt) => Effect.sync(() => void calls.cancels.push({ runner: runner.id, prompt })),
+    uploadInput: () => unexpected("uploadInput"),
+    submit: () => unexpected("submit"),
+    queue: () => unexpected("queue"),
+    history: () => unexpected("history"),
+    download: () => unexpected("download"),
+    events: () => Stream.die(new Error("unexpected RunnerGateway.events call"))
+  })
+
+/** The whole core over a fresh memory store; `calls` sees what reached the runner side. */
+export const makeTestLayer = (options: { readonly tiers?: TierTableOverride; readonly probe?: boolean } = {}) => {
+  const calls: GatewayCalls = { probes: [], cancels: [] }
+  const gateway = Layer.succeed(RunnerGateway, makeTestGateway(calls))
+  const probe = options.probe === false ? RunnerProbe.Off : RunnerProbe.layer().pipe(Layer.provide(gateway))
+  const layer = useCasesLayer().pipe(
+    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, gateway, probe, TierPolicy.layer(options.tiers ?? {}), PlatformLive))
+  )
+  return { calls, layer }
+}
+
+/** A new user of `tier`. */
+export const newUser = (tier: User["tier"] = "free") =>
+  Effect.flatMap(AccountService, (a) => a.createUser({ tier }))
+
+/** A runner of `user` (probe answered by the test gateway). */
+export const newRunner = (user: User, tags: ReadonlyArray<string> = [], name = "runner") =>
+  Effect.flatMap(RunnerService, (s) => s.create(user, { name, endpoint: "http://127.0.0.1:8188", tags }))
+
+/** The smoke workflow of comfyui-protocol.md section 10, with optional extra inputs on node 1. */
+export const smoke = (inputs: Record<string, unknown> = {}) => ({
+  "1": { class_type: "EmptyImage", inputs: { width: 64, height: 64, batch_size: 1, color: 255, ...inputs } },
+  "2": { class_type: "ImageInvert", inputs: { image: ["1", 0] } },
+  "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "smoke/run" } }
+})
+
+/** Bytes as a one-chunk stream (a file part of a request). */
+export const fileOf = (filename: string, text: string) => ({
+  filename,
+  content_type: "image/png",
+  content: Stream.make(new TextEncoder().encode(text))
+})
+
+/** The details of a validation error (fails the test for any other error). */
+export const detailsOf = (e: { readonly _tag: string }): ReadonlyArray<{ readonly field: string; readonly message: string }> => {
+  if (e._tag !== "ValidationError" || !("details" in e)) throw new Error(`expected a ValidationError, got ${e._tag}`)
+  return e.details as ReadonlyArray<{ readonly field: string; readonly message: string }>
+}
+
+/** The error of each effect, as a widened list (for loops over differently typed operations). */
+export const errorsOf = (effects: ReadonlyArray<Effect.Effect<unknown, { readonly _tag: string }>>) =>
+  Effect.forEach(effects, (e) => Effect.flip(e))
