@@ -1,0 +1,198 @@
+/**
+ * Blobs in PostgreSQL `bytea` chunks of 256 KiB: transactional and needs nothing but the
+ * database, so every instance sees every blob. Neither a put nor a get holds more than a chunk
+ * in memory, but every byte lives in the database (its size, its backups, its WAL): fine for
+ * inputs and outputs of moderate size; for many large files use a filesystem or object store.
+ *
+ * A put writes the chunks under a fresh `blob_id` first, then switches the key to it in one
+ * short transaction and drops the previous chunks, so readers never see a half-written blob.
+ * A reader streaming a blob that is replaced or deleted meanwhile fails with `StorageError`.
+ * Chunks of a put that dies with its process stay behind unreferenced (no reader can reach
+ * them); `sweepOrphanChunks` removes them.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { type Blob, BlobStore, isSafeBlobKey, StorageError } from "@wes/core"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { decodeFirst, LockNamespace, orStorageError, readCount, run, transaction } from "./Sql.js"
+
+/** Bytes per stored chunk. */
+export const BLOB_CHUNK_SIZE = 256 * 1024
+
+const BlobRow = Schema.Struct({
+  blob_id: Schema.String,
+  content_type: Schema.String,
+  size: Schema.Number,
+  chunks: Schema.Int
+})
+const ChunkRow = Schema.Struct({ data: Schema.Uint8ArrayFromSelf })
+
+const invalidKey = (key: string) =>
+  new StorageError({ message: `PostgreSQL store: invalid blob key ${JSON.stringify(key.slice(0, 200))}` })
+
+const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  if (parts.length === 1 && parts[0]!.length === size) return parts[0]!
+  const out = new Uint8Array(size)
+  let offset = 0
+  for (const p of parts) {
+    out.set(p, offset)
+    offset += p.length
+  }
+  return out
+}
+
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+
+export const makePgBlobStore = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const decodeBlob = decodeFirst(BlobRow)
+  const decodeChunk = decodeFirst(ChunkRow)
+
+  /** Every writer of a key holds this lock until its transaction ends. */
+  const lockKey = (key: string) =>
+    run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(LockNamespace.blobKey))}, hashtext(${key}))`).pipe(
+      orStorageError("blobs (key lock)")
+    )
+
+  const insertChunk = (blobId: string, n: number, bytes: Uint8Array) =>
+    run(sql`INSERT INTO blob_chunks (blob_id, n, data) VALUES (${blobId}, ${n}, ${asBuffer(bytes)})`).pipe(
+      orStorageError("blobs.put (chunk)")
+    )
+
+  /** Writes `content` as chunks of `blobId`, re-cut to BLOB_CHUNK_SIZE whatever the sizes that arrive. */
+  const writeChunks = (blobId: string, content: Stream.Stream<Uint8Array, StorageError>) =>
+    Effect.gen(function*() {
+      let pending: Array<Uint8Array> = []
+      let pendingSize = 0
+      let chunks = 0
+      let size = 0
+      const flush = Effect.suspend(() => {
+        const bytes = concat(pending, pendingSize)
+        pending = []
+        pendingSize = 0
+        return insertChunk(blobId, chunks++, bytes)
+      })
+      yield* Stream.runForEach(content, (piece) =>
+        Effect.gen(function*() {
+          size += piece.length
+          let offset = 0
+          while (offset < piece.length) {
+            const take = Math.min(BLOB_CHUNK_SIZE - pendingSize, piece.length - offset)
+            pending.push(piece.subarray(offset, offset + take))
+            pendingSize += take
+            offset += take
+            if (pendingSize === BLOB_CHUNK_SIZE) yield* flush
+          }
+        }))
+      if (pendingSize > 0) yield* flush
+      return { chunks, size }
+    })
+
+  /** Points `key` at `blobId` and drops the chunks it pointed at before. Call with the key's lock held. */
+  const switchKey = (key: string, blobId: string, contentType: string, size: number, chunks: number) =>
+    Effect.gen(function*() {
+      const previous = yield* run(sql`SELECT blob_id, content_type, size::float8 AS size, chunks FROM blobs WHERE key = ${key}`)
+        .pipe(Effect.flatMap(decodeBlob), orStorageError("blobs (read key)"))
+      yield* run(sql`INSERT INTO blobs (key, blob_id, content_type, size, chunks)
+          VALUES (${key}, ${blobId}, ${contentType}, ${size}, ${chunks})
+          ON CONFLICT (key) DO UPDATE SET blob_id = EXCLUDED.blob_id, content_type = EXCLUDED.content_type,
+            size = EXCLUDED.size, chunks = EXCLUDED.chunks, created_at = now()`).pipe(orStorageError("blobs (write key)"))
+      if (Option.isSome(previous)) {
+        yield* run(sql`DELETE FROM blob_chunks WHERE blob_id = ${previous.value.blob_id}`).pipe(
+          orStorageError("blobs (drop previous chunks)")
+        )
+      }
+    })
+
+  /** Removes the chunks of a put that failed (inside a failed transaction the rollback already did). */
+  const discardChunks = (blobId: string) =>
+    run(sql`DELETE FROM blob_chunks WHERE blob_id = ${blobId}`).pipe(
+      Effect.catchAllCause((cause) => Effect.logWarning("WES blobs: could not remove the chunks of a failed put", cause))
+    )
+
+  const readChunk = (blobId: string, n: number) =>
+    run(sql`SELECT data FROM blob_chunks WHERE blob_id = ${blobId} AND n = ${n}`).pipe(
+      Effect.flatMap(decodeChunk),
+      orStorageError("blobs.get (chunk)"),
+      Effect.flatMap(Option.match({
+        onNone: () =>
+          Effect.fail(new StorageError({ message: "PostgreSQL store: the blob was replaced or deleted while it was read" })),
+        onSome: (row): Effect.Effect<Uint8Array> => Effect.succeed(row.data)
+      }))
+    )
+
+  return BlobStore.of({
+    put: (key, content, contentType) => {
+      if (!isSafeBlobKey(key)) return Effect.fail(invalidKey(key))
+      const blobId = globalThis.crypto.randomUUID()
+      return Effect.gen(function*() {
+        const { chunks, size } = yield* writeChunks(blobId, content)
+        yield* transaction(sql, "blobs.put")(Effect.zipRight(lockKey(key), switchKey(key, blobId, contentType, size, chunks)))
+        return size
+      }).pipe(Effect.onError(() => discardChunks(blobId)))
+    },
+    get: (key) =>
+      isSafeBlobKey(key)
+        ? run(sql`SELECT blob_id, content_type, size::float8 AS size, chunks FROM blobs WHERE key = ${key}`).pipe(
+          Effect.flatMap(decodeBlob),
+          orStorageError("blobs.get"),
+          Effect.map(Option.map(({ blob_id, chunks, content_type, size }): Blob => ({
+            size,
+            content_type,
+            stream: Stream.unfoldEffect(0, (n) =>
+              n >= chunks
+                ? Effect.succeedNone
+                : Effect.map(readChunk(blob_id, n), (data) => Option.some([data, n + 1] as const)))
+          })))
+        )
+        : Effect.succeedNone,
+    copy: (from, to) => {
+      if (!isSafeBlobKey(to)) return Effect.fail(invalidKey(to))
+      if (!isSafeBlobKey(from)) return Effect.succeed(false)
+      const blobId = globalThis.crypto.randomUUID()
+      return transaction(sql, "blobs.copy")(Effect.gen(function*() {
+        // Both keys' locks, in a fixed order so two opposite copies cannot deadlock.
+        for (const key of [...new Set([from, to])].sort()) yield* lockKey(key)
+        const source = yield* run(sql`SELECT blob_id, content_type, size::float8 AS size, chunks FROM blobs WHERE key = ${from}`)
+          .pipe(Effect.flatMap(decodeBlob), orStorageError("blobs.copy (read)"))
+        if (Option.isNone(source)) return false
+        const { chunks, content_type, size } = source.value
+        yield* run(sql`INSERT INTO blob_chunks (blob_id, n, data)
+            SELECT ${blobId}, n, data FROM blob_chunks WHERE blob_id = ${source.value.blob_id}`).pipe(
+          orStorageError("blobs.copy (chunks)")
+        )
+        yield* switchKey(to, blobId, content_type, size, chunks)
+        return true
+      }))
+    },
+    delete: (key) =>
+      isSafeBlobKey(key)
+        ? transaction(sql, "blobs.delete")(Effect.gen(function*() {
+          yield* lockKey(key)
+          yield* run(sql`WITH gone AS (DELETE FROM blobs WHERE key = ${key} RETURNING blob_id)
+              DELETE FROM blob_chunks WHERE blob_id IN (SELECT blob_id FROM gone)`).pipe(orStorageError("blobs.delete"))
+        }))
+        : Effect.void
+  })
+})
+
+/**
+ * Deletes chunks no key points at that are older than `minAgeSeconds` (left by puts whose
+ * process died mid-way); returns how many were deleted. Run it now and then, e.g. daily.
+ */
+export const sweepOrphanChunks = (minAgeSeconds = 24 * 60 * 60): Effect.Effect<number, StorageError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* run(sql`WITH swept AS (
+          DELETE FROM blob_chunks c
+          WHERE c.created_at < now() - make_interval(secs => ${minAgeSeconds})
+            AND NOT EXISTS (SELECT 1 FROM blobs b WHERE b.blob_id = c.blob_id)
+          RETURNING 1)
+        SELECT count(*)::int AS n FROM swept`).pipe(Effect.flatMap(readCount), orStorageError("blobs.sweepOrphanChunks"))
+  })
+
+/** `BlobStore` in the database, on the `SqlClient` in context. */
+export const PgBlobStore: Layer.Layer<BlobStore, never, SqlClient.SqlClient> = Layer.effect(BlobStore, makePgBlobStore)

@@ -1,0 +1,127 @@
+/**
+ * Core's `DispatchQueue` on the `workflows` table, in the manner of graphile-worker and River:
+ * the database does the coordination with one claim statement (`FOR UPDATE SKIP LOCKED`, so
+ * concurrent claimers never wait for each other and never get the same row), a claim is a
+ * lease (`claimed_by`, `lease_expires_at`) that its owner renews and that anyone may take over
+ * once it has expired, and NOTIFY on `wes_work` is only a wake-up: a claimer that misses one
+ * finds the work at its next poll.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { DispatchQueue } from "@wes/core"
+import * as Effect from "effect/Effect"
+import * as PubSub from "effect/PubSub"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { ListenChannel } from "./PgListener.js"
+import { decodeRows, isId, orStorageError, run, WAITING_STATUSES_SQL } from "./Sql.js"
+import { WORKFLOW_COLUMNS, WorkflowRow } from "./WorkflowRows.js"
+
+/** The default NOTIFY channel of new work; every instance sharing a database must use the same. */
+export const DEFAULT_WORK_CHANNEL = "wes_work"
+
+/**
+ * The wake-up every instance's `wakeups` emits after its LISTEN connection was (re)established:
+ * notifications sent meanwhile are lost, so any runner may have new work. It names no runner;
+ * core's Dispatcher answers a wake-up for a runner it does not drive with a full scan, which is
+ * exactly what is needed.
+ */
+export const WAKE_ALL_RUNNERS = "*"
+
+/** Options of the dispatch queue's wake-ups. */
+export interface PgDispatchQueueOptions {
+  /** The NOTIFY channel of new work (default `wes_work`). */
+  readonly channel?: string | undefined
+  /** Wake-ups kept for a slow consumer before the oldest are dropped (default 1024; they may coalesce). */
+  readonly wakeupBuffer?: number | undefined
+}
+
+/**
+ * The SQL of the queue, as statements: the queue runs them, the index tests EXPLAIN them.
+ * Ids must have passed `isId`.
+ */
+export const dispatchQueries = (sql: SqlClient.SqlClient) => {
+  const workflows = sql.literal(WORKFLOW_COLUMNS)
+  const waiting = sql.literal(WAITING_STATUSES_SQL)
+  const leaseEnd = (leaseMs: number) => sql`now() + ${Math.max(0, Math.round(leaseMs))}::float8 * interval '1 millisecond'`
+  return {
+    /**
+     * One statement: lock the oldest waiting rows of the runner that hold no live lease (the
+     * owner's own included), skipping rows other claimers hold locked right now, and stamp them
+     * with the lease; returned oldest first.
+     */
+    claim: (runnerId: string, owner: string, limit: number, leaseMs: number) =>
+      sql`WITH claimed AS (
+          UPDATE workflows SET claimed_by = ${owner}, lease_expires_at = ${leaseEnd(leaseMs)}
+          WHERE id IN (
+            SELECT id FROM workflows
+            WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
+              AND status IN ${waiting}
+              AND (claimed_by IS NULL OR lease_expires_at < now())
+            ORDER BY created_at, id
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED)
+          RETURNING ${workflows})
+        SELECT ${workflows} FROM claimed ORDER BY created_at, id`,
+    renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) =>
+      sql`UPDATE workflows SET lease_expires_at = ${leaseEnd(leaseMs)}
+        WHERE id = ANY(${ids}::uuid[]) AND claimed_by = ${owner}`,
+    release: (ids: ReadonlyArray<string>, owner: string) =>
+      sql`UPDATE workflows SET claimed_by = NULL, lease_expires_at = NULL
+        WHERE id = ANY(${ids}::uuid[]) AND claimed_by = ${owner}`
+  }
+}
+
+/** What the listener feeds (`listen`) and the queue's `wakeups` reads (`stream`). */
+export interface WorkWakeups {
+  readonly channel: string
+  readonly listen: ListenChannel
+  readonly stream: Stream.Stream<string>
+}
+
+/** A bounded hub of runner ids from `channel`; after every (re)connection it emits `WAKE_ALL_RUNNERS`. */
+export const workWakeupsOn = (
+  options: PgDispatchQueueOptions = {}
+): Effect.Effect<WorkWakeups, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const channel = options.channel ?? DEFAULT_WORK_CHANNEL
+    const hub = yield* Effect.acquireRelease(PubSub.sliding<string>(options.wakeupBuffer ?? 1024), PubSub.shutdown)
+    return {
+      channel,
+      listen: {
+        channel,
+        onPayload: (runnerId) => Effect.asVoid(PubSub.publish(hub, runnerId)),
+        onConnected: Effect.asVoid(PubSub.publish(hub, WAKE_ALL_RUNNERS))
+      },
+      stream: Stream.fromPubSub(hub)
+    }
+  })
+
+/** The queue on the `SqlClient` in context; `wakeups` come from the store's listener. */
+export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const q = dispatchQueries(sql)
+    const decodeWorkflows = decodeRows(WorkflowRow)
+    return DispatchQueue.of({
+      claim: (runnerId, owner, limit, leaseMs) =>
+        isId(runnerId) && limit > 0
+          ? run(q.claim(runnerId, owner, limit, leaseMs)).pipe(Effect.flatMap(decodeWorkflows), orStorageError("dispatch.claim"))
+          : Effect.succeed([]),
+      renew: (ids, owner, leaseMs) => {
+        const valid = ids.filter(isId)
+        return valid.length === 0
+          ? Effect.void
+          : run(q.renew(valid, owner, leaseMs)).pipe(Effect.asVoid, orStorageError("dispatch.renew"))
+      },
+      release: (ids, owner) => {
+        const valid = ids.filter(isId)
+        return valid.length === 0
+          ? Effect.void
+          : run(q.release(valid, owner)).pipe(Effect.asVoid, orStorageError("dispatch.release"))
+      },
+      // Through the SqlClient, so inside a transaction it is delivered at COMMIT (and never on rollback).
+      notify: (runnerId) =>
+        run(sql`SELECT pg_notify(${wakeups.channel}, ${runnerId})`).pipe(Effect.asVoid, orStorageError("dispatch.notify")),
+      wakeups: wakeups.stream
+    })
+  })

@@ -1,0 +1,90 @@
+/**
+ * The workflow event log in PostgreSQL, announced with NOTIFY. Any instance's subscribers see
+ * events any instance published: they read the table, and the LISTEN connection only wakes them.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { StorageError, subscribeFromLog, type WorkflowEvent, WorkflowEvent as WorkflowEventSchema, WorkflowEventBus } from "@wes/core"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { type EventWakeups, makeEventWakeups, type PgEventBusOptions } from "./PgEventWakeups.js"
+import { DbTimestamp, decodeRows, isId, orStorageError, run, toDate, toJson, transaction } from "./Sql.js"
+
+const EventRow = Schema.Struct({ ...WorkflowEventSchema.fields, created_at: DbTimestamp })
+
+/** A bus on the `PgClient` in context whose subscribers `wakeups` wakes. */
+export const makePgEventBusWith = (wakeups: EventWakeups) =>
+  Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+    const decodeEvents = decodeRows(EventRow)
+
+    const read = (workflowId: string, afterSeq: number, limit: number) =>
+      isId(workflowId)
+        ? run(sql`SELECT workflow_id, seq, type, data, created_at FROM workflow_events
+            WHERE workflow_id = ${workflowId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`).pipe(
+          Effect.flatMap(decodeEvents),
+          orStorageError("events.read")
+        )
+        : Effect.succeed([])
+
+    return WorkflowEventBus.of({
+      publish: (workflowId, events) => {
+        if (events.length === 0) return Effect.succeed([])
+        if (!isId(workflowId)) {
+          return Effect.fail(new StorageError({ message: "PostgreSQL store: events.publish needs a UUID workflow id" }))
+        }
+        // The head row's lock orders concurrent publishers of one workflow until they commit;
+        // the NOTIFY is delivered at COMMIT, so a woken subscriber finds the rows.
+        return transaction(sql, "events.publish")(Effect.gen(function*() {
+          const now = yield* DateTime.now
+          const heads = yield* run(sql<{ last_seq: number }>`INSERT INTO workflow_event_heads (workflow_id, last_seq)
+              VALUES (${workflowId}, ${events.length})
+              ON CONFLICT (workflow_id) DO UPDATE SET last_seq = workflow_event_heads.last_seq + EXCLUDED.last_seq
+              RETURNING last_seq`).pipe(orStorageError("events.publish (sequence)"))
+          const first = (heads[0]?.last_seq ?? events.length) - events.length + 1
+          const logged = events.map((e, i): WorkflowEvent => ({
+            workflow_id: workflowId,
+            seq: first + i,
+            type: e.type,
+            data: e.data,
+            created_at: now
+          }))
+          yield* run(sql`INSERT INTO workflow_events ${
+            sql.insert(logged.map((e) => ({
+              workflow_id: e.workflow_id,
+              seq: e.seq,
+              type: e.type,
+              data: toJson(e.data),
+              created_at: toDate(e.created_at)
+            })))
+          }`).pipe(orStorageError("events.publish (insert)"))
+          yield* run(sql`SELECT pg_notify(${wakeups.channel}, ${workflowId.toLowerCase()})`).pipe(
+            orStorageError("events.publish (notify)")
+          )
+          return logged
+        }))
+      },
+      read,
+      lastSeq: (workflowId) =>
+        isId(workflowId)
+          ? run(sql<{ last_seq: number }>`SELECT last_seq FROM workflow_event_heads WHERE workflow_id = ${workflowId}`).pipe(
+            Effect.map((rows) => rows[0]?.last_seq ?? 0),
+            orStorageError("events.lastSeq")
+          )
+          : Effect.succeed(0),
+      subscribe: subscribeFromLog(read, wakeups.listen)
+    })
+  })
+
+/** A bus on the `PgClient` in context with a LISTEN connection of its own, for the life of the scope. */
+export const makePgEventBus = (options: PgEventBusOptions = {}) =>
+  Effect.flatMap(makeEventWakeups(options), makePgEventBusWith)
+
+/**
+ * `WorkflowEventBus` alone on the `PgClient` in context (one LISTEN connection while the layer
+ * lives). With the dispatch queue, use `layerPgEventBusAndDispatchQueue`, which shares one
+ * connection: two listeners on one client would keep each other's dead connection alive.
+ */
+export const layerPgEventBus = (options: PgEventBusOptions = {}): Layer.Layer<WorkflowEventBus, never, PgClient.PgClient> =>
+  Layer.scoped(WorkflowEventBus, makePgEventBus(options))

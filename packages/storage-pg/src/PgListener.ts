@@ -1,0 +1,139 @@
+/**
+ * ONE `LISTEN` connection per store, shared by every channel the store listens on (workflow
+ * events, dispatch wake-ups), with a heartbeat and reconnection.
+ *
+ * NOTIFY is only a wake-up here: whoever is woken reads the database. A notification can
+ * therefore be lost without losing anything, as long as everyone looks again after the loss; so
+ * after every (re)connection each channel's `onConnected` runs.
+ *
+ * `PgClient.listen` does not report a broken connection (the driver's error is swallowed and
+ * the stream just goes quiet), so the connection is checked with a heartbeat: a ping sent with
+ * `pg_notify` through the pool must come back on the LISTEN connection within the timeout,
+ * otherwise the listener is restarted (with a new connection) after a short backoff.
+ *
+ * Two limits of `PgClient.listen` (sql-pg 0.53) to know: its LISTEN connection is shared by all
+ * `listen` streams of one client and replaced only when none is left, which is why one listener
+ * serves all channels (two independent listeners on one client would keep each other's dead
+ * connection alive); and it buffers notifications without bound (here each is handled in O(1),
+ * so the buffer drains as fast as it fills).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { StorageError } from "@wes/core"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { orStorageError, run } from "./Sql.js"
+
+/** Heartbeat settings of the LISTEN connection. */
+export interface PgListenOptions {
+  /** How often the LISTEN connection is checked with a ping through the database (default 10 seconds). */
+  readonly heartbeatInterval?: Duration.DurationInput | undefined
+  /** How long a ping may take before the LISTEN connection counts as lost (default 5 seconds). */
+  readonly heartbeatTimeout?: Duration.DurationInput | undefined
+}
+
+/** A channel the listener follows, and what to do with it. */
+export interface ListenChannel {
+  readonly channel: string
+  /** Handles a payload (never a heartbeat). Runs on the listener's fiber: it must be quick. */
+  readonly onPayload: (payload: string) => Effect.Effect<void>
+  /** Runs after every confirmed (re)connection: what was announced while nobody listened must be looked at again. */
+  readonly onConnected: Effect.Effect<void>
+}
+
+/** Payloads that start with this are heartbeats, not workflow or runner ids. */
+const PING_PREFIX = "wes-ping:"
+/**
+ * How long a ping on a new connection may take before it is sent again: the first one usually
+ * goes out before the LISTEN command has run, and is lost.
+ */
+const FIRST_PING_WAIT = Duration.millis(100)
+/** Delay before reconnecting after the n-th consecutive failure: 100 ms doubling up to 5 s. */
+const backoff = (failures: number): Duration.Duration => Duration.millis(Math.min(5_000, 100 * 2 ** Math.min(failures - 1, 6)))
+
+/** Listens on `channels` for the life of the scope, reconnecting whenever the connection is lost. */
+export const startListener = (
+  channels: ReadonlyArray<ListenChannel>,
+  options: PgListenOptions = {}
+): Effect.Effect<void, never, PgClient.PgClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const pg = yield* PgClient.PgClient
+    const interval = Duration.decode(options.heartbeatInterval ?? Duration.seconds(10))
+    const timeout = Duration.decode(options.heartbeatTimeout ?? Duration.seconds(5))
+    const instance = globalThis.crypto.randomUUID()
+
+    let pings = 0
+    let awaited: { readonly payload: string; readonly received: Deferred.Deferred<void> } | undefined
+
+    const onNotification = (channel: ListenChannel, payload: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (payload.startsWith(PING_PREFIX)) {
+          // Other instances' pings arrive too; only ours is awaited.
+          return awaited !== undefined && awaited.payload === payload
+            ? Deferred.succeed(awaited.received, undefined)
+            : Effect.void
+        }
+        return channel.onPayload(payload)
+      })
+
+    /** Sends a ping on `channel` through the pool and waits for it to arrive on the LISTEN connection. */
+    const ping = (channel: string, within: Duration.Duration) =>
+      Effect.gen(function*() {
+        const received = yield* Deferred.make<void>()
+        const payload = `${PING_PREFIX}${instance}:${++pings}`
+        awaited = { payload, received }
+        yield* run(pg`SELECT pg_notify(${channel}, ${payload})`).pipe(orStorageError("LISTEN heartbeat"))
+        yield* Deferred.await(received).pipe(Effect.timeoutFail({
+          duration: within,
+          onTimeout: () =>
+            new StorageError({
+              message: `PostgreSQL store: the LISTEN connection did not answer a ping within ${Duration.format(within)}`
+            })
+        }))
+      })
+
+    /**
+     * One connection's life: LISTEN on every channel, confirm each with a ping (the LISTEN
+     * commands run inside the streams, so a ping that comes back is the only proof one is
+     * active), run every `onConnected`, then ping on every interval. Never succeeds: it ends
+     * when the connection is lost.
+     */
+    const session = (onConfirmed: Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        const listening = Stream.mergeAll(
+          channels.map((c) => Stream.mapEffect(pg.listen(c.channel), (payload) => onNotification(c, payload))),
+          { concurrency: "unbounded" }
+        ).pipe(
+          Stream.runDrain,
+          orStorageError("LISTEN"),
+          Effect.zipRight(Effect.fail(new StorageError({ message: "PostgreSQL store: the LISTEN stream ended" })))
+        )
+        const heartbeat = Effect.gen(function*() {
+          for (const c of channels) {
+            yield* Effect.retry(ping(c.channel, FIRST_PING_WAIT), Schedule.spaced(Duration.millis(10)).pipe(Schedule.upTo(timeout)))
+          }
+          yield* onConfirmed
+          yield* Effect.forEach(channels, (c) => c.onConnected, { discard: true })
+          // One channel suffices from now on: they all share the connection.
+          return yield* Effect.forever(Effect.zipRight(Effect.sleep(interval), ping(channels[0]!.channel, timeout)))
+        })
+        return yield* Effect.raceFirst(listening, heartbeat)
+      })
+
+    const listenForever = Effect.gen(function*() {
+      let failures = 0
+      while (true) {
+        yield* session(Effect.sync(() => {
+          failures = 0
+        })).pipe(Effect.catchAllCause((cause) =>
+          Effect.logWarning("WES store: the LISTEN connection was lost or could not be set up; reconnecting", cause)
+        ))
+        failures++
+        yield* Effect.sleep(backoff(failures))
+      }
+    })
+    if (channels.length > 0) yield* Effect.forkScoped(listenForever)
+  })

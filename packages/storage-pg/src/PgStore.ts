@@ -1,0 +1,101 @@
+/** The layers that assemble the PostgreSQL store. */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import { PgClient } from "@effect/sql-pg"
+import { DispatchQueue, type StorageError, type StoreServices, WorkflowEventBus } from "@wes/core"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { PgMigrationsLive } from "./Migrations.js"
+import { PgAccountRepository } from "./PgAccountRepository.js"
+import { PgBlobStore } from "./PgBlobStore.js"
+import { makePgDispatchQueue, type PgDispatchQueueOptions, workWakeupsOn } from "./PgDispatchQueue.js"
+import { makePgEventBusWith } from "./PgEventBus.js"
+import { DEFAULT_EVENTS_CHANNEL, eventWakeupsOn, type PgEventBusOptions } from "./PgEventWakeups.js"
+import { startListener } from "./PgListener.js"
+import { PgManagedRunnerRepository } from "./PgManagedRunnerRepository.js"
+import { layerPgRunnerOwnership, type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
+import { PgRunnerRepository } from "./PgRunnerRepository.js"
+import { PgTemplateRepository } from "./PgTemplateRepository.js"
+import { PgTransactor } from "./PgTransactor.js"
+import { PgWorkflowRepository } from "./PgWorkflowRepository.js"
+import { storageError } from "./Sql.js"
+
+/** Connections per instance: enough for a 2-core server; PostgreSQL's default allows 100 in all. */
+export const DEFAULT_POOL_SIZE = 10
+
+export interface PgStoreOptions {
+  /** The events' NOTIFY channel, and the heartbeat of the LISTEN connection (shared with the dispatch queue). */
+  readonly events?: PgEventBusOptions | undefined
+  /** The dispatch queue's NOTIFY channel and wake-up buffer. */
+  readonly dispatch?: PgDispatchQueueOptions | undefined
+  /** This instance's name, and the lease and renewal times of runner ownership. */
+  readonly runnerLeases?: PgRunnerOwnershipOptions | undefined
+}
+
+/** How to connect, plus the store's options. Name transforms and custom type parsers are not offered: the store's SQL relies on neither. */
+export interface PgStoreConfig extends
+  Omit<PgClient.PgClientConfig, "transformResultNames" | "transformQueryNames" | "transformJson" | "types">,
+  PgStoreOptions
+{}
+
+/**
+ * The event bus and the dispatch queue on the `PgClient` in context, woken through ONE LISTEN
+ * connection (both channels), with the heartbeat settings of `events`.
+ */
+export const layerPgEventBusAndDispatchQueue = (
+  options: Pick<PgStoreOptions, "events" | "dispatch"> = {}
+): Layer.Layer<WorkflowEventBus | DispatchQueue, never, PgClient.PgClient> =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const events = eventWakeupsOn(options.events?.channel ?? DEFAULT_EVENTS_CHANNEL)
+    const work = yield* workWakeupsOn(options.dispatch)
+    yield* startListener([events.listen, work.listen], options.events)
+    const bus = yield* makePgEventBusWith(events.wakeups)
+    const queue = yield* makePgDispatchQueue(work).pipe(Effect.provideServiceEffect(SqlClient.SqlClient, PgClient.PgClient))
+    return Context.make(WorkflowEventBus, bus).pipe(Context.add(DispatchQueue, queue))
+  }))
+
+const SqlFromPg: Layer.Layer<SqlClient.SqlClient, never, PgClient.PgClient> = Layer.effect(SqlClient.SqlClient, PgClient.PgClient)
+
+/**
+ * Every store service of core on an existing `PgClient` (whose pool and LISTEN connection it
+ * shares); runs the migrations first. The client must keep pg's default type parsers.
+ */
+export const PgStoreFromClient = (options: PgStoreOptions = {}): Layer.Layer<StoreServices, StorageError, PgClient.PgClient> =>
+  Layer.mergeAll(
+    PgWorkflowRepository,
+    PgTemplateRepository,
+    PgRunnerRepository,
+    PgManagedRunnerRepository,
+    PgAccountRepository,
+    PgBlobStore,
+    PgTransactor,
+    layerPgEventBusAndDispatchQueue(options),
+    layerPgRunnerOwnership(options.runnerLeases)
+  ).pipe(Layer.provide(PgMigrationsLive), Layer.provide(SqlFromPg))
+
+/**
+ * The store with its own connection pool (default size `DEFAULT_POOL_SIZE`); migrations run at
+ * start. It also provides its `PgClient` / `SqlClient`, for whatever else shares the database.
+ */
+export const PgStoreLive = (
+  config: PgStoreConfig
+): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError> => {
+  const { dispatch, events, runnerLeases, ...client } = config
+  return PgStoreFromClient({ dispatch, events, runnerLeases }).pipe(
+    Layer.provideMerge(PgClient.layer({
+      ...client,
+      maxConnections: client.maxConnections ?? DEFAULT_POOL_SIZE,
+      applicationName: client.applicationName ?? "wes"
+    })),
+    Layer.mapError((e) => e instanceof SqlError ? storageError("connect")(e) : e)
+  )
+}
+
+/** `PgStoreLive` connected to `DATABASE_URL`. */
+export const PgStoreFromEnv = (
+  options: Omit<PgStoreConfig, "url"> = {}
+): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(Config.redacted("DATABASE_URL"), (url) => PgStoreLive({ ...options, url })))

@@ -1,0 +1,218 @@
+/**
+ * What every repository of this package shares: turning driver errors into core's
+ * `StorageError`, transactions, row decoding, and the conversions of parameters.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
+import {
+  activeStatuses,
+  isUuid,
+  type NotFound,
+  type PageRequest,
+  type Paged,
+  StorageError,
+  type WorkflowStatus
+} from "@wes/core"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+/** The SQLSTATE of a PostgreSQL error, when the cause carries one. */
+const sqlState = (cause: unknown): string | undefined =>
+  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+    ? cause.code
+    : undefined
+
+/**
+ * Core's `StorageError` for a failed operation. The message names the operation, the driver's
+ * fixed message and the SQLSTATE; never parameters or row values (PostgreSQL's own messages
+ * may quote them, so they stay in `cause`, for logs only).
+ */
+export const storageError = (operation: string) => (error: SqlError | ParseResult.ParseError): StorageError => {
+  if (error instanceof SqlError) {
+    const code = sqlState(error.cause)
+    return new StorageError({
+      message: `PostgreSQL store: ${operation} failed: ${error.message}${code === undefined ? "" : ` (SQLSTATE ${code})`}`,
+      cause: error
+    })
+  }
+  return new StorageError({ message: `PostgreSQL store: ${operation} read a row it could not decode`, cause: error })
+}
+
+/** Maps the SQL and decoding errors of `self` to `StorageError`. */
+export const orStorageError = (operation: string) =>
+<A, R>(self: Effect.Effect<A, SqlError | ParseResult.ParseError, R>): Effect.Effect<A, StorageError, R> =>
+  Effect.mapError(self, storageError(operation))
+
+/**
+ * Runs `effect` in a transaction (a savepoint inside an open one). `@effect/sql` turns a failed
+ * COMMIT or ROLLBACK into a defect; those become `StorageError` too, so a lost connection is a
+ * retryable 503, not a crash.
+ */
+export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
+  sql.withTransaction(effect).pipe(
+    Effect.mapError((e): E | StorageError => e instanceof SqlError ? storageError(operation)(e) : e),
+    Effect.catchSomeDefect((defect) =>
+      defect instanceof SqlError ? Option.some(Effect.fail(storageError(operation)(defect))) : Option.none()
+    )
+  )
+
+/** Runs a statement without the client's name transforms (an embedder's client may have some). */
+export const run = <A extends object>(statement: Statement.Statement<A>) => statement.withoutTransform
+
+/** Decodes rows with `schema`; a row that does not fit is a `ParseError`. */
+export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknown(Schema.Array(schema))
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError> => decode(rows)
+}
+
+/** The first decoded row, if any. */
+export const decodeFirst = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = decodeRows(schema)
+  return (rows: ReadonlyArray<unknown>) => Effect.map(decode(rows.slice(0, 1)), (a) => Option.fromNullable(a[0]))
+}
+
+/** A `timestamptz` column as core's `DateTime.Utc` (the driver reads it as a `Date`). */
+export const DbTimestamp = Schema.DateTimeUtcFromDate
+export const DbNullableTimestamp = Schema.NullOr(Schema.DateTimeUtcFromDate)
+
+/** A `DateTime.Utc` as a `timestamptz` parameter. */
+export const toDate = (t: DateTime.Utc): Date => DateTime.toDateUtc(t)
+export const toNullableDate = (t: DateTime.Utc | null): Date | null => t === null ? null : DateTime.toDateUtc(t)
+
+/**
+ * A value for a `jsonb` column, serialized here: the driver would turn a JS array into a
+ * PostgreSQL array literal rather than JSON.
+ */
+export const toJson = (value: unknown): string => JSON.stringify(value ?? null)
+
+/** A `text[]` parameter (the driver writes JS arrays as array literals). */
+export const toTextArray = (values: ReadonlyArray<string>): Array<string> => values.slice()
+
+/**
+ * Ids are `uuid` columns. A string that is not a UUID can name no stored row, so lookups treat
+ * it as missing instead of letting PostgreSQL reject the cast.
+ */
+export const isId = (s: string): boolean => isUuid(s)
+
+/** LIMIT and OFFSET of a page. */
+export const limitOffset = (page: PageRequest): { readonly limit: number; readonly offset: number } => ({
+  limit: page.per_page,
+  offset: (page.page - 1) * page.per_page
+})
+
+/** `count(*)` is cast to `int` in every query; this reads it. */
+export const CountRow = Schema.Struct({ n: Schema.Int })
+export const readCount = (rows: ReadonlyArray<unknown>) =>
+  Effect.map(decodeFirst(CountRow)(rows), Option.match({ onNone: () => 0, onSome: (r) => r.n }))
+
+/**
+ * The SQL list of unfinished statuses, e.g. `('accepted', 'uploaded', 'queued', 'running')`.
+ * It must match the predicate of the partial indexes (migration 0002) for PostgreSQL to use them.
+ */
+export const UNFINISHED_STATUSES_SQL = `(${activeStatuses.map((s) => `'${s}'`).join(", ")})`
+
+/** Workflows in these statuses wait to be submitted: the dispatcher claims them. */
+export const WAITING_STATUSES: ReadonlyArray<WorkflowStatus> = ["accepted", "uploaded"]
+
+/** `WAITING_STATUSES` in SQL; it must match the predicate of migration 0009's partial indexes. */
+export const WAITING_STATUSES_SQL = `(${WAITING_STATUSES.map((s) => `'${s}'`).join(", ")})`
+
+/**
+ * Namespaces of the two-key advisory locks (`pg_advisory_xact_lock(namespace, hashtext(id))`),
+ * so the locks of different purposes never collide.
+ */
+export const LockNamespace = {
+  /** Inserts counted against a user's limits, and idempotency keys. */
+  userInserts: 0x5745_5301,
+  /** Blob keys being replaced. */
+  blobKey: 0x5745_5302
+} as const
+
+/**
+ * Takes the transaction-scoped lock on a user's counted inserts: between it and COMMIT no other
+ * transaction can count and insert for this user, so a limit cannot be overshot.
+ */
+export const lockUserInserts = (sql: SqlClient.SqlClient, userId: string): Effect.Effect<void, StorageError> =>
+  run(sql`SELECT pg_advisory_xact_lock(${sql.literal(String(LockNamespace.userInserts))}, hashtext(${userId}))`).pipe(
+    Effect.asVoid,
+    orStorageError("user insert lock")
+  )
+
+/**
+ * Inserts a record counted against a per-user limit: lock, count the user's rows in `table`,
+ * then insert, in one transaction. Without a limit it simply inserts.
+ */
+export const insertWithinLimit = <E>(
+  sql: SqlClient.SqlClient,
+  options: {
+    readonly table: "templates" | "runners"
+    readonly userId: string
+    readonly limit: number | undefined
+    readonly onLimit: () => E
+    readonly insert: Effect.Effect<void, StorageError>
+  }
+): Effect.Effect<void, E | StorageError> => {
+  const { insert, limit, onLimit, table, userId } = options
+  if (limit === undefined) return insert
+  return transaction(sql, `${table}.insert`)(Effect.gen(function*() {
+    yield* lockUserInserts(sql, userId)
+    const count = yield* run(sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE user_id = ${userId}`).pipe(
+      Effect.flatMap(readCount),
+      orStorageError(`${table}.insert (count)`)
+    )
+    if (count + 1 > limit) return yield* Effect.fail(onLimit())
+    yield* insert
+  }))
+}
+
+/**
+ * Read-modify-write of one row without lost updates: `SELECT … FOR UPDATE` (the `select`
+ * statement, which also checks the owner), then `f`, then `UPDATE` of every column but `id`, in
+ * one transaction. A `Left` from `f` writes nothing.
+ */
+export const updateRow = <A, E>(
+  sql: SqlClient.SqlClient,
+  options: {
+    readonly table: string
+    readonly id: string
+    readonly select: Statement.Statement<object>
+    readonly decode: (rows: ReadonlyArray<unknown>) => Effect.Effect<Option.Option<A>, ParseResult.ParseError>
+    readonly columns: (a: A) => Record<string, unknown>
+    readonly notFound: () => NotFound
+  },
+  f: (current: A) => Either.Either<A, E>
+): Effect.Effect<A, E | NotFound | StorageError> => {
+  const { columns, decode, id, notFound, select, table } = options
+  return transaction(sql, `${table}.update`)(Effect.gen(function*() {
+    const current = yield* run(sql`${select} FOR UPDATE`).pipe(Effect.flatMap(decode), orStorageError(`${table}.update (read)`))
+    if (Option.isNone(current)) return yield* Effect.fail(notFound())
+    const next = f(current.value)
+    if (Either.isLeft(next)) return yield* Effect.fail(next.left)
+    yield* run(sql`UPDATE ${sql(table)} SET ${sql.update(columns(next.right), ["id"])} WHERE id = ${id}`).pipe(
+      orStorageError(`${table}.update (write)`)
+    )
+    return next.right
+  }))
+}
+
+/** A page of `items` and the `total` across pages, read together. */
+export const pageOf = <A>(
+  operation: string,
+  items: Effect.Effect<ReadonlyArray<A>, SqlError | ParseResult.ParseError>,
+  total: Statement.Statement<{ n: number }>
+): Effect.Effect<Paged<A>, StorageError> =>
+  Effect.all({ items, total: Effect.flatMap(run(total), readCount) }, { concurrency: 2 }).pipe(orStorageError(operation))
+
+/** Deletes one row (of this owner, when `userId` is given); false when there was none. */
+export const deleteRow = (sql: SqlClient.SqlClient, table: string, id: string, userId?: string) =>
+  isId(id) && (userId === undefined || isId(userId))
+    ? run(sql`DELETE FROM ${sql(table)}
+        WHERE ${sql.and([sql`id = ${id}`, ...(userId === undefined ? [] : [sql`user_id = ${userId}`])])}
+        RETURNING id`).pipe(Effect.map((rows) => rows.length > 0), orStorageError(`${table}.delete`))
+    : Effect.succeed(false)

@@ -1,0 +1,297 @@
+/**
+ * The dispatcher's guarantees across instances: two stores (two pools, two LISTEN connections,
+ * two instance ids) on one schema, as two `wes serve` processes sharing a database.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { DispatchQueue, RunnerOwnership, Transactor, type Workflow, WorkflowRepository } from "@wes/core"
+import { Fixtures as F } from "@wes/core/testing"
+import { type PgStoreConfig, WAKE_ALL_RUNNERS } from "@wes/storage-pg"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Either from "effect/Either"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { admin, awaitListener, freshSchema, storeOn } from "./harness.js"
+
+/** A store instance on `schema` that can be stopped (its pool and LISTEN connection closed) before the test ends. */
+const instance = (schema: string, name: string, options: Omit<PgStoreConfig, "url"> = {}) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const applicationName = `wes-test-${name}-${schema}`
+    const context = yield* Layer.buildWithScope(storeOn(schema, { applicationName, ...options }), scope)
+    return {
+      applicationName,
+      repo: Context.get(context, WorkflowRepository),
+      queue: Context.get(context, DispatchQueue),
+      ownership: Context.get(context, RunnerOwnership),
+      tx: Context.get(context, Transactor),
+      /** Stops the instance without giving anything back, as a crash would. */
+      stop: Scope.close(scope, Exit.void)
+    }
+  })
+
+type Instance = Effect.Effect.Success<ReturnType<typeof instance>>
+
+/** Two instances on one fresh schema. */
+const twoInstances = (aOptions: Omit<PgStoreConfig, "url"> = {}, bOptions: Omit<PgStoreConfig, "url"> = {}) =>
+  Effect.gen(function*() {
+    const schema = yield* freshSchema
+    return { schema, a: yield* instance(schema, "a", aOptions), b: yield* instance(schema, "b", bOptions) }
+  })
+
+/** Collects the wake-ups `b` receives; `next(id)` waits for `id`, dropping what comes before it. */
+const wakeupsOf = (b: Instance) =>
+  Effect.gen(function*() {
+    const received = yield* Queue.bounded<string>(1000)
+    yield* b.queue.wakeups.pipe(Stream.runForEach((id) => Queue.offer(received, id)), Effect.forkScoped)
+    const next = (id: string) => Queue.take(received).pipe(Effect.repeat({ until: (x) => x === id }), Effect.timeout("10 seconds"))
+    return { received, next }
+  })
+
+/** Announces `id` through `a` every 100 ms until `heard` completes (the other LISTEN may still be starting). */
+const announceUntil = <A, E, R>(a: Instance, id: string, heard: Effect.Effect<A, E, R>) =>
+  Effect.raceFirst(heard, Effect.zipRight(a.queue.notify(id).pipe(Effect.repeat(Schedule.spaced("100 millis"))), Effect.never))
+
+const waitingOn = (runner: string, n: number) => {
+  const owner = F.user()
+  return Array.from({ length: n }, (_, i) =>
+    F.workflow(owner.id, { user_runner_id: runner as Workflow["user_runner_id"], created_at: F.at(i) }))
+}
+
+const ids = (ws: ReadonlyArray<Workflow>) => ws.map((w) => w.id)
+
+/** Retries `effect` every 50 ms until it gives a `Some`, for at most `within`. */
+const eventually = <A, E, R>(effect: Effect.Effect<Option.Option<A>, E, R>, within: Duration.DurationInput) =>
+  effect.pipe(
+    Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
+    Effect.retry({ while: (e) => e === "not yet", schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo(within)) })
+  )
+
+describe("runner ownership across instances", () => {
+  it.scopedLive("is exclusive: B cannot acquire a runner A holds; once A lets go, B takes it with a new client id", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      expect(a.ownership.instanceId).not.toBe(b.ownership.instanceId)
+      const r = F.uuid()
+
+      const scopeA = yield* Scope.make()
+      const leaseA = yield* a.ownership.acquire(r).pipe(Scope.extend(scopeA))
+      expect(Option.isSome(leaseA)).toBe(true)
+      expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
+
+      yield* Scope.close(scopeA, Exit.void)
+      const leaseB = yield* b.ownership.acquire(r)
+      expect(Option.isSome(leaseB)).toBe(true)
+      expect(Option.getOrThrow(leaseB).clientId).not.toBe(Option.getOrThrow(leaseA).clientId)
+      expect(yield* Effect.scoped(a.ownership.acquire(r))).toEqual(Option.none())
+    }))
+
+  it.scopedLive("two instances racing for the same runners: exactly one wins each", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const runners = Array.from({ length: 20 }, () => F.uuid())
+      const won = yield* Effect.forEach(runners, (r) =>
+        Effect.all([a.ownership.acquire(r), b.ownership.acquire(r)], { concurrency: 2 }).pipe(
+          Effect.map((leases) => leases.filter(Option.isSome).length)
+        ), { concurrency: "unbounded" })
+      expect(won).toEqual(runners.map(() => 1))
+    }))
+
+  it.scopedLive("an instance that stops renewing loses the runner after the lease time; B takes over with a higher epoch", () =>
+    Effect.gen(function*() {
+      // A's renewals never come (its renewer is as good as dead); its lease lasts 800 ms.
+      const { a, b } = yield* twoInstances({ runnerLeases: { leaseTime: "800 millis", renewInterval: "1 hour" } })
+      const r = F.uuid()
+      const started = Date.now()
+      const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r))
+      expect(leaseA.clientId).toBe(`wes-${r}-1`)
+      expect(yield* leaseA.held).toBe(true)
+      expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
+
+      // A stops counting on the lease before it can be taken over (the fencing check)...
+      yield* Effect.sleep("700 millis")
+      expect(yield* leaseA.held).toBe(false)
+      // ...and notices on its own, no later than the lease could be taken over.
+      yield* leaseA.lost.pipe(Effect.timeout("5 seconds"))
+      const noticed = Date.now() - started
+      expect(noticed).toBeGreaterThanOrEqual(750)
+
+      const leaseB = yield* eventually(b.ownership.acquire(r), "5 seconds")
+      expect(Date.now() - started).toBeGreaterThanOrEqual(800)
+      expect(leaseB.clientId).toBe(`wes-${r}-2`)
+      expect(yield* leaseB.held).toBe(true)
+    }))
+
+  it.scopedLive("a renewal that finds the runner taken over completes `lost`, and A's release leaves B's lease alone", () =>
+    Effect.gen(function*() {
+      const { a, b, schema } = yield* twoInstances({ runnerLeases: { leaseTime: "30 seconds", renewInterval: "100 millis" } })
+      const r = F.uuid()
+      const scopeA = yield* Scope.make()
+      const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r).pipe(Scope.extend(scopeA)))
+      // A is cut off for longer than its lease (a long pause or a partition): the lease lapses.
+      yield* admin((sql) => sql`UPDATE ${sql(schema)}.runner_leases SET expires_at = now() - interval '1 second' WHERE runner_id = ${r}`)
+      const leaseB = Option.getOrThrow(yield* b.ownership.acquire(r))
+      expect(leaseB.clientId).toBe(`wes-${r}-2`)
+      // A's next renewal finds the row is no longer its own, long before its 30 s would be up.
+      yield* leaseA.lost.pipe(Effect.timeout("2 seconds"))
+      yield* Scope.close(scopeA, Exit.void)
+      expect(yield* Effect.scoped(a.ownership.acquire(r))).toEqual(Option.none())
+    }))
+
+  it.scopedLive("an instance that died holding runners: after the lease time another instance drives them", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances({ runnerLeases: { leaseTime: "600 millis", renewInterval: "200 millis" } })
+      const r = F.uuid()
+      // Acquired in a scope that is never closed: no release, as in a crash; then the pool goes.
+      const never = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(never, Exit.void))
+      expect(Option.isSome(yield* a.ownership.acquire(r).pipe(Scope.extend(never)))).toBe(true)
+      // While A lives, its renewals keep the runner past the lease time.
+      yield* Effect.sleep("900 millis")
+      expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
+      const died = Date.now()
+      yield* a.stop
+      const leaseB = yield* eventually(b.ownership.acquire(r), "5 seconds")
+      // At most one renewal interval (200 ms) passed between A's last renewal and its death.
+      expect(Date.now() - died).toBeGreaterThanOrEqual(300)
+      expect(leaseB.clientId).toBe(`wes-${r}-2`)
+    }))
+})
+
+describe("the dispatch queue across instances", () => {
+  it.scopedLive("200 waiting workflows claimed by 4 claimers on 2 instances at once: each exactly once", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const r = F.uuid()
+      const waiting = waitingOn(r, 200)
+      yield* Effect.forEach(waiting, (w) => a.repo.insert(w), { concurrency: 8, discard: true })
+
+      const claimers = [
+        { instance: a, owner: `${a.ownership.instanceId}-1` },
+        { instance: a, owner: `${a.ownership.instanceId}-2` },
+        { instance: b, owner: `${b.ownership.instanceId}-1` },
+        { instance: b, owner: `${b.ownership.instanceId}-2` }
+      ]
+      // Like a driver: claim a batch, submit each (it leaves the waiting statuses), give the claim back.
+      const claimAll = ({ instance: { queue, repo }, owner }: (typeof claimers)[number]) =>
+        Effect.gen(function*() {
+          const got: Array<string> = []
+          for (;;) {
+            const batch = yield* queue.claim(r, owner, 7, 60_000)
+            if (batch.length === 0) return { owner, got }
+            const created = batch.map((w) => w.created_at.epochMillis)
+            expect(created, "each batch comes oldest first").toEqual([...created].sort((x, y) => x - y))
+            got.push(...ids(batch))
+            yield* Effect.forEach(batch, (w) => repo.update(w.id, (current) => Either.right({ ...current, status: "queued" as const })), {
+              discard: true
+            })
+            yield* queue.release(ids(batch), owner)
+          }
+        })
+      const results = yield* Effect.forEach(claimers, claimAll, { concurrency: "unbounded" })
+
+      const all = results.flatMap((x) => x.got)
+      expect(all.length).toBe(200)
+      expect(new Set(all)).toEqual(new Set(ids(waiting)))
+      expect(results.filter((x) => x.got.length > 0).length, "more than one claimer got work").toBeGreaterThan(1)
+      expect(yield* a.repo.listUnfinishedOnRunner(r, 500)).toHaveLength(200)
+      expect((yield* a.repo.listUnfinishedOnRunner(r, 500)).every((w) => w.status === "queued")).toBe(true)
+      yield* Effect.log(`claims per claimer: ${results.map((x) => x.got.length).join(", ")}`)
+    }))
+
+  it.scopedLive("claims of an instance that died are taken over by another instance once their lease expires", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const r = F.uuid()
+      const waiting = waitingOn(r, 5)
+      yield* Effect.forEach(waiting, (w) => a.repo.insert(w), { discard: true })
+
+      const claimed = yield* a.queue.claim(r, a.ownership.instanceId, 10, 700)
+      expect(ids(claimed)).toEqual(ids(waiting))
+      const died = Date.now()
+      yield* a.stop
+      expect(yield* b.queue.claim(r, b.ownership.instanceId, 10, 60_000)).toEqual([])
+      // Renewing or releasing someone else's claims does nothing.
+      yield* b.queue.renew(ids(waiting), "somebody-else", 60_000)
+      yield* b.queue.release(ids(waiting), "somebody-else")
+      expect(yield* b.queue.claim(r, "somebody-else", 10, 60_000)).toEqual([])
+
+      const taken = yield* eventually(
+        Effect.map(b.queue.claim(r, b.ownership.instanceId, 10, 60_000), Option.liftPredicate((ws) => ws.length > 0)),
+        "5 seconds"
+      )
+      expect(Date.now() - died).toBeGreaterThanOrEqual(600)
+      expect(ids(taken)).toEqual(ids(waiting))
+    }))
+
+  it.scopedLive("notify on instance A wakes instance B's wakeups with the runner id", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const r = F.uuid()
+      const fiber = yield* b.queue.wakeups.pipe(Stream.filter((id) => id === r), Stream.runHead, Effect.fork)
+      const heard = yield* announceUntil(a, r, Fiber.join(fiber)).pipe(Effect.timeout("10 seconds"))
+      expect(heard).toEqual(Option.some(r))
+    }))
+
+  it.scopedLive("a notify inside a transaction is delivered at COMMIT, and never after a rollback", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const { next, received } = yield* wakeupsOf(b)
+      // Wait until B hears A at all.
+      const probe = F.uuid()
+      yield* announceUntil(a, probe, next(probe))
+
+      const [committed, rolledBack, after] = [F.uuid(), F.uuid(), F.uuid()]
+      yield* a.tx.withTransaction(Effect.gen(function*() {
+        yield* a.queue.notify(committed)
+        yield* Effect.sleep("300 millis")
+        expect(yield* Queue.takeAll(received)).not.toContain(committed)
+      }))
+      yield* next(committed)
+
+      const failed = yield* a.tx.withTransaction(Effect.zipRight(a.queue.notify(rolledBack), Effect.fail("boom" as const))).pipe(
+        Effect.flip
+      )
+      expect(failed).toBe("boom")
+      yield* a.queue.notify(after)
+      // Notifications arrive in commit order: had the rolled-back one been sent, it would come first.
+      const seen: Array<string> = []
+      yield* Queue.take(received).pipe(
+        Effect.tap((id) => Effect.sync(() => seen.push(id))),
+        Effect.repeat({ until: (x) => x === after }),
+        Effect.timeout("10 seconds")
+      )
+      expect(seen).not.toContain(rolledBack)
+    }))
+
+  it.scopedLive("after B's LISTEN connection is lost, B reconnects, emits a wake-all, and hears A again", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances({}, { events: { heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" } })
+      const { next, received } = yield* wakeupsOf(b)
+      const before = yield* awaitListener(b.applicationName)
+      const probe = F.uuid()
+      yield* announceUntil(a, probe, next(probe))
+      yield* Effect.sleep("300 millis")
+      yield* Queue.takeAll(received)
+
+      const killed = yield* admin((sql) => sql<{ ok: boolean }>`SELECT pg_terminate_backend(${before}) AS ok`)
+      expect(killed[0]?.ok).toBe(true)
+      // Announced while B is deaf: lost, hence the wake-all after B reconnects.
+      yield* a.queue.notify(F.uuid())
+      yield* next(WAKE_ALL_RUNNERS)
+      const after = yield* awaitListener(b.applicationName, before)
+      expect(after).not.toBe(before)
+
+      const r = F.uuid()
+      yield* a.queue.notify(r)
+      yield* next(r)
+    }))
+})

@@ -1,0 +1,74 @@
+import { describe, expect, it } from "@effect/vitest"
+import { type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import { Fixtures as F } from "@wes/core/testing"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import { admin, awaitListener, freshSchema, storeOn } from "./harness.js"
+
+/** Two stores (two pools, two LISTEN connections) on one fresh schema. */
+const twoInstances = (bOptions: Parameters<typeof storeOn>[1] = {}) =>
+  Effect.gen(function*() {
+    const schema = yield* freshSchema
+    const a = yield* Layer.build(storeOn(schema, { applicationName: `wes-test-a-${schema}` }))
+    const b = yield* Layer.build(storeOn(schema, { applicationName: `wes-test-b-${schema}`, ...bOptions }))
+    return { a: Context.get(a, WorkflowEventBus), b: Context.get(b, WorkflowEventBus), appB: `wes-test-b-${schema}` }
+  })
+
+const seqs = (events: Chunk.Chunk<WorkflowEvent>) => Chunk.toReadonlyArray(events).map((e) => e.seq)
+
+describe("event bus across instances", () => {
+  it.scopedLive("a subscriber on instance B gets events published through A, in order, with replay", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const w = F.uuid()
+      yield* a.publish(w, [{ type: "status", data: 1 }, { type: "queue", data: 2 }, { type: "progress", data: 3 }])
+      const fromOne = yield* b.subscribe(w, 1).pipe(Stream.take(5), Stream.runCollect, Effect.fork)
+      const fromZero = yield* b.subscribe(w, 0).pipe(Stream.take(6), Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("50 millis")
+      yield* a.publish(w, [{ type: "executing", data: 4 }])
+      yield* a.publish(w, [{ type: "output", data: 5 }, { type: "done", data: 6 }])
+      const one = yield* Fiber.join(fromOne).pipe(Effect.timeout("10 seconds"))
+      const zero = yield* Fiber.join(fromZero).pipe(Effect.timeout("10 seconds"))
+      expect(seqs(one)).toEqual([2, 3, 4, 5, 6])
+      expect(Chunk.toReadonlyArray(one).map((e) => [e.type, e.data])).toEqual([
+        ["queue", 2],
+        ["progress", 3],
+        ["executing", 4],
+        ["output", 5],
+        ["done", 6]
+      ])
+      expect(seqs(zero)).toEqual([1, 2, 3, 4, 5, 6])
+      expect(yield* b.lastSeq(w)).toBe(6)
+    }))
+
+  it.scopedLive("after B's LISTEN connection is lost and restored, B's subscriber misses nothing", () =>
+    Effect.gen(function*() {
+      const { a, appB, b } = yield* twoInstances({ events: { heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" } })
+      const w = F.uuid()
+      const received = yield* Queue.unbounded<WorkflowEvent>()
+      yield* b.subscribe(w, 0).pipe(Stream.runForEach((e) => Queue.offer(received, e)), Effect.forkScoped)
+      const before = yield* awaitListener(appB)
+
+      yield* a.publish(w, [{ type: "status", data: "live" }])
+      expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(1)
+      // Let B's listener pass its first ping, so the loss below hits a settled connection.
+      yield* Effect.sleep("500 millis")
+
+      const killed = yield* admin((sql) => sql<{ ok: boolean }>`SELECT pg_terminate_backend(${before}) AS ok`)
+      expect(killed[0]?.ok).toBe(true)
+      // Published while B is deaf: its NOTIFY goes nowhere; B must re-read after reconnecting.
+      yield* a.publish(w, [{ type: "status", data: "during the outage" }])
+      const afterOutage = yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))
+      expect([afterOutage.seq, afterOutage.data]).toEqual([2, "during the outage"])
+
+      const after = yield* awaitListener(appB, before)
+      expect(after).not.toBe(before)
+      yield* a.publish(w, [{ type: "done", data: "live again" }])
+      expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(3)
+    }))
+})
