@@ -1,0 +1,254 @@
+/**
+ * A runner's WebSocket (`/ws?clientId=...`) as a never-ending `Stream<RunnerEvent>`: reconnects
+ * with capped, jittered exponential backoff, and only once the previous socket is really closed
+ * (ComfyUI unregisters a new socket that reuses the id of a half-open one); a ping heartbeat
+ * detects silent dead sockets; `Connected` follows every (re)connect and `Disconnected` every loss.
+ *
+ * It uses the `ws` package directly: the standard WebSocket API behind `Socket.WebSocketConstructor`
+ * can neither set headers on the upgrade (proxy auth) nor send pings.
+ */
+import type { RunnerEvent, RunnerTarget } from "@wes/core"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Queue from "effect/Queue"
+import * as Random from "effect/Random"
+import * as Stream from "effect/Stream"
+import { WebSocket } from "ws"
+import { baseUrl } from "./RunnerHttp.js"
+import { decodeFrame } from "./RunnerMessages.js"
+
+/** Timing and buffering of the runner WebSocket. */
+export interface RunnerConnectionOptions {
+  /** Limit of the opening handshake (default 10 s). */
+  readonly openTimeout?: Duration.DurationInput
+  /** Pause between heartbeats (default 15 s). */
+  readonly heartbeatInterval?: Duration.DurationInput
+  /** A socket that answers a ping with neither a pong nor a message within this is dead (default 10 s). */
+  readonly heartbeatTimeout?: Duration.DurationInput
+  /** First reconnect delay (default 500 ms); doubled per failed attempt, jittered down to half. */
+  readonly reconnectInitialDelay?: Duration.DurationInput
+  /** Cap of the reconnect delay (default 30 s). */
+  readonly reconnectMaxDelay?: Duration.DurationInput
+  /** How long a closing socket may take before it is torn down (default 5 s). */
+  readonly closeTimeout?: Duration.DurationInput
+  /** Events buffered for a slow consumer (default 256); past it the producer waits. */
+  readonly bufferSize?: number
+  /** Frames received but not yet decoded (default 1024); overflowing it drops the connection, which then reconnects. */
+  readonly inboxSize?: number
+}
+
+interface Settings {
+  readonly openTimeout: Duration.Duration
+  readonly heartbeatInterval: Duration.Duration
+  readonly heartbeatTimeout: Duration.Duration
+  readonly initialDelay: Duration.Duration
+  readonly maxDelay: Duration.Duration
+  readonly closeTimeout: Duration.Duration
+  readonly bufferSize: number
+  readonly inboxSize: number
+}
+
+const settingsOf = (o: RunnerConnectionOptions): Settings => ({
+  openTimeout: Duration.decode(o.openTimeout ?? Duration.seconds(10)),
+  heartbeatInterval: Duration.decode(o.heartbeatInterval ?? Duration.seconds(15)),
+  heartbeatTimeout: Duration.decode(o.heartbeatTimeout ?? Duration.seconds(10)),
+  initialDelay: Duration.decode(o.reconnectInitialDelay ?? Duration.millis(500)),
+  maxDelay: Duration.decode(o.reconnectMaxDelay ?? Duration.seconds(30)),
+  closeTimeout: Duration.decode(o.closeTimeout ?? Duration.seconds(5)),
+  bufferSize: Math.max(1, o.bufferSize ?? 256),
+  inboxSize: Math.max(1, o.inboxSize ?? 1024)
+})
+
+/** `ws(s)://host[/prefix]/ws?clientId=<id>` for a runner endpoint. */
+export const websocketUrl = (runner: RunnerTarget, clientId: string): string =>
+  `${baseUrl(runner).replace(/^http/i, "ws")}/ws?clientId=${encodeURIComponent(clientId)}`
+
+/**
+ * One socket's life, bridged from `ws` callbacks: text frames wait in a bounded inbox for the
+ * pump; the first of close, error, heartbeat failure or overflow ends it.
+ */
+class Session {
+  readonly inbox: Array<string> = []
+  readonly opened = Deferred.unsafeMake<boolean>(FiberId.none)
+  readonly ended = Deferred.unsafeMake<string>(FiberId.none)
+  reason: string | undefined
+  /** Set by any frame or pong; cleared when a ping is sent. */
+  alive = true
+  private wake: (() => void) | undefined
+
+  constructor(readonly ws: WebSocket, inboxSize: number) {
+    ws.on("open", () => Deferred.unsafeDone(this.opened, Exit.succeed(true)))
+    ws.on("message", (data, isBinary) => {
+      this.alive = true
+      // Binary frames are previews (types 1, 3, 4): nothing the service needs.
+      if (isBinary || this.reason !== undefined) return
+      if (this.inbox.length >= inboxSize) {
+        this.end("event buffer overflow: the consumer is too slow", true)
+        return
+      }
+      this.inbox.push(String(data))
+      this.notify()
+    })
+    ws.on("pong", () => {
+      this.alive = true
+    })
+    // Always listened to: `ws` throws on an unhandled "error" event.
+    ws.on("error", (err) => this.end(err.message, false))
+    ws.on("close", (code, reason) => {
+      const why = reason.length > 0 ? `: ${reason.toString()}` : ""
+      this.end(`closed (code ${code}${why})`, false)
+    })
+  }
+
+  /** Ends the session once (the first reason wins), optionally tearing the socket down. */
+  end(reason: string, terminate: boolean): void {
+    if (this.reason === undefined) {
+      this.reason = reason
+      Deferred.unsafeDone(this.opened, Exit.succeed(false))
+      Deferred.unsafeDone(this.ended, Exit.succeed(reason))
+    }
+    if (terminate) this.ws.terminate()
+    this.notify()
+  }
+
+  private notify(): void {
+    const w = this.wake
+    this.wake = undefined
+    w?.()
+  }
+
+  /** Waits for a frame or the end. */
+  readonly more: Effect.Effect<void> = Effect.async<void>((resume) => {
+    if (this.inbox.length > 0 || this.reason !== undefined) return resume(Effect.void)
+    this.wake = () => resume(Effect.void)
+    return Effect.sync(() => {
+      this.wake = undefined
+    })
+  })
+}
+
+/** Closes `ws` and waits until it is really closed (tearing it down if the close handshake stalls). */
+const closeFully = (ws: WebSocket, timeout: Duration.Duration): Effect.Effect<void> => {
+  const closed = Effect.async<void>((resume) => {
+    if (ws.readyState === WebSocket.CLOSED) return resume(Effect.void)
+    const onClose = () => resume(Effect.void)
+    ws.once("close", onClose)
+    return Effect.sync(() => {
+      ws.off("close", onClose)
+    })
+  })
+  return Effect.sync(() => {
+    if (ws.readyState === WebSocket.OPEN) ws.close(1000)
+    else if (ws.readyState === WebSocket.CONNECTING) ws.terminate()
+  }).pipe(
+    Effect.zipRight(closed.pipe(Effect.timeout(timeout))),
+    Effect.catchAll(() => Effect.sync(() => ws.terminate()).pipe(Effect.zipRight(closed.pipe(Effect.timeout(timeout))))),
+    Effect.ignore
+  )
+}
+
+/** Sends a ping every interval; a ping answered by nothing within the timeout ends the session. */
+const heartbeat = (session: Session, s: Settings): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (true) {
+      yield* Effect.sleep(s.heartbeatInterval)
+      session.alive = false
+      yield* Effect.sync(() => {
+        if (session.ws.readyState === WebSocket.OPEN) session.ws.ping()
+      })
+      yield* Effect.sleep(s.heartbeatTimeout)
+      if (!session.alive) {
+        session.end(`no pong or message within ${Duration.format(s.heartbeatTimeout)} of a ping`, true)
+        return
+      }
+    }
+  })
+
+/** Decodes the inbox into `out` (waiting when `out` is full) until the session ended and the inbox is empty. */
+const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerTarget): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    while (true) {
+      const text = session.inbox.shift()
+      if (text === undefined) {
+        if (session.reason !== undefined) return
+        yield* session.more
+        continue
+      }
+      const decoded = decodeFrame(text)
+      if (decoded._tag === "Event") yield* Queue.offer(out, decoded.event)
+      else if (decoded._tag === "Malformed") {
+        yield* Effect.logDebug(`runner ${runner.name}: ignoring a malformed WebSocket message (${decoded.reason})`)
+      }
+    }
+  })
+
+/** One connection: open, announce, relay until it ends; the socket is closed when this returns. */
+const connectOnce = (
+  runner: RunnerTarget,
+  url: string,
+  out: Queue.Enqueue<RunnerEvent>,
+  s: Settings
+): Effect.Effect<{ readonly opened: boolean; readonly reason: string }> =>
+  Effect.scoped(Effect.gen(function*() {
+    const session = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        new Session(
+          new WebSocket(url, {
+            headers: { ...runner.headers },
+            handshakeTimeout: Duration.toMillis(s.openTimeout),
+            perMessageDeflate: false
+          }),
+          s.inboxSize
+        )
+      ),
+      (session) => closeFully(session.ws, s.closeTimeout)
+    )
+    const opened = yield* Deferred.await(session.opened)
+    if (!opened) return { opened: false, reason: session.reason ?? "not opened" }
+    yield* Queue.offer(out, { _tag: "Connected" })
+    const beat = yield* Effect.fork(heartbeat(session, s))
+    const relay = yield* Effect.fork(pump(session, out, runner))
+    const reason = yield* Deferred.await(session.ended)
+    yield* Fiber.interrupt(beat)
+    yield* Fiber.join(relay)
+    return { opened: true, reason }
+  }))
+
+/** The delay before reconnect attempt `n` (0-based): doubling from the initial delay up to the cap, jittered to [d/2, d]. */
+const backoff = (n: number, s: Settings): Effect.Effect<Duration.Duration> =>
+  Effect.map(Random.nextRange(0.5, 1), (jitter) => {
+    const base = Math.min(Duration.toMillis(s.maxDelay), Duration.toMillis(s.initialDelay) * 2 ** Math.min(n, 30))
+    return Duration.millis(Math.round(base * jitter))
+  })
+
+/** The runner's events as a stream that reconnects until it is no longer consumed. */
+export const runnerEvents = (
+  runner: RunnerTarget,
+  clientId: string,
+  options: RunnerConnectionOptions = {}
+): Stream.Stream<RunnerEvent> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const s = settingsOf(options)
+    const url = websocketUrl(runner, clientId)
+    const out = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(s.bufferSize), Queue.shutdown)
+    yield* Effect.forkScoped(Effect.gen(function*() {
+      let attempt = 0
+      while (true) {
+        const result = yield* connectOnce(runner, url, out, s)
+        if (result.opened) {
+          attempt = 0
+          yield* Effect.logDebug(`runner ${runner.name}: WebSocket lost: ${result.reason}`)
+          yield* Queue.offer(out, { _tag: "Disconnected", reason: result.reason })
+        } else {
+          yield* Effect.logDebug(`runner ${runner.name}: WebSocket connect failed: ${result.reason}`)
+        }
+        yield* Effect.sleep(yield* backoff(attempt, s))
+        attempt++
+      }
+    }))
+    return Stream.fromQueue(out)
+  }))

@@ -1,0 +1,115 @@
+/**
+ * ComfyUI's JSON WebSocket messages (comfyui-protocol.md section 6.3) decoded with
+ * `effect/Schema` into `RunnerEvent`s. Unknown types (custom nodes, `logs`, `progress_state`, ...)
+ * are ignored; extra fields are tolerated, since newer servers add some.
+ */
+import type { RunnerEvent } from "@wes/core"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+
+const NodeId = Schema.Union(Schema.String, Schema.Number).pipe(
+  Schema.transform(Schema.String, { strict: true, decode: String, encode: (s) => s })
+)
+const Timestamp = Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null })
+
+const message = <T extends string, F extends Schema.Struct.Fields>(type: T, data: F) =>
+  Schema.Struct({ type: Schema.Literal(type), data: Schema.Struct(data) })
+
+const Status = message("status", {
+  status: Schema.Struct({ exec_info: Schema.Struct({ queue_remaining: Schema.Number }) })
+})
+const ExecutionStart = message("execution_start", { prompt_id: Schema.String, timestamp: Timestamp })
+const Executing = message("executing", {
+  node: Schema.NullOr(NodeId),
+  prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+})
+const Progress = message("progress", {
+  value: Schema.Number,
+  max: Schema.Number,
+  prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  node: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null })
+})
+const Executed = message("executed", { node: NodeId, output: Schema.optional(Schema.Unknown), prompt_id: Schema.String })
+const ExecutionSuccess = message("execution_success", { prompt_id: Schema.String, timestamp: Timestamp })
+const ExecutionError = message("execution_error", {
+  prompt_id: Schema.String,
+  node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
+  node_type: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  exception_type: Schema.optionalWith(Schema.String, { default: () => "UnknownError" }),
+  exception_message: Schema.optionalWith(Schema.String, { default: () => "" })
+})
+const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String })
+
+/** The messages the service acts on. */
+export const RunnerMessage = Schema.Union(
+  Status,
+  ExecutionStart,
+  Executing,
+  Progress,
+  Executed,
+  ExecutionSuccess,
+  ExecutionError,
+  ExecutionInterrupted
+)
+export type RunnerMessage = typeof RunnerMessage.Type
+
+const KNOWN = new Set(["status", "execution_start", "executing", "progress", "executed", "execution_success", "execution_error", "execution_interrupted"])
+
+/** A message as a `RunnerEvent`; undefined for the ones that carry nothing for the service. */
+export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
+  switch (m.type) {
+    case "status":
+      return { _tag: "QueueChanged", queue_remaining: m.data.status.exec_info.queue_remaining }
+    case "execution_start":
+      return { _tag: "ExecutionStart", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
+    case "executing":
+      if (m.data.node !== null) return { _tag: "Executing", prompt_id: m.data.prompt_id, node: m.data.node }
+      // `executing {node: null}` after the history write; very old servers sent it without prompt_id.
+      return m.data.prompt_id === null ? undefined : { _tag: "PromptDone", prompt_id: m.data.prompt_id }
+    case "progress":
+      return { _tag: "Progress", prompt_id: m.data.prompt_id, node: m.data.node, value: m.data.value, max: m.data.max }
+    case "executed":
+      return { _tag: "Executed", prompt_id: m.data.prompt_id, node: m.data.node, output: m.data.output ?? null }
+    case "execution_success":
+      return { _tag: "ExecutionSuccess", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
+    case "execution_error":
+      return {
+        _tag: "ExecutionError",
+        prompt_id: m.data.prompt_id,
+        node_id: m.data.node_id,
+        node_type: m.data.node_type,
+        exception_type: m.data.exception_type,
+        exception_message: m.data.exception_message.trim()
+      }
+    case "execution_interrupted":
+      return { _tag: "ExecutionInterrupted", prompt_id: m.data.prompt_id }
+  }
+}
+
+/** What a text frame is to the service. */
+export type Decoded =
+  | { readonly _tag: "Event"; readonly event: RunnerEvent }
+  | { readonly _tag: "Ignored" }
+  | { readonly _tag: "Malformed"; readonly reason: string }
+
+const decodeMessage = Schema.decodeUnknownEither(RunnerMessage)
+
+/** Decodes one text frame: an event, a message to ignore (unknown type), or a malformed one. */
+export const decodeFrame = (text: string): Decoded => {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    return { _tag: "Malformed", reason: "not JSON" }
+  }
+  const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined
+  if (typeof type !== "string") return { _tag: "Malformed", reason: "no string `type`" }
+  if (!KNOWN.has(type)) return { _tag: "Ignored" }
+  return Either.match(decodeMessage(json), {
+    onLeft: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
+    onRight: (m) => {
+      const event = toRunnerEvent(m)
+      return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
+    }
+  })
+}

@@ -1,0 +1,19 @@
+/**
+ * @wes/runner-client/testing: a protocol-faithful fake ComfyUI server (HTTP + WebSocket on
+ * 127.0.0.1) with fault hooks and request logs, for tests of anything that talks to runners.
+ */
+export {
+  type ConnectionRecord,
+  FakeComfyUI,
+  type FakeComfyUIOptions,
+  FakeComfyUIServer,
+  type NodeFailure,
+  type NodeMatch,
+  type PromptSubmission,
+  type RequestRecord,
+  type RestartOptions,
+  type UploadRecord
+} from "./testing/FakeComfyUI.js"
+/** A solid-colour PNG (to upload as an input image). */
+export { inspectImage, solidPng } from "./testing/Png.js"
+export { loadImageWorkflow, saveImageWorkflow, slowWorkflow, textWorkflow } from "./testing/Workflows.js"

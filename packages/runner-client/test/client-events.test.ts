@@ -1,0 +1,252 @@
+/** RunnerGateway.events against the fake: decoding, order, reconnects, heartbeat, headers, buffering. */
+import { expect, layer } from "@effect/vitest"
+import { type RunnerEvent, RunnerGateway, type RunnerTarget } from "@wes/core"
+import { runnerEvents } from "@wes/runner-client"
+import { FakeComfyUI, saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { gatewayLayer, runnerFor, testGatewayOptions, uuid } from "./harness.js"
+
+type Tag = RunnerEvent["_tag"]
+
+/** Consumes an event stream in the background; `until` waits for a matching event, recording all seen. */
+const watch = (stream: Stream.Stream<RunnerEvent>): Effect.Effect<{
+  readonly seen: Array<RunnerEvent>
+  readonly until: (pred: (e: RunnerEvent) => boolean, timeout?: Duration.DurationInput) => Effect.Effect<RunnerEvent>
+}, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const q = yield* Queue.bounded<RunnerEvent>(4096)
+    yield* Effect.forkScoped(Stream.runForEach(stream, (e) => Queue.offer(q, e)))
+    const seen: Array<RunnerEvent> = []
+    const until = (pred: (e: RunnerEvent) => boolean, timeout: Duration.DurationInput = "5 seconds") =>
+      Effect.gen(function*() {
+        while (true) {
+          const e = yield* Queue.take(q)
+          seen.push(e)
+          if (pred(e)) return e
+        }
+      }).pipe(
+        Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`no matching event; saw ${JSON.stringify(seen.map((e) => e._tag))}`) }),
+        Effect.orDie
+      )
+    return { seen, until }
+  })
+
+const is = (tag: Tag) => (e: RunnerEvent) => e._tag === tag
+const doneOf = (id: string) => (e: RunnerEvent) => e._tag === "PromptDone" && e.prompt_id === id
+const post = (fake: FakeComfyUI, body: unknown) =>
+  Effect.promise(() => fetch(`${fake.url}/prompt`, { method: "POST", body: JSON.stringify(body) }).then((r) => r.status))
+const wait = (p: () => Promise<void>) => Effect.promise(p)
+
+layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it) => {
+  it.scoped("emits Connected, then a prompt's events in order, ending with PromptDone", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-1"))
+      yield* events.until(is("QueueChanged"))
+      const id = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow(), prompt_id: id, client_id: "wes-1" })
+      yield* events.until(doneOf(id))
+      expect(events.seen).toEqual([
+        { _tag: "Connected" },
+        { _tag: "QueueChanged", queue_remaining: 0 },
+        { _tag: "QueueChanged", queue_remaining: 1 },
+        { _tag: "QueueChanged", queue_remaining: 1 },
+        { _tag: "ExecutionStart", prompt_id: id, timestamp: expect.any(Number) },
+        { _tag: "Executing", prompt_id: id, node: "1" },
+        { _tag: "Executing", prompt_id: id, node: "2" },
+        { _tag: "Executing", prompt_id: id, node: "3" },
+        {
+          _tag: "Executed",
+          prompt_id: id,
+          node: "3",
+          output: { images: [{ filename: "run_00001_.png", subfolder: "wes", type: "output" }] }
+        },
+        { _tag: "ExecutionSuccess", prompt_id: id, timestamp: expect.any(Number) },
+        { _tag: "QueueChanged", queue_remaining: 0 },
+        { _tag: "PromptDone", prompt_id: id }
+      ])
+    }))
+
+  it.scoped("decodes progress, execution_error and execution_interrupted", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-2"))
+      yield* events.until(is("Connected"))
+
+      const slow = uuid()
+      yield* post(fake, { prompt: slowWorkflow({ seconds: 0.03, steps: 3 }), prompt_id: slow, client_id: "wes-2" })
+      yield* events.until(doneOf(slow))
+      expect(events.seen.filter(is("Progress"))).toEqual([1, 2, 3].map((value) => ({ _tag: "Progress", prompt_id: slow, node: "2", value, max: 3 })))
+
+      fake.failNode({ classType: "ImageInvert", exceptionType: "ValueError", exceptionMessage: "bad pixels", once: true })
+      const failed = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow({ prefix: "f" }), prompt_id: failed, client_id: "wes-2" })
+      expect(yield* events.until(is("ExecutionError"))).toEqual({
+        _tag: "ExecutionError",
+        prompt_id: failed,
+        node_id: "2",
+        node_type: "ImageInvert",
+        exception_type: "ValueError",
+        exception_message: "bad pixels"
+      })
+      yield* events.until(doneOf(failed))
+
+      fake.hold()
+      const stopped = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow({ prefix: "s" }), prompt_id: stopped, client_id: "wes-2" })
+      yield* wait(() => fake.whenRunning(stopped))
+      yield* gateway.cancel(runnerFor(fake), stopped)
+      expect(yield* events.until(is("ExecutionInterrupted"))).toEqual({ _tag: "ExecutionInterrupted", prompt_id: stopped })
+      yield* events.until(doneOf(stopped))
+    }))
+
+  it.scoped("sends the runner's custom headers on the WebSocket upgrade", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ requiredHeaders: { "x-api-key": "k1" } })
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake, { "X-Api-Key": "k1" }), "wes-h"))
+      yield* events.until(is("Connected"))
+      expect(fake.wsConnections.at(-1)).toMatchObject({ client_id: "wes-h", headers: { "x-api-key": "k1" } })
+    }))
+
+  it.scoped("keeps retrying with backoff while the upgrade is refused, and connects once it is accepted", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ requiredHeaders: { "x-api-key": "k1" } })
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-r"))
+      yield* Effect.sleep("600 millis")
+      const attempts = fake.requests.filter((r) => r.path.startsWith("/ws")).length
+      expect(attempts).toBeGreaterThanOrEqual(2)
+      // Backoff: 600 ms at a 50-300 ms doubling delay is a handful of attempts, not hundreds.
+      expect(attempts).toBeLessThan(15)
+      expect(events.seen).toEqual([])
+      fake.requireHeaders({})
+      yield* events.until(is("Connected"))
+    }))
+
+  it.scoped("reconnects after the runner drops the socket: Disconnected, then Connected, and events flow again", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-d"))
+      yield* events.until(is("Connected"))
+      fake.dropWebSockets()
+      const lost = yield* events.until(is("Disconnected"))
+      expect(lost).toMatchObject({ _tag: "Disconnected", reason: expect.stringContaining("1006") })
+      yield* events.until(is("Connected"))
+      // The new socket is registered under the same client id (the old one was really closed first).
+      expect(fake.connectedClients).toContain("wes-d")
+      const id = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow(), prompt_id: id, client_id: "wes-d" })
+      yield* events.until(doneOf(id))
+      expect(fake.wsConnections.filter((c) => c.client_id === "wes-d")).toHaveLength(2)
+    }))
+
+  it.scoped("detects a silent socket with the heartbeat and reconnects", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-s"))
+      yield* events.until(is("Connected"))
+      fake.silenceWebSockets()
+      const lost = yield* events.until(is("Disconnected"))
+      expect(lost).toMatchObject({ reason: "no pong or message within 300ms of a ping" })
+      yield* events.until(is("Connected"))
+      const id = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow(), prompt_id: id, client_id: "wes-s" })
+      yield* events.until(doneOf(id))
+    }))
+
+  it.scoped("survives a runner restart and a runner that is down at first", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      yield* Effect.promise(() => fake.refuseConnections())
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-x"))
+      yield* Effect.sleep("200 millis")
+      expect(events.seen).toEqual([])
+      yield* Effect.promise(() => fake.acceptConnections())
+      yield* events.until(is("Connected"))
+
+      yield* Effect.promise(() => fake.restart({ downtimeMs: 200 }))
+      yield* events.until(is("Disconnected"))
+      yield* events.until(is("Connected"))
+    }))
+
+  it.scoped("skips binary preview frames and ignores unknown or malformed messages", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ previews: true })
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-b"))
+      yield* events.until(is("QueueChanged"))
+      fake.sendRaw(Buffer.from([0, 0, 0, 1, 0, 0, 0, 2, 1, 2, 3]), "wes-b")
+      fake.sendRaw(JSON.stringify({ type: "crystools.monitor", data: { cpu: 3 } }), "wes-b")
+      fake.sendRaw("{not json", "wes-b")
+      fake.sendRaw(JSON.stringify({ type: "status", data: { bogus: true } }), "wes-b")
+      fake.sendRaw(JSON.stringify({ type: "executing", data: { node: null } }), "wes-b")
+      fake.sendRaw(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: 7 } }, extra: 1 } }), "wes-b")
+      expect(yield* events.until(is("QueueChanged"))).toEqual({ _tag: "QueueChanged", queue_remaining: 7 })
+
+      const id = uuid()
+      yield* post(fake, { prompt: slowWorkflow({ seconds: 0.04, steps: 4 }), prompt_id: id, client_id: "wes-b" })
+      yield* events.until(doneOf(id))
+      expect(events.seen.filter(is("Progress"))).toHaveLength(4)
+      expect(events.seen.filter(is("Disconnected"))).toEqual([])
+    }))
+
+  it.scoped("reports the node a reconnecting client's prompt is executing (Executing without prompt_id)", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      fake.hold()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-e"))
+      yield* events.until(is("Connected"))
+      const id = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow(), prompt_id: id, client_id: "wes-e" })
+      yield* events.until((e) => e._tag === "Executing" && e.prompt_id === id)
+      fake.dropWebSockets()
+      yield* events.until(is("Connected"))
+      expect(yield* events.until(is("Executing"))).toEqual({ _tag: "Executing", prompt_id: null, node: "1" })
+      fake.release()
+      yield* events.until(doneOf(id))
+    }))
+
+  it.scoped("closes the socket when the stream is no longer consumed", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const first = yield* Stream.runCollect(gateway.events(runnerFor(fake), "wes-t").pipe(Stream.take(1)))
+      expect(Chunk.toArray(first)).toEqual([{ _tag: "Connected" }])
+      yield* wait(() => fake.waitUntil(() => !fake.connectedClients.includes("wes-t"), 2_000, "the socket to close"))
+    }))
+})
+
+layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (it) => {
+  it.scoped("drops and reconnects a connection whose bounded inbox overflows under a stalled consumer", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const runner: RunnerTarget = runnerFor(fake)
+      const stream = runnerEvents(runner, "wes-o", { ...testGatewayOptions, bufferSize: 1, inboxSize: 8 })
+      const pull = yield* Stream.toPull(stream)
+      const next = pull.pipe(Effect.map(Chunk.toArray), Effect.orDie)
+      expect(yield* next).toEqual([{ _tag: "Connected" }])
+      // The consumer stalls while the runner floods the socket.
+      for (let i = 0; i < 200; i++) {
+        fake.sendRaw(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: i } } } }), "wes-o")
+      }
+      yield* Effect.sleep("300 millis")
+      const drained: Array<RunnerEvent> = []
+      while (!drained.some(is("Connected"))) drained.push(...(yield* next))
+      const lost = drained.find(is("Disconnected"))
+      expect(lost).toMatchObject({ reason: "event buffer overflow: the consumer is too slow" })
+      // Only a bounded number of events were kept before the drop.
+      expect(drained.filter(is("QueueChanged")).length).toBeLessThanOrEqual(1 + 8 + 1)
+    }))
+})

@@ -1,0 +1,125 @@
+/** Decoding of ComfyUI's answers and WebSocket frames, on shapes the fake does not produce. */
+import type { RunnerTarget } from "@wes/core"
+import { decodeFrame, outputFiles, toPromptHistory, toQueueSnapshot, websocketUrl } from "@wes/runner-client"
+import { describe, expect, it } from "vitest"
+import { rejection } from "../src/ComfyResponses.js"
+
+const runner = (endpoint: string): RunnerTarget => ({
+  kind: "user", id: "r", name: "r", endpoint, headers: {}, tags: [], status: "active"
+})
+
+describe("history decoding", () => {
+  it("takes files from every output key whose value is a list of {filename, type} records", () => {
+    expect(outputFiles({
+      "9": {
+        images: [{ filename: "a.png", subfolder: "s", type: "output" }],
+        animated: [true],
+        text: ["hello"],
+        gifs: [{ filename: "v.mp4", subfolder: "", type: "output", format: "video/h264-mp4", frame_rate: 8 }],
+        audio: [{ filename: "a.flac", type: "output" }],
+        result: ["model.glb", { camera: 1 }],
+        mixed: [{ filename: "x.png", type: "output" }, "not a file"]
+      },
+      "10": { text: ["only text"] },
+      "11": "not an object"
+    })).toEqual([
+      { node_id: "9", filename: "a.png", subfolder: "s", type: "output" },
+      { node_id: "9", filename: "v.mp4", subfolder: "", type: "output" },
+      { node_id: "9", filename: "a.flac", subfolder: "", type: "output" }
+    ])
+  })
+
+  it("trusts the terminal message over status_str (a run-time cycle error says success)", () => {
+    const h = toPromptHistory({
+      outputs: {},
+      status: {
+        status_str: "success",
+        completed: true,
+        messages: [
+          ["execution_start", { prompt_id: "p", timestamp: 10 }],
+          ["execution_error", { prompt_id: "p", node_id: 5, exception_type: "graph.DependencyCycleError", exception_message: "cycle\n", timestamp: 20 }]
+        ]
+      }
+    })
+    expect(h).toEqual({
+      outcome: "error",
+      outputs: [],
+      started_at: 10,
+      completed_at: 20,
+      error: { node_id: "5", exception_type: "graph.DependencyCycleError", exception_message: "cycle" }
+    })
+  })
+
+  it("falls back to status_str without a terminal message, and tolerates a null status", () => {
+    expect(toPromptHistory({ outputs: {}, status: { status_str: "success", messages: [] } }).outcome).toBe("success")
+    const none = toPromptHistory({ outputs: {}, status: null })
+    expect(none.outcome).toBe("error")
+    expect(none.error?.exception_type).toBe("UnknownError")
+    expect(toPromptHistory({ outputs: {}, status: { messages: [["execution_interrupted", { prompt_id: "p" }]] } })).toMatchObject({
+      outcome: "interrupted", completed_at: null, error: null
+    })
+  })
+})
+
+describe("queue decoding", () => {
+  it("orders pending items by number, then prompt_id, whatever the heap layout", () => {
+    expect(toQueueSnapshot({
+      queue_running: [[3, "run", {}]],
+      queue_pending: [[5, "b"], [-1, "front"], [5, "a"], [4.5, "c"]]
+    })).toEqual({ running: ["run"], pending: ["front", "c", "a", "b"] })
+  })
+})
+
+describe("prompt rejection messages", () => {
+  it("keeps the runner's reasons and finds the failing node in node_errors, extra_info or details", () => {
+    expect(rejection({
+      error: { type: "prompt_outputs_failed_validation", message: "Prompt outputs failed validation", details: "" },
+      node_errors: {
+        "4": { errors: [{ message: "Value not in list", details: "upscale_method: 'foo' not in [...]" }], class_type: "ImageScale" },
+        "9": { errors: [{ message: "Required input is missing", details: "images" }], class_type: "SaveImage" }
+      }
+    })).toEqual({
+      error_type: "prompt_outputs_failed_validation",
+      error_node: "4",
+      message: "Prompt outputs failed validation: node 4 (ImageScale): Value not in list: upscale_method: 'foo' not in [...]; node 9 (SaveImage): Required input is missing: images"
+    })
+    expect(rejection({
+      error: { type: "missing_node_type", message: "Node 'X' not found.", details: "Node ID '#12'", extra_info: { node_id: "12" } },
+      node_errors: {}
+    })).toMatchObject({ error_node: "12", message: "Node 'X' not found.: Node ID '#12'" })
+    expect(rejection({ error: "no prompt", node_errors: [] })).toEqual({ error_type: "prompt_rejected", message: "no prompt", error_node: null })
+  })
+})
+
+describe("WebSocket frame decoding", () => {
+  it("maps the messages the service acts on, tolerating extra fields and numeric node ids", () => {
+    expect(decodeFrame(JSON.stringify({ type: "executing", data: { node: 7, display_node: 7, prompt_id: "p", workflow_id: "w" } }))).toEqual({
+      _tag: "Event", event: { _tag: "Executing", prompt_id: "p", node: "7" }
+    })
+    expect(decodeFrame(JSON.stringify({ type: "executing", data: { node: null, prompt_id: "p" } }))).toEqual({
+      _tag: "Event", event: { _tag: "PromptDone", prompt_id: "p" }
+    })
+    expect(decodeFrame(JSON.stringify({ type: "progress", data: { value: 1, max: 2 } }))).toEqual({
+      _tag: "Event", event: { _tag: "Progress", prompt_id: null, node: null, value: 1, max: 2 }
+    })
+    expect(decodeFrame(JSON.stringify({ type: "execution_success", data: { prompt_id: "p" } }))).toEqual({
+      _tag: "Event", event: { _tag: "ExecutionSuccess", prompt_id: "p", timestamp: null }
+    })
+  })
+
+  it("ignores unknown types and an executing null without prompt_id; reports malformed frames", () => {
+    expect(decodeFrame(JSON.stringify({ type: "progress_state", data: {} }))).toEqual({ _tag: "Ignored" })
+    expect(decodeFrame(JSON.stringify({ type: "logs", data: { entries: [] } }))).toEqual({ _tag: "Ignored" })
+    expect(decodeFrame(JSON.stringify({ type: "executing", data: { node: null } }))).toEqual({ _tag: "Ignored" })
+    expect(decodeFrame("nope")._tag).toBe("Malformed")
+    expect(decodeFrame(JSON.stringify({ data: {} }))._tag).toBe("Malformed")
+    expect(decodeFrame(JSON.stringify({ type: "execution_start", data: { prompt_id: 5 } }))._tag).toBe("Malformed")
+  })
+})
+
+describe("WebSocket URL", () => {
+  it("maps http to ws and https to wss, keeping a path prefix and escaping the client id", () => {
+    expect(websocketUrl(runner("http://host:8188"), "a b")).toBe("ws://host:8188/ws?clientId=a%20b")
+    expect(websocketUrl(runner("https://gpu.example/comfy/"), "c")).toBe("wss://gpu.example/comfy/ws?clientId=c")
+  })
+})
