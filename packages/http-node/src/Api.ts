@@ -1,0 +1,290 @@
+/**
+ * The /v1 API (and the operator's /admin/v1) as one HttpApi declaration: it gives the server its
+ * routes, the OpenAPI document and a typed client. Bodies and errors are the contract's.
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as Multipart from "@effect/platform/Multipart"
+import * as OpenApi from "@effect/platform/OpenApi"
+import {
+  ApiTokenView,
+  CreateManagedRunnerRequest,
+  CreateRunnerRequest,
+  CreateUserRequest,
+  CurrentUser as CurrentUserView,
+  IssuedToken,
+  IssueTokenRequest,
+  ManagedRunner,
+  ManagedRunnerView,
+  type Principal,
+  Runner,
+  RunnerStatus,
+  Template,
+  TemplateListItem,
+  UpdateManagedRunnerRequest,
+  UpdateRunnerRequest,
+  UpdateUserRequest,
+  User,
+  WorkflowDetail,
+  WorkflowOutputView,
+  WorkflowStatus,
+  WorkflowSummary
+} from "@wes/core"
+import * as Context from "effect/Context"
+import * as Schema from "effect/Schema"
+import {
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  InternalError,
+  MethodNotAllowedError,
+  NotFoundError,
+  RateLimitedError,
+  UnauthorizedError,
+  UnavailableError
+} from "./ApiErrors.js"
+
+/** The authenticated caller of a /v1 request. */
+export class CurrentUser extends Context.Tag("@wes/http-node/CurrentUser")<CurrentUser, Principal>() {}
+
+/** Bearer API tokens (`wes_...`), with the contract's three 401 messages. */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
+  failure: Schema.Union(UnauthorizedError, UnavailableError),
+  provides: CurrentUser,
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+/** The operator's token (`WES_ADMIN_TOKEN`); without it configured, /admin/v1 answers 404. */
+export class AdminAuthentication extends HttpApiMiddleware.Tag<AdminAuthentication>()("AdminAuthentication", {
+  failure: Schema.Union(UnauthorizedError, NotFoundError),
+  security: { adminBearer: HttpApiSecurity.bearer }
+}) {}
+
+const Id = Schema.Struct({
+  id: Schema.String.annotations({ description: "UUID", jsonSchema: { type: "string", format: "uuid" } })
+})
+
+const intParam = (min: number, max: number | undefined, message: string) =>
+  Schema.NumberFromString.pipe(
+    Schema.int(),
+    Schema.greaterThanOrEqualTo(min),
+    Schema.lessThanOrEqualTo(max ?? Number.MAX_SAFE_INTEGER)
+  ).annotations({ message: () => ({ message, override: true }) })
+
+/** `page` (default 1, minimum 1) and `per_page` (default 10, 1-100). */
+export const PageParams = Schema.Struct({
+  page: Schema.optional(intParam(1, undefined, "must be an integer of at least 1")),
+  per_page: Schema.optional(intParam(1, 100, "must be an integer from 1 to 100"))
+})
+
+const created = { status: 201 } as const
+
+const multipart = <S extends Schema.Struct.Fields>(fields: S, description: string) =>
+  HttpApiSchema.Multipart(Schema.Struct(fields).annotations({ description }))
+
+const PARAMS_DOC = "Dynamic parameters: a field `$<name>` (text, or a file part) feeds `$text(<name>)` or `$file(<name>)`; " +
+  "a field `#<name>` (text) feeds `#choice(<name>)`. Maximum 50 MB per request."
+
+export const CreateWorkflowForm = multipart({
+  name: Schema.String.annotations({ description: "1-200 characters" }),
+  workflow_json: Schema.optional(Multipart.SingleFileSchema).annotations({ description: "JSON file: the workflow in ComfyUI API format" }),
+  template_id: Schema.optional(Schema.String).annotations({ description: "Start from this template instead of workflow_json" }),
+  tags: Schema.optional(Schema.String).annotations({ description: "Comma-separated tags; used to select a runner" })
+}, PARAMS_DOC)
+
+export const RerunWorkflowForm = multipart({}, `Only dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`)
+
+export const CreateTemplateForm = multipart({
+  name: Schema.String.annotations({ description: "1-100 characters" }),
+  description: Schema.String.annotations({ description: "1-500 characters" }),
+  body: Multipart.SingleFileSchema.annotations({ description: "JSON file: the workflow definition" })
+}, "A template: a reusable workflow definition.")
+
+export const UpdateTemplateForm = multipart({
+  name: Schema.optional(Schema.String),
+  description: Schema.optional(Schema.String),
+  body: Schema.optional(Multipart.SingleFileSchema)
+}, "Omitted fields keep their values.")
+
+const sse = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })).annotations({
+  description: "Server-sent events: `status`, `queue`, `progress`, `executing`, `output`, then `done`. " +
+    "`id:` is the workflow's event sequence; send `Last-Event-ID` to resume."
+})
+
+const fileBody = Schema.Uint8ArrayFromSelf.pipe(HttpApiSchema.withEncoding({ kind: "Uint8Array", contentType: "application/octet-stream" }))
+  .annotations({ description: "The output file, with its content type" })
+
+export class UserGroup extends HttpApiGroup.make("user")
+  .add(HttpApiEndpoint.get("get", "/v1/user").addSuccess(CurrentUserView)
+    .annotate(OpenApi.Summary, "The caller: tier, limits and usage"))
+  .middleware(Authentication)
+{}
+
+export class WorkflowsGroup extends HttpApiGroup.make("workflows")
+  .add(HttpApiEndpoint.post("create", "/v1/workflow").setPayload(CreateWorkflowForm).addSuccess(WorkflowSummary, created)
+    .addError(BadRequestError).addError(ForbiddenError).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "Create a workflow (from workflow_json or template_id)"))
+  .add(HttpApiEndpoint.get("list", "/v1/workflow").setUrlParams(Schema.Struct({
+    ...PageParams.fields,
+    status: Schema.optional(WorkflowStatus),
+    tag: Schema.optional(Schema.String)
+  })).addSuccess(Schema.Struct({ workflows: Schema.Array(WorkflowSummary), total: Schema.Int })).addError(BadRequestError)
+    .annotate(OpenApi.Summary, "List workflows, newest first"))
+  .add(HttpApiEndpoint.get("get", "/v1/workflow/:id").setPath(Id).addSuccess(WorkflowDetail).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "Get a workflow (detail form)"))
+  .add(HttpApiEndpoint.post("rerun", "/v1/workflow/:id/rerun").setPath(Id).setPayload(RerunWorkflowForm)
+    .addSuccess(WorkflowSummary, created).addError(BadRequestError).addError(ForbiddenError).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "Rerun a workflow with new parameter values"))
+  .add(HttpApiEndpoint.post("cancel", "/v1/workflow/:id/cancel").setPath(Id).addSuccess(WorkflowSummary)
+    .addError(NotFoundError).addError(ConflictError).annotate(OpenApi.Summary, "Cancel an unfinished workflow"))
+  .add(HttpApiEndpoint.get("subscribe", "/v1/workflow/:id/subscribe").setPath(Id).addSuccess(sse)
+    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Follow a workflow's progress (SSE)"))
+  .add(HttpApiEndpoint.get("outputs", "/v1/workflow/:id/outputs").setPath(Id)
+    .addSuccess(Schema.Struct({ outputs: Schema.Array(WorkflowOutputView) })).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "List a workflow's output files"))
+  .add(HttpApiEndpoint.get("output", "/v1/workflow/:id/outputs/:output_id")
+    .setPath(Schema.Struct({ id: Schema.String, output_id: Schema.String })).addSuccess(fileBody).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "Download an output file"))
+  .middleware(Authentication)
+{}
+
+export class TemplatesGroup extends HttpApiGroup.make("templates")
+  .add(HttpApiEndpoint.post("create", "/v1/template").setPayload(CreateTemplateForm).addSuccess(Template, created)
+    .addError(BadRequestError).addError(ForbiddenError).annotate(OpenApi.Summary, "Create a template"))
+  .add(HttpApiEndpoint.get("list", "/v1/template").setUrlParams(PageParams)
+    .addSuccess(Schema.Struct({ templates: Schema.Array(TemplateListItem), total: Schema.Int })).addError(BadRequestError)
+    .annotate(OpenApi.Summary, "List templates (without bodies), newest first"))
+  .add(HttpApiEndpoint.get("get", "/v1/template/:id").setPath(Id).addSuccess(Template).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "Get a template"))
+  .add(HttpApiEndpoint.put("update", "/v1/template/:id").setPath(Id).setPayload(UpdateTemplateForm).addSuccess(Template)
+    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Update a template"))
+  .add(HttpApiEndpoint.del("delete", "/v1/template/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent)
+    .addError(NotFoundError).annotate(OpenApi.Summary, "Delete a template"))
+  .middleware(Authentication)
+{}
+
+const RunnerList = Schema.Struct({ runners: Schema.Array(Runner), total: Schema.Int })
+
+export class RunnersGroup extends HttpApiGroup.make("runners")
+  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(CreateRunnerRequest).addSuccess(Runner, created)
+    .addError(BadRequestError).addError(ForbiddenError).annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"))
+  .add(HttpApiEndpoint.get("list", "/v1/runner").setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
+    .addSuccess(RunnerList).addError(BadRequestError).annotate(OpenApi.Summary, "List runners, newest first"))
+  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(Runner).addError(NotFoundError)
+    .annotate(OpenApi.Summary, "Get a runner"))
+  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(UpdateRunnerRequest).addSuccess(Runner)
+    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Update a runner (omitted fields keep their values)"))
+  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(UpdateRunnerRequest).addSuccess(Runner)
+    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Update a runner (same as PATCH)"))
+  .add(HttpApiEndpoint.del("delete", "/v1/runner/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent)
+    .addError(NotFoundError).addError(ConflictError).annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"))
+  .add(HttpApiEndpoint.get("history", "/v1/runner/:id/history").setPath(Id).addSuccess(Schema.Array(WorkflowSummary))
+    .addError(NotFoundError).annotate(OpenApi.Summary, "The caller's 10 newest workflows on this runner"))
+  .middleware(Authentication)
+{}
+
+export class ManagedRunnersGroup extends HttpApiGroup.make("managedRunners")
+  .add(HttpApiEndpoint.get("list", "/v1/managed-runner").setUrlParams(PageParams)
+    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunnerView), total: Schema.Int }))
+    .addError(BadRequestError).addError(ForbiddenError).annotate(OpenApi.Summary, "Active managed runners of the caller's tier"))
+  .add(HttpApiEndpoint.get("history", "/v1/managed-runner/:id/history").setPath(Id).addSuccess(Schema.Array(WorkflowSummary))
+    .addError(ForbiddenError).addError(NotFoundError).annotate(OpenApi.Summary, "The caller's 10 newest workflows on this managed runner"))
+  .middleware(Authentication)
+{}
+
+const Health = Schema.Struct({ status: Schema.Literal("ok") })
+
+export class SystemGroup extends HttpApiGroup.make("system")
+  .add(HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Health).annotate(OpenApi.Summary, "Liveness"))
+  .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(Health).addError(UnavailableError)
+    .annotate(OpenApi.Summary, "Readiness: the store answers and the server is not shutting down"))
+{}
+
+const TokenId = Schema.Struct({ id: Schema.String })
+
+export class AdminGroup extends HttpApiGroup.make("admin")
+  .add(HttpApiEndpoint.post("createUser", "/admin/v1/users").setPayload(CreateUserRequest).addSuccess(User, created).addError(BadRequestError))
+  .add(HttpApiEndpoint.get("getUser", "/admin/v1/users/:id").setPath(Id).addSuccess(User))
+  .add(HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id").setPath(Id).setPayload(UpdateUserRequest).addSuccess(User)
+    .addError(BadRequestError))
+  .add(HttpApiEndpoint.post("issueToken", "/admin/v1/users/:id/tokens").setPath(Id).setPayload(IssueTokenRequest)
+    .addSuccess(IssuedToken, created).addError(BadRequestError))
+  .add(HttpApiEndpoint.get("listTokens", "/admin/v1/users/:id/tokens").setPath(Id).addSuccess(Schema.Array(ApiTokenView)))
+  .add(HttpApiEndpoint.del("revokeToken", "/admin/v1/tokens/:id").setPath(TokenId).addSuccess(HttpApiSchema.NoContent))
+  .add(HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners").setPayload(CreateManagedRunnerRequest)
+    .addSuccess(ManagedRunner, created).addError(BadRequestError))
+  .add(HttpApiEndpoint.get("listManagedRunners", "/admin/v1/managed-runners")
+    .setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
+    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunner), total: Schema.Int })).addError(BadRequestError))
+  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunner))
+  .add(HttpApiEndpoint.patch("updateManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
+    .setPayload(UpdateManagedRunnerRequest).addSuccess(ManagedRunner).addError(BadRequestError))
+  .add(HttpApiEndpoint.del("deleteManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
+    .addSuccess(HttpApiSchema.NoContent).addError(ConflictError))
+  .addError(NotFoundError)
+  .middleware(AdminAuthentication)
+  .annotate(OpenApi.Exclude, true)
+{}
+
+type SpecNode = { [key: string]: unknown }
+const isNode = (u: unknown): u is SpecNode => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * HttpApi seeds every API with its own decode-error body; WES never sends it (the error middleware
+ * answers the contract's 400 instead), so the document must not promise it.
+ */
+export const withoutDecodeErrorBody = (spec: Record<string, unknown>): Record<string, unknown> => {
+  const isDecodeRef = (u: unknown) => isNode(u) && typeof u["$ref"] === "string" && u["$ref"].endsWith("/HttpApiDecodeError")
+  const paths = isNode(spec["paths"]) ? spec["paths"] : {}
+  for (const item of Object.values(paths)) {
+    if (!isNode(item)) continue
+    for (const op of Object.values(item)) {
+      const content = isNode(op) && isNode(op["responses"]) && isNode(op["responses"]["400"]) ? op["responses"]["400"]["content"] : undefined
+      const media = isNode(content) ? content["application/json"] : undefined
+      if (!isNode(media) || !isNode(media["schema"])) continue
+      const schema = media["schema"]
+      if (Array.isArray(schema["anyOf"])) {
+        const rest = schema["anyOf"].filter((m) => !isDecodeRef(m))
+        media["schema"] = rest.length === 1 ? rest[0] : { ...schema, anyOf: rest }
+      }
+      if (isNode(op) && isNode(op["responses"]) && isNode(op["responses"]["400"])) {
+        op["responses"]["400"]["description"] = "The request is invalid; `details` names the fields."
+      }
+    }
+  }
+  const components = isNode(spec["components"]) && isNode(spec["components"]["schemas"]) ? spec["components"]["schemas"] : undefined
+  if (components !== undefined) {
+    delete components["HttpApiDecodeError"]
+    delete components["Issue"]
+    delete components["PropertyKey"]
+  }
+  return spec
+}
+
+/** The whole API. Errors every operation may answer are declared once here. */
+export class WesApi extends HttpApi.make("wes")
+  .add(UserGroup)
+  .add(WorkflowsGroup)
+  .add(TemplatesGroup)
+  .add(RunnersGroup)
+  .add(ManagedRunnersGroup)
+  .add(SystemGroup)
+  .add(AdminGroup)
+  .addError(BadRequestError)
+  .addError(UnauthorizedError)
+  .addError(NotFoundError)
+  .addError(MethodNotAllowedError)
+  .addError(RateLimitedError)
+  .addError(InternalError)
+  .addError(UnavailableError)
+  .annotate(OpenApi.Transform, withoutDecodeErrorBody)
+  .annotate(OpenApi.Title, "WES — Workflow Execution Service")
+  .annotate(OpenApi.Version, "1.0.0")
+  .annotate(OpenApi.Description,
+    "Runs ComfyUI workflows on remote runners. Every /v1 operation takes `Authorization: Bearer <token>`. " +
+      "Rate limit: 40 requests per 10 s per client IP, then 429 for a 10 s cooldown.")
+{}

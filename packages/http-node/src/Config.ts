@@ -1,0 +1,73 @@
+/**
+ * `wes serve` configuration, from the environment (all optional). Invalid values stop the server
+ * at start with a message naming the variable.
+ */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import { parseRateLimit, parseTrustProxy, type RateLimitSettings } from "./RateLimit.js"
+
+export interface WesConfig {
+  /** WES_PORT (8080). */
+  readonly port: number
+  /** WES_HOST (127.0.0.1). */
+  readonly host: string
+  /** WES_STORAGE: memory (default) or postgres. */
+  readonly storage: "memory" | "postgres"
+  /** DATABASE_URL (required with WES_STORAGE=postgres). */
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  /** WES_ADMIN_TOKEN: enables /admin/v1. */
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** WES_RATE_LIMIT: `40/10s` (default) or `off`. */
+  readonly rateLimit: RateLimitSettings | "off"
+  /** WES_TRUST_PROXY: number of proxies appending to X-Forwarded-For (`true` = 1). */
+  readonly trustedProxies: number
+  /** WES_BLOB_DIR: keep blobs as files there (default: in the store). */
+  readonly blobDir: Option.Option<string>
+  /** WES_DEV: demo user, token and a simulated local runner. */
+  readonly dev: boolean
+  /** WES_SHUTDOWN_GRACE: how long in-flight requests may take after SIGTERM (10s). */
+  readonly shutdownGrace: Duration.Duration
+  /** WES_RUNNER_CONCURRENCY: workflows submitted to one runner at the same time (4). */
+  readonly runnerConcurrency: number
+  /**
+   * WES_LEASE: how long a claim on a workflow or on a runner lasts without renewal, i.e. how long
+   * the work of an instance that died waits before another takes it over (15s).
+   */
+  readonly lease: Duration.Duration
+}
+
+const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Either.Either<A, string>) =>
+  Config.mapOrFail(config, (value) =>
+    Either.mapLeft(parse(value), (message) => ConfigError.InvalidData([name], message)))
+
+export const WesConfig: Config.Config<WesConfig> = Config.all({
+  port: Config.port("WES_PORT").pipe(Config.withDefault(8080)),
+  host: Config.string("WES_HOST").pipe(Config.withDefault("127.0.0.1")),
+  storage: Config.literal("memory", "postgres")("WES_STORAGE").pipe(Config.withDefault("memory" as const)),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  adminToken: Config.option(Config.redacted("WES_ADMIN_TOKEN")),
+  rateLimit: parsed("WES_RATE_LIMIT", Config.string("WES_RATE_LIMIT").pipe(Config.withDefault("40/10s")), parseRateLimit),
+  trustedProxies: parsed("WES_TRUST_PROXY", Config.string("WES_TRUST_PROXY").pipe(Config.withDefault("false")), parseTrustProxy),
+  blobDir: Config.option(Config.string("WES_BLOB_DIR")),
+  dev: Config.boolean("WES_DEV").pipe(Config.withDefault(false)),
+  shutdownGrace: Config.duration("WES_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(10))),
+  runnerConcurrency: Config.integer("WES_RUNNER_CONCURRENCY").pipe(
+    Config.validate({ message: "WES_RUNNER_CONCURRENCY must be from 1 to 64", validation: (n) => n >= 1 && n <= 64 }),
+    Config.withDefault(4)
+  ),
+  lease: Config.duration("WES_LEASE").pipe(
+    Config.validate({ message: "WES_LEASE must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
+    Config.withDefault(Duration.seconds(15))
+  )
+})
+
+/** Reads and checks the configuration. */
+export const loadConfig: Effect.Effect<WesConfig, ConfigError.ConfigError> = Effect.flatMap(WesConfig, (c) =>
+  c.storage === "postgres" && c.databaseUrl._tag === "None"
+    ? Effect.fail(ConfigError.MissingData(["DATABASE_URL"], "WES_STORAGE=postgres needs DATABASE_URL"))
+    : Effect.succeed(c))

@@ -1,0 +1,47 @@
+/**
+ * `WES_DEV=1`: a simulated ComfyUI runner in the process, a demo user with a token, and curl lines
+ * that run a workflow end to end. For trying WES on a laptop; never for production.
+ */
+import { AccountService, RunnerService } from "@wes/core"
+import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+
+const banner = (base: string, token: string) => {
+  const workflow = JSON.stringify(slowWorkflow({ seconds: 2, steps: 10, prefix: "wes-dev/run" }))
+  return [
+    "",
+    "WES dev mode: a simulated ComfyUI runner is registered for a demo user (pro tier).",
+    `Demo token: ${token}`,
+    "",
+    "Try it (copy these lines into a shell):",
+    `  export WES=${base} TOKEN=${token}`,
+    `  echo '${workflow}' > /tmp/wes-demo.json`,
+    `  curl -s $WES/v1/user -H "Authorization: Bearer $TOKEN"`,
+    `  ID=$(curl -s $WES/v1/workflow -H "Authorization: Bearer $TOKEN" -F name=demo -F workflow_json=@/tmp/wes-demo.json | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
+    `  curl -sN $WES/v1/workflow/$ID/subscribe -H "Authorization: Bearer $TOKEN"`,
+    `  curl -s $WES/v1/workflow/$ID -H "Authorization: Bearer $TOKEN"`,
+    `  OUT=$(curl -s $WES/v1/workflow/$ID/outputs -H "Authorization: Bearer $TOKEN" | sed -E 's/.*"id":"([^"]+)".*/\\1/')`,
+    `  curl -s $WES/v1/workflow/$ID/outputs/$OUT -H "Authorization: Bearer $TOKEN" -o out.png && file out.png`,
+    "",
+    `API reference: ${base}/docs   OpenAPI: ${base}/v1/openapi.json`,
+    ""
+  ].join("\n")
+}
+
+/** Starts the simulated runner and the demo account once the server listens at `base`. */
+export const devLayer = (base: string): Layer.Layer<never, never, AccountService | RunnerService> =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const fake = yield* FakeComfyUI.scoped()
+    const accounts = yield* AccountService
+    const runners = yield* RunnerService
+    const setup = Effect.gen(function*() {
+      const user = yield* accounts.createUser({ tier: "pro", email: "demo@localhost" })
+      const issued = yield* accounts.issueToken(user.id, { name: "dev" })
+      yield* runners.create(user, { name: "local simulated ComfyUI", endpoint: fake.url, tags: ["dev"] })
+      return issued.token
+    })
+    const token = yield* setup.pipe(Effect.orDie)
+    // The token goes to the terminal on purpose (dev mode), never through the request log.
+    yield* Effect.sync(() => process.stdout.write(banner(base, token) + "\n"))
+  }))

@@ -1,0 +1,86 @@
+/**
+ * `wes serve`: the whole server as layers. Reading top to bottom:
+ *   HTTP edge (httpLayer) -> use cases + dispatcher (@wes/core) -> store (memory | PostgreSQL,
+ *   blobs in the store or in WES_BLOB_DIR) + runner gateway (@wes/runner-client) + platform.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import {
+  Dispatcher,
+  IdGeneratorLive,
+  RunnerProbe,
+  type StoreServices,
+  TierPolicy,
+  useCasesLayer
+} from "@wes/core"
+import { RunnerGatewayNode } from "@wes/runner-client"
+import { MemoryStoreLive } from "@wes/storage-memory"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { WesConfig } from "./Config.js"
+import { CryptoNode } from "./CryptoNode.js"
+import { FsBlobStoreLive } from "./FsBlobStore.js"
+import { httpLayer } from "./Server.js"
+
+/** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
+export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknown> => {
+  // The PostgreSQL store (and its driver) is loaded only when it is used.
+  const store: Layer.Layer<StoreServices, unknown> = config.storage === "postgres"
+    ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("@wes/storage-pg")), ({ PgStoreLive }) =>
+      PgStoreLive({
+        url: Option.getOrThrow(config.databaseUrl),
+        connectTimeout: "5 seconds",
+        runnerLeases: { leaseTime: config.lease, renewInterval: Duration.millis(Duration.toMillis(config.lease) / 3) }
+      })))
+    : MemoryStoreLive
+  return Option.match(config.blobDir, {
+    onNone: () => store,
+    // Files on disk replace the store's own blobs.
+    onSome: (dir) => Layer.merge(store, FsBlobStoreLive(dir).pipe(Layer.provide(NodeContext.layer)))
+  })
+}
+
+/** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
+export const coreLayer = (config: WesConfig) => {
+  const gateway = RunnerGatewayNode()
+  const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
+  return Dispatcher.layer({ concurrencyPerRunner: config.runnerConcurrency, claimLease: config.lease }).pipe(
+    Layer.provideMerge(useCasesLayer()),
+    Layer.provideMerge(Layer.mergeAll(
+      storeLayer(config),
+      gateway,
+      RunnerProbe.fromConfig.pipe(Layer.provide(gateway)),
+      TierPolicy.fromConfig,
+      platform
+    ))
+  )
+}
+
+/** The server. */
+export const serverLayer = (config: WesConfig) => {
+  const base = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`
+  const http = httpLayer({
+    port: config.port,
+    host: config.host,
+    rateLimit: config.rateLimit,
+    trustedProxies: config.trustedProxies,
+    adminToken: config.adminToken,
+    sseKeepAlive: "15 seconds",
+    shutdownGrace: config.shutdownGrace
+  })
+  const started = Layer.effectDiscard(Effect.logInfo("wes serve listening", {
+    address: base,
+    storage: config.storage,
+    admin_api: Option.isSome(config.adminToken),
+    rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
+  }).pipe(Effect.zipRight(config.storage === "memory"
+    ? Effect.logWarning("memory store: nothing survives a restart (set WES_STORAGE=postgres and DATABASE_URL to keep data)")
+    : Effect.void)))
+  // Dev mode's simulated runner is loaded only in dev mode.
+  const dev = config.dev
+    ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
+    : Layer.empty
+  const app = Layer.mergeAll(http, started, dev)
+  return app.pipe(Layer.provide(coreLayer(config)))
+}

@@ -1,0 +1,161 @@
+/**
+ * Per-client-IP rate limit at the edge: `limit` requests per `window`; the request that goes over
+ * and every request during the following cooldown get 429 with `Retry-After`, then normal limits
+ * resume. State is one small entry per recently seen IP, kept in least-recently-used order: idle
+ * entries are swept as requests arrive and the map never holds more than `maxEntries`.
+ */
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type { IncomingMessage } from "node:http"
+
+export interface RateLimitSettings {
+  readonly limit: number
+  readonly windowMs: number
+  readonly cooldownMs: number
+  /** Most IPs tracked at once; beyond it the least recently seen are forgotten. */
+  readonly maxEntries: number
+}
+
+export const DEFAULT_MAX_ENTRIES = 100_000
+
+/** The contract's default: 40 requests per 10 s, then a 10 s cooldown. */
+export const defaultRateLimit: RateLimitSettings = { limit: 40, windowMs: 10_000, cooldownMs: 10_000, maxEntries: DEFAULT_MAX_ENTRIES }
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }
+
+/**
+ * Parses `WES_RATE_LIMIT`: `off`, or `<requests>/<window>` such as `40/10s`, `100/1m`, `5/500ms`
+ * (the cooldown equals the window).
+ */
+export const parseRateLimit = (value: string): Either.Either<RateLimitSettings | "off", string> => {
+  const v = value.trim().toLowerCase()
+  if (v === "off" || v === "false" || v === "0") return Either.right("off")
+  const m = /^(\d+)\s*\/\s*(\d+)\s*(ms|s|m|h)$/.exec(v)
+  if (m === null) return Either.left(`WES_RATE_LIMIT must be "off" or like "40/10s" (got ${JSON.stringify(value)})`)
+  const limit = Number(m[1])
+  const windowMs = Number(m[2]) * UNITS[m[3]!]!
+  if (limit < 1 || windowMs < 1) return Either.left("WES_RATE_LIMIT needs at least 1 request per window")
+  return Either.right({ limit, windowMs, cooldownMs: windowMs, maxEntries: DEFAULT_MAX_ENTRIES })
+}
+
+export type RateDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number }
+
+interface Entry {
+  start: number
+  count: number
+  blockedUntil: number
+  last: number
+}
+
+/** The limiter's state machine; time is passed in, so it runs under any clock. */
+export interface RateLimiter {
+  readonly check: (key: string, now: number) => RateDecision
+  /** IPs currently tracked. */
+  readonly size: () => number
+}
+
+export const makeRateLimiter = (settings: RateLimitSettings): RateLimiter => {
+  const entries = new Map<string, Entry>()
+  const idleAfter = Math.max(settings.windowMs, settings.cooldownMs)
+  const ALLOWED: RateDecision = { allowed: true }
+
+  const sweep = (now: number) => {
+    // Oldest-touched first: stop at the first entry that may still matter.
+    for (const [key, e] of entries) {
+      if (now - e.last < idleAfter || now < e.blockedUntil) break
+      entries.delete(key)
+    }
+    while (entries.size > settings.maxEntries) {
+      const oldest = entries.keys().next()
+      if (oldest.done === true) break
+      entries.delete(oldest.value)
+    }
+  }
+
+  return {
+    size: () => entries.size,
+    check: (key, now) => {
+      let e = entries.get(key)
+      if (e !== undefined) entries.delete(key)
+      if (e !== undefined && now < e.blockedUntil) {
+        e.last = now
+        entries.set(key, e)
+        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((e.blockedUntil - now) / 1000)) }
+      }
+      if (e === undefined || now - e.start >= settings.windowMs) e = { start: now, count: 0, blockedUntil: 0, last: now }
+      e.count++
+      e.last = now
+      entries.set(key, e)
+      sweep(now)
+      if (e.count > settings.limit) {
+        e.blockedUntil = now + settings.cooldownMs
+        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(settings.cooldownMs / 1000)) }
+      }
+      return ALLOWED
+    }
+  }
+}
+
+/** `WES_TRUST_PROXY`: how many proxies in front of WES append to `X-Forwarded-For`. */
+export const parseTrustProxy = (value: string | undefined): Either.Either<number, string> => {
+  if (value === undefined) return Either.right(0)
+  const v = value.trim().toLowerCase()
+  if (v === "" || v === "false" || v === "0" || v === "off") return Either.right(0)
+  if (v === "true" || v === "on" || v === "yes") return Either.right(1)
+  const n = Number(v)
+  return Number.isInteger(n) && n > 0 && n <= 10
+    ? Either.right(n)
+    : Either.left(`WES_TRUST_PROXY must be true, false or a number of proxies (got ${JSON.stringify(value)})`)
+}
+
+const normalizeIp = (ip: string): string => (ip.startsWith("::ffff:") ? ip.slice(7) : ip)
+
+/**
+ * The client's IP: the socket's peer, or with `trustedProxies` > 0 the address that the
+ * outermost trusted proxy saw (counted from the right of `X-Forwarded-For`, which clients
+ * cannot forge past a proxy that appends to it).
+ */
+export const clientIp = (request: HttpServerRequest.HttpServerRequest, trustedProxies: number): string =>
+  clientIpOf(Option.getOrUndefined(request.remoteAddress), request.headers["x-forwarded-for"], trustedProxies)
+
+/** `clientIp` from the socket's peer address and the X-Forwarded-For header. */
+export const clientIpOf = (remoteAddress: string | undefined, header: string | undefined, trustedProxies: number): string => {
+  const peer = remoteAddress ?? "unknown"
+  if (trustedProxies === 0) return normalizeIp(peer)
+  if (header === undefined) return normalizeIp(peer)
+  const hops = header.split(",").map((s) => s.trim()).filter((s) => s !== "")
+  const ip = hops[hops.length - trustedProxies] ?? hops[0]
+  return normalizeIp(ip ?? peer)
+}
+
+const limited = (retryAfterSeconds: number) =>
+  HttpServerResponse.unsafeJson({ status: 429, message: "Rate limit exceeded" }, {
+    status: 429,
+    headers: { "retry-after": String(retryAfterSeconds) }
+  })
+
+/** Verdicts the fast lane already gave on requests it then handed to the app: counted once. */
+export const decided = new WeakMap<IncomingMessage, RateDecision>()
+
+/** The rate limit as server middleware; `exempt` paths (health, operator API) are not counted. */
+export const rateLimitMiddleware = (
+  limiter: RateLimiter,
+  options: { readonly trustedProxies: number; readonly exempt: (path: string) => boolean }
+) =>
+  HttpMiddleware.make((app) =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      if (options.exempt(request.url)) return app
+      const earlier = decided.get(NodeHttpServerRequest.toIncomingMessage(request))
+      if (earlier !== undefined) return earlier.allowed ? app : Effect.succeed(limited(earlier.retryAfterSeconds))
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const decision = limiter.check(clientIp(request, options.trustedProxies), now)
+        return decision.allowed ? app : Effect.succeed(limited(decision.retryAfterSeconds))
+      })
+    })
+  )

@@ -1,0 +1,135 @@
+/**
+ * The server's wiring. Reading the layers top to bottom draws the system: HTTP edge (rate limit,
+ * request log, routes, OpenAPI, docs) -> handlers -> use cases (@wes/core) -> store + runner
+ * gateway + platform services.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
+import type { ServeError } from "@effect/platform/HttpServerError"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import type { UseCaseServices, StoreServices } from "@wes/core"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import { createServer, type Server as NodeServer } from "node:http"
+import { adminHttp } from "./AdminHttp.js"
+import { type Authentication, WesApi } from "./Api.js"
+import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
+import { docsPage } from "./DocsPage.js"
+import { ErrorMiddleware } from "./ErrorMiddleware.js"
+import { requestLog } from "./Logging.js"
+import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
+import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
+import { Shutdown } from "./Shutdown.js"
+import { SseHub } from "./SseHub.js"
+import { type FastLane, makeFastLane, withFastLane } from "./FastLane.js"
+import { systemHttp } from "./SystemHttp.js"
+import { workflowsHttp } from "./WorkflowsHttp.js"
+
+export interface HttpOptions {
+  readonly port: number
+  readonly host: string
+  readonly rateLimit: RateLimitSettings | "off"
+  /** Proxies in front of the server that append to X-Forwarded-For (0: use the socket's address). */
+  readonly trustedProxies: number
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  readonly sseKeepAlive: Duration.DurationInput
+  /** Open connections are closed this long after shutdown begins, if they have not finished. */
+  readonly shutdownGrace: Duration.DurationInput
+  /**
+   * Who the caller of a /v1 request is. Default: WES's bearer API tokens. An embedder with its own
+   * authentication (a gateway that already checked the caller) provides its own layer.
+   */
+  readonly authentication?: Layer.Layer<Authentication, never, UseCaseServices> | undefined
+  /**
+   * Serve the hot reads (a workflow, the caller, event streams) straight from node:http; see
+   * FastLane.ts. Default: on, unless `authentication` is the embedder's own.
+   */
+  readonly fastLane?: boolean | undefined
+}
+
+/** Paths outside the public rate limit: health checks and the operator API. */
+const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/")
+
+/** `GET /docs`: the reference page, rendered once from the OpenAPI document. */
+const docsRoute = HttpApiBuilder.Router.use((router) => {
+  const page = docsPage()
+  return router.get("/docs", Effect.succeed(HttpServerResponse.html(page)))
+})
+
+/** Every route of the API over the use cases, following workflows through the given SseHub. */
+const apiRoutes = (options: Pick<HttpOptions, "adminToken" | "authentication">) =>
+  HttpApiBuilder.api(WesApi).pipe(
+    Layer.provide([
+      userHttp,
+      workflowsHttp,
+      templatesHttp,
+      runnersHttp,
+      managedRunnersHttp,
+      systemHttp,
+      adminHttp
+    ]),
+    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware])
+  )
+
+/** Every route of the API, implemented over the use cases. */
+export const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication">) =>
+  apiRoutes(options).pipe(Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })))
+
+/**
+ * The HTTP server over the use cases: listens on `options.port`, and on shutdown stops taking
+ * requests, ends event streams, lets in-flight requests finish, then closes what is left.
+ */
+export const httpLayer = (options: HttpOptions): Layer.Layer<
+  HttpServer.HttpServer,
+  ServeError,
+  UseCaseServices | StoreServices
+> => {
+  let nodeServer: NodeServer | undefined
+  const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
+  const middleware = (app: HttpApp.Default) =>
+    requestLog(limiter === undefined ? app : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })(app))
+  const closeStragglers = Layer.scopedDiscard(Effect.gen(function*() {
+    yield* HttpServer.HttpServer
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        const server = nodeServer
+        server?.closeIdleConnections()
+        // A backstop that must not keep the process alive by itself.
+        setTimeout(() => server?.closeAllConnections(), Duration.toMillis(options.shutdownGrace)).unref()
+      })
+    )
+  }))
+  const shutdown = Shutdown.layer.pipe(Layer.provideMerge(closeStragglers))
+  const useFastLane = (options.fastLane ?? true) && options.authentication === undefined
+  let lane: FastLane | undefined
+  const fastLane = useFastLane
+    ? Layer.scopedDiscard(Effect.gen(function*() {
+      lane = yield* makeFastLane({ limiter, trustedProxies: options.trustedProxies })
+      yield* Effect.addFinalizer(() => Effect.sync(() => (lane = undefined)))
+    }))
+    : Layer.empty
+  const app = HttpApiBuilder.serve(middleware).pipe(
+    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
+    Layer.provide(docsRoute),
+    Layer.provide(apiRoutes(options))
+  )
+  return Layer.merge(app, fastLane).pipe(
+    // One hub for both sides; it closes (ending event streams) before the listener does.
+    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
+    Layer.provide(shutdown),
+    Layer.provideMerge(NodeHttpServer.layer(
+      () => (nodeServer = withFastLane(createServer(), () => lane)),
+      { port: options.port, host: options.host }
+    )),
+    Layer.provide(NodeContext.layer),
+    // No tracer is exported, so per-request spans would only cost time.
+    HttpMiddleware.withTracerDisabledWhen(() => true)
+  )
+}

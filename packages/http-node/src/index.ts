@@ -1,0 +1,13 @@
+/**
+ * @wes/http-node: the reference /v1 server. `WesApi` is the HttpApi declaration (server, OpenAPI
+ * and typed client come from it); `serverLayer` is the whole server as layers; `wes serve` runs it.
+ */
+export * from "./Api.js"
+export * from "./ApiErrors.js"
+export { loadConfig, WesConfig } from "./Config.js"
+export { CryptoNode } from "./CryptoNode.js"
+export { FsBlobStoreLive, makeFsBlobStore } from "./FsBlobStore.js"
+export { jsonLogger, jsonLoggerLayer, type LogSink } from "./Logging.js"
+export { coreLayer, serverLayer, storeLayer } from "./Main.js"
+export { clientIp, makeRateLimiter, parseRateLimit, parseTrustProxy, type RateLimiter, type RateLimitSettings } from "./RateLimit.js"
+export { apiLayer, httpLayer, type HttpOptions } from "./Server.js"

@@ -1,0 +1,142 @@
+/**
+ * The `wes` command as a user runs it: a child process, configured by environment variables,
+ * stopped by signals.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterEach, describe, expect, it } from "vitest"
+import { readJson, type WorkflowDetailJson, type WorkflowSummaryJson } from "./harness.js"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const root = path.resolve(here, "../../..")
+const tsx = path.join(root, "node_modules", ".bin", "tsx")
+const bin = path.join(here, "..", "src", "bin.ts")
+
+const children: Array<ChildProcess> = []
+afterEach(() => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL")
+})
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    })
+  })
+
+/** Runs `wes <args>` from the sources; output is collected. */
+const wes = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const child = spawn(tsx, ["--conditions=@wes/source", bin, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  children.push(child)
+  const out = { stdout: "", stderr: "" }
+  child.stdout!.on("data", (d: Buffer) => (out.stdout += d.toString()))
+  child.stderr!.on("data", (d: Buffer) => (out.stderr += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+  const waitFor = async (pattern: RegExp, timeoutMs = 30_000) => {
+    const deadline = Date.now() + timeoutMs
+    while (!pattern.test(out.stdout)) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; stdout: ${out.stdout}\nstderr: ${out.stderr}`)
+      if (child.exitCode !== null) throw new Error(`wes exited (${child.exitCode}): ${out.stderr}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+    return pattern.exec(out.stdout)!
+  }
+  return { child, out, exited, waitFor }
+}
+
+describe("the wes command", () => {
+  it("prints its usage, and refuses an unknown command with exit code 2", async () => {
+    const help = wes(["--help"])
+    expect(await help.exited).toBe(0)
+    expect(help.out.stdout).toContain("Usage: wes serve")
+    const bad = wes(["launch"])
+    expect(await bad.exited).toBe(2)
+    expect(bad.out.stderr).toContain("Unknown command: launch")
+  })
+
+  it("stops at start with a message naming a misconfigured variable", async () => {
+    const run = wes(["serve"], { WES_RATE_LIMIT: "fast", WES_PORT: String(await freePort()) })
+    expect(await run.exited).not.toBe(0)
+    expect(run.out.stdout + run.out.stderr).toContain("WES_RATE_LIMIT")
+  })
+
+  it("in dev mode prints a working token and runs a workflow to an output file", async () => {
+    const port = await freePort()
+    const run = wes(["serve"], { WES_DEV: "1", WES_PORT: String(port) })
+    const [, token] = await run.waitFor(/Demo token: (wes_[0-9A-Za-z]{42})/)
+    const auth = { authorization: `Bearer ${token}` }
+    const base = `http://127.0.0.1:${port}`
+    // The workflow the banner writes to /tmp/wes-demo.json.
+    const demo = /echo '(\{.*\})' > \/tmp\/wes-demo\.json/.exec(run.out.stdout)![1]!
+    const form = new FormData()
+    form.append("name", "demo")
+    form.append("workflow_json", new Blob([demo]), "wes-demo.json")
+    const created = await readJson<WorkflowSummaryJson>(await fetch(`${base}/v1/workflow`, { method: "POST", headers: auth, body: form }))
+    let w: WorkflowDetailJson
+    const deadline = Date.now() + 20_000
+    do {
+      await new Promise((r) => setTimeout(r, 100))
+      w = await readJson<WorkflowDetailJson>(await fetch(`${base}/v1/workflow/${created.id}`, { headers: auth }))
+    } while (w.status !== "completed" && Date.now() < deadline)
+    expect(w.status).toBe("completed")
+    const { outputs } = await readJson<{ outputs: Array<{ id: string }> }>(await fetch(`${base}/v1/workflow/${created.id}/outputs`, { headers: auth }))
+    const file = await fetch(`${base}/v1/workflow/${created.id}/outputs/${outputs[0]!.id}`, { headers: auth })
+    expect(Array.from(new Uint8Array(await file.arrayBuffer()).slice(1, 4))).toEqual([80, 78, 71])
+    expect(run.out.stdout).toContain('"msg":"request"')
+    expect(run.out.stdout.split("\n").filter((l) => l.startsWith("{")).join("\n")).not.toContain(token)
+  }, 60_000)
+
+  it("shuts down gracefully on SIGTERM: event streams end, in-flight requests finish, then it exits", async () => {
+    const port = await freePort()
+    const run = wes(["serve"], { WES_DEV: "1", WES_PORT: String(port), WES_SHUTDOWN_GRACE: "10 seconds" })
+    const [, token] = await run.waitFor(/Demo token: (wes_[0-9A-Za-z]{42})/)
+    const auth = { authorization: `Bearer ${token}` }
+    const base = `http://127.0.0.1:${port}`
+    const demo = /echo '(\{.*\})' > \/tmp\/wes-demo\.json/.exec(run.out.stdout)![1]!.replace('"seconds":2', '"seconds":20')
+    const form = new FormData()
+    form.append("name", "long")
+    form.append("workflow_json", new Blob([demo]), "wes-demo.json")
+    const created = await readJson<WorkflowSummaryJson>(await fetch(`${base}/v1/workflow`, { method: "POST", headers: auth, body: form }))
+    const sse = await fetch(`${base}/v1/workflow/${created.id}/subscribe`, { headers: auth })
+    const sseText = sse.text()
+
+    // An upload that is still streaming when the signal arrives.
+    const boundary = "shutdown-test"
+    const enc = new TextEncoder()
+    let release!: () => void
+    const released = new Promise<void>((r) => (release = r))
+    const body = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="name"\r\n\r\nin-flight\r\n`))
+        await released
+        controller.enqueue(enc.encode(`--${boundary}\r\nContent-Disposition: form-data; name="workflow_json"; filename="w.json"\r\n\r\n${demo}\r\n--${boundary}--\r\n`))
+        controller.close()
+      }
+    })
+    const inFlight = fetch(`${base}/v1/workflow`, {
+      method: "POST",
+      headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` },
+      body,
+      duplex: "half"
+    } as RequestInit)
+    await new Promise((r) => setTimeout(r, 300))
+
+    const signalled = Date.now()
+    run.child.kill("SIGTERM")
+    await new Promise((r) => setTimeout(r, 300))
+    release()
+    expect((await inFlight).status).toBe(201)
+    await sseText
+    const code = await run.exited
+    expect(code).toBe(0)
+    expect(Date.now() - signalled).toBeLessThan(8_000)
+    await expect(fetch(`${base}/healthz`)).rejects.toThrow()
+  }, 60_000)
+})

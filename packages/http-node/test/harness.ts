@@ -1,0 +1,223 @@
+/**
+ * Black-box harness: the real server on a random port over a fresh memory store, driven with
+ * fetch. Runners are answered by a test gateway (probe ok unless the endpoint says
+ * "unreachable"); the runner-client suites cover the real protocol.
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import {
+  AccountService,
+  Dispatcher,
+  type DispatcherOptions,
+  type ApiTokenView,
+  type CurrentUser,
+  type IssuedToken,
+  type ManagedRunner,
+  type ManagedRunnerView,
+  PlatformLive,
+  type Runner,
+  RunnerGateway,
+  RunnerProbe,
+  RunnerUnreachable,
+  type Template,
+  type TemplateListItem,
+  TierPolicy,
+  type TierTableOverride,
+  type User,
+  useCasesLayer,
+  type WorkflowDetail,
+  type WorkflowSummary
+} from "@wes/core"
+import { MemoryStoreLive } from "@wes/storage-memory"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import type * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { RunnerGatewayNode } from "@wes/runner-client"
+import { httpLayer, type HttpOptions } from "../src/Server.js"
+import { jsonLoggerLayer } from "../src/Logging.js"
+import { defaultRateLimit } from "../src/RateLimit.js"
+
+export const ADMIN_TOKEN = "admin-secret-for-tests"
+
+const unexpected = (method: string) => Effect.die(new Error(`unexpected RunnerGateway.${method} call`))
+
+export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
+  probe: (runner) =>
+    runner.endpoint.includes("unreachable")
+      ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED" }))
+      : Effect.succeed({ comfyui_version: "0.3.64" }),
+  cancel: () => Effect.void,
+  uploadInput: () => unexpected("uploadInput"),
+  submit: () => unexpected("submit"),
+  queue: () => unexpected("queue"),
+  history: () => unexpected("history"),
+  download: () => unexpected("download"),
+  events: () => Stream.never
+}))
+
+/** The real ComfyUI client with timeouts and backoff short enough for tests. */
+export const RealGateway = RunnerGatewayNode({
+  requestTimeout: "3 seconds",
+  reconnectInitialDelay: "50 millis",
+  reconnectMaxDelay: "500 millis",
+  heartbeatInterval: "500 millis",
+  heartbeatTimeout: "1 second"
+})
+
+/** Dispatcher timings for tests: fast scans and reconciliation, quick retries. */
+export const fastDispatch: Partial<DispatcherOptions> = {
+  scanInterval: "100 millis",
+  claimInterval: "100 millis",
+  reconcileInterval: "300 millis",
+  retryDelay: "50 millis",
+  retryDelayMax: "200 millis",
+  idleAfter: "2 seconds",
+  queueRefreshInterval: "50 millis",
+  requestTimeout: "3 seconds"
+}
+
+export interface TestServer {
+  readonly url: string
+  /** Fetch relative to the server. */
+  readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
+  /** A new user of `tier` with a fresh token. */
+  readonly user: (tier?: "free" | "pro" | "plus") => Promise<{ readonly id: string; readonly token: string; readonly auth: Record<string, string> }>
+  readonly logs: ReadonlyArray<string>
+  readonly close: () => Promise<void>
+}
+
+export const startServer = async (options: {
+  readonly http?: Partial<HttpOptions>
+  readonly tiers?: TierTableOverride
+  readonly gateway?: Layer.Layer<RunnerGateway>
+  /** Runs the dispatcher (with these timings) and the real runner client. */
+  readonly dispatcher?: Partial<DispatcherOptions>
+} = {}): Promise<TestServer> => {
+  const logs: Array<string> = []
+  const gateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
+  const useCases = options.dispatcher === undefined
+    ? useCasesLayer()
+    : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer()))
+  const core = useCases.pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      MemoryStoreLive,
+      gateway,
+      RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway)),
+      TierPolicy.layer(options.tiers ?? {}),
+      PlatformLive
+    ))
+  )
+  const http = httpLayer({
+    port: 0,
+    host: "127.0.0.1",
+    rateLimit: "off",
+    trustedProxies: 0,
+    adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
+    sseKeepAlive: "15 seconds",
+    shutdownGrace: "1 second",
+    ...options.http
+  })
+  const runtime = ManagedRuntime.make(http.pipe(
+    Layer.provideMerge(core),
+    Layer.provide(jsonLoggerLayer((line) => logs.push(line)))
+  ))
+  const server = await runtime.runPromise(HttpServer.HttpServer)
+  const address = server.address
+  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  const url = `http://127.0.0.1:${address.port}`
+  const fetchAt = (path: string, init?: RequestInit) => fetch(url + path, init)
+  return {
+    url,
+    fetch: fetchAt,
+    logs,
+    user: async (tier = "free") => {
+      const { id, token } = await runtime.runPromise(Effect.gen(function*() {
+        const accounts = yield* AccountService
+        const u = yield* accounts.createUser({ tier })
+        const issued = yield* accounts.issueToken(u.id, { name: "test" })
+        return { id: u.id as string, token: issued.token }
+      }))
+      return { id, token, auth: { authorization: `Bearer ${token}` } }
+    },
+    close: () => runtime.dispose()
+  }
+}
+
+/** The smoke workflow of comfyui-protocol.md section 10. */
+export const smokeWorkflow = (inputs: Record<string, unknown> = {}) => ({
+  "1": { class_type: "EmptyImage", inputs: { width: 64, height: 64, batch_size: 1, color: 255, ...inputs } },
+  "2": { class_type: "ImageInvert", inputs: { image: ["1", 0] } },
+  "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "smoke/run" } }
+})
+
+/** Pass as the workflow to leave `workflow_json` out of a form. */
+export const NO_WORKFLOW = Symbol("no workflow_json")
+
+/** A multipart form with a workflow_json file and extra fields (strings, or [bytes, filename] files). */
+export const workflowForm = (fields: Record<string, string | readonly [Uint8Array | string, string]>, json: unknown = smokeWorkflow()): FormData => {
+  const form = new FormData()
+  if (json !== NO_WORKFLOW) form.append("workflow_json", new Blob([JSON.stringify(json)], { type: "application/json" }), "workflow.json")
+  for (const [key, value] of Object.entries(fields)) {
+    if (typeof value === "string") form.append(key, value)
+    else form.append(key, new Blob([value[0]]), value[1])
+  }
+  return form
+}
+
+export const json = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify(body)
+})
+
+/**
+ * A response's JSON body, typed as the caller expects it: fetch's `json()` is `unknown`. A cast, not a
+ * check: the assertions that follow are what verify the shape.
+ */
+export const readJson = <T>(res: Response): Promise<T> => res.json() as Promise<T>
+
+// The contract's JSON shapes: the encoded (wire) side of the core's schemas.
+export type WorkflowSummaryJson = Schema.Schema.Encoded<typeof WorkflowSummary>
+export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail>
+export type RunnerJson = Schema.Schema.Encoded<typeof Runner>
+export type TemplateJson = Schema.Schema.Encoded<typeof Template>
+export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
+export type ManagedRunnerViewJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
+export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunner>
+export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
+export type UserJson = Schema.Schema.Encoded<typeof User>
+export type IssuedTokenJson = Schema.Schema.Encoded<typeof IssuedToken>
+export type ApiTokenViewJson = Schema.Schema.Encoded<typeof ApiTokenView>
+
+/** The contract's error body; `details` on 400s. */
+export interface ErrorBody {
+  readonly status: number
+  readonly message: string
+  readonly details?: ReadonlyArray<{ readonly field: string; readonly message: string }>
+}
+
+export interface WorkflowListJson {
+  readonly workflows: ReadonlyArray<WorkflowSummaryJson>
+  readonly total: number
+}
+export interface TemplateListJson {
+  readonly templates: ReadonlyArray<TemplateListItemJson>
+  readonly total: number
+}
+export interface RunnerListJson {
+  readonly runners: ReadonlyArray<RunnerJson>
+  readonly total: number
+}
+export interface ManagedRunnerViewListJson {
+  readonly runners: ReadonlyArray<ManagedRunnerViewJson>
+  readonly total: number
+}
+export interface ManagedRunnerListJson {
+  readonly runners: ReadonlyArray<ManagedRunnerJson>
+  readonly total: number
+}
+
+export { defaultRateLimit }
