@@ -1,0 +1,126 @@
+/**
+ * SSE subscribers for B5/B6, in their own process so the server under test never shares their
+ * event loop. Each subscription records, per progress step (`data.value`), when it arrived (wall
+ * clock, sub-millisecond, comparable across processes) and which event ids it saw.
+ * IPC:
+ *   open({subscriptions: [{url, headers, key}], steps})  opens them all; answers once each has
+ *                                                         received its first event
+ *   results({sent: {key: [t1..tSteps]}})                   latency percentiles, lost and
+ *                                                         duplicated events, id gaps
+ *   close()                                                ends every connection
+ */
+import * as http from "node:http"
+import { serve } from "../lib/child.js"
+import { summarize } from "../lib/stats.js"
+
+interface Subscription {
+  readonly key: string
+  readonly arrivals: Float64Array
+  received: number
+  duplicates: number
+  lastId: number
+  idGaps: number
+  request: http.ClientRequest | undefined
+}
+
+const now = (): number => performance.timeOrigin + performance.now()
+const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity })
+const subscriptions: Array<Subscription> = []
+const VALUE = /"value":(\d+)/
+
+const open = (url: string, headers: Record<string, string>, key: string, steps: number) =>
+  new Promise<void>((resolve, reject) => {
+    const sub: Subscription = { key, arrivals: new Float64Array(steps + 1), received: 0, duplicates: 0, lastId: 0, idGaps: 0, request: undefined }
+    subscriptions.push(sub)
+    let first = true
+    let buffer = ""
+    const req = http.get(url, { agent, headers: { accept: "text/event-stream", ...headers } }, (res) => {
+      if (res.statusCode !== 200) {
+        reject(new Error(`${url}: ${res.statusCode}`))
+        res.resume()
+        return
+      }
+      res.setEncoding("utf8")
+      res.on("data", (chunk: string) => {
+        const at = now()
+        buffer += chunk
+        let end = buffer.indexOf("\n\n")
+        while (end !== -1) {
+          const frame = buffer.slice(0, end)
+          buffer = buffer.slice(end + 2)
+          end = buffer.indexOf("\n\n")
+          if (frame.startsWith(":")) continue
+          const idStart = frame.indexOf("id: ")
+          if (idStart !== -1) {
+            const id = Number(frame.slice(idStart + 4, frame.indexOf("\n", idStart)))
+            if (sub.lastId !== 0 && id !== sub.lastId + 1 && id > sub.lastId) sub.idGaps++
+            if (id > sub.lastId) sub.lastId = id
+          }
+          if (first) {
+            first = false
+            resolve()
+          }
+          if (frame.includes("event: progress")) {
+            const m = VALUE.exec(frame)
+            const step = m === null ? -1 : Number(m[1])
+            if (step >= 1 && step <= steps) {
+              if (sub.arrivals[step] !== 0) sub.duplicates++
+              else {
+                sub.arrivals[step] = at
+                sub.received++
+              }
+            }
+          }
+        }
+      })
+    })
+    req.on("error", (e) => (first ? reject(e) : undefined))
+    sub.request = req
+  })
+
+serve({
+  open: async (args) => {
+    const { subscriptions: wanted, steps, concurrency = 200 } = args as {
+      readonly subscriptions: ReadonlyArray<{ readonly url: string; readonly headers: Record<string, string>; readonly key: string }>
+      readonly steps: number
+      readonly concurrency?: number
+    }
+    // Opened in waves, so the server's accept queue is not flooded.
+    for (let i = 0; i < wanted.length; i += concurrency) {
+      await Promise.all(wanted.slice(i, i + concurrency).map((s) => open(s.url, s.headers, s.key, steps)))
+    }
+    return subscriptions.length
+  },
+  results: (args) => {
+    const { sent } = args as { readonly sent: Record<string, ReadonlyArray<number>> }
+    const latencies: Array<number> = []
+    let expected = 0
+    let received = 0
+    let duplicates = 0
+    let idGaps = 0
+    let late = 0
+    for (const sub of subscriptions) {
+      const times = sent[sub.key] ?? []
+      duplicates += sub.duplicates
+      idGaps += sub.idGaps
+      for (let step = 1; step < sub.arrivals.length; step++) {
+        const s = times[step]
+        if (s === undefined || s === 0) continue
+        expected++
+        const a = sub.arrivals[step]!
+        if (a === 0) continue
+        received++
+        const l = a - s
+        latencies.push(l)
+        if (l > 1000) late++
+      }
+    }
+    return { subscriptions: subscriptions.length, expected, received, lost: expected - received, duplicates, idGaps, late, latency: summarize(latencies) }
+  },
+  close: () => {
+    for (const sub of subscriptions) sub.request?.destroy()
+    subscriptions.length = 0
+    return true
+  }
+}, {})
+process.on("SIGTERM", () => process.exit(0))

@@ -1,0 +1,67 @@
+/**
+ * `pnpm bench [B1 B3 ...] [--tiny]`: runs the benchmarks (all by default) with their peers in the
+ * same invocation, prints the table, and writes it with the machine's description to BENCHMARKS.md
+ * (full size only). `--tiny` runs each once at a tiny size (CI: so none rots); figures never fail.
+ */
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { b1 } from "./b1-latency.js"
+import { b2 } from "./b2-throughput.js"
+import { b3 } from "./b3-read.js"
+import { b5 } from "./b5-sse.js"
+import { b7 } from "./b7-auth.js"
+import { b8 } from "./b8-memory.js"
+import type { Benchmark, Size } from "./lib/bench.js"
+import { repoRoot } from "./lib/child.js"
+import { describeMachine } from "./lib/machine.js"
+import { markdown, type Row } from "./lib/report.js"
+
+const all: ReadonlyArray<Benchmark> = [b1, b2, b3, b5, b7, b8]
+
+const args = process.argv.slice(2)
+const size: Size = args.includes("--tiny") || process.env["BENCH_SIZE"] === "tiny" ? "tiny" : "full"
+const wanted = args.filter((a) => !a.startsWith("--")).map((a) => a.toUpperCase())
+const selected = wanted.length === 0 ? all : all.filter((b) => wanted.includes(b.id))
+if (selected.length === 0) {
+  console.error(`No benchmark named ${wanted.join(", ")}; known: ${all.map((b) => b.id).join(", ")}`)
+  process.exit(2)
+}
+
+const main = async () => {
+  const machine = await describeMachine()
+  console.log(`Machine: ${machine}\nSize: ${size}\n`)
+  const rows: Array<Row> = []
+  for (const b of selected) {
+    const started = Date.now()
+    console.log(`${b.id} ${b.title} ...`)
+    try {
+      const result = await b.run(size)
+      rows.push(...result)
+      console.log(markdown(result))
+    } catch (e) {
+      console.error(`${b.id} failed:`, e)
+      rows.push({ bench: b.id, metric: "run", wes: "error", peer: "", ratio: "", target: "", met: "no" })
+      process.exitCode = 1
+    }
+    console.log(`(${((Date.now() - started) / 1000).toFixed(1)} s)\n`)
+  }
+  const table = markdown(rows)
+  console.log(table)
+  if (size === "full" && wanted.length === 0) {
+    const doc = [
+      "# Benchmarks",
+      "",
+      `Latest full run: ${new Date().toISOString()}.`,
+      "",
+      `Machine: ${machine}.`,
+      "",
+      "Reproduce: `pnpm install && pnpm bench` (all, with their peers, alternating rounds), or `pnpm bench B3` for one.",
+      "",
+      table,
+      ""
+    ].join("\n")
+    fs.writeFileSync(path.join(repoRoot, "BENCHMARKS.md"), doc)
+  }
+}
+
+main()

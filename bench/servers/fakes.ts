@@ -1,0 +1,46 @@
+/**
+ * Fake ComfyUI runners for benchmarks, in their own process. Env: FAKES (count), FAKES_CACHE
+ * (on|off). Records when each prompt arrived and when each progress message was sent, on the
+ * wall clock with sub-millisecond precision, so other processes can compare.
+ * IPC: submissions (count and unique), arrivals (prompt id -> time), progressSent (key -> time).
+ */
+import { FakeComfyUI } from "@wes/runner-client/testing"
+import { serve } from "../lib/child.js"
+
+const now = () => performance.timeOrigin + performance.now()
+const count = Number(process.env["FAKES"] ?? "1")
+const arrivals = new Map<string, number>()
+const progressSent = new Map<string, number>()
+let submitted = 0
+const fakes: Array<FakeComfyUI> = []
+for (let i = 0; i < count; i++) {
+  fakes.push(await FakeComfyUI.start({
+    cache: process.env["FAKES_CACHE"] === "on",
+    logLimit: 10,
+    onSubmission: (s) => {
+      submitted++
+      if (s.prompt_id !== null && s.status === 200) {
+        const at = now()
+        arrivals.set(s.prompt_id, at)
+        if (process.env["FAKES_PUSH"] === "on") process.send!({ type: "arrival", id: s.prompt_id, at })
+      }
+    },
+    onMessage: (type, data) => {
+      if (type !== "progress") return
+      const d = data as { prompt_id?: string; value?: number }
+      if (d.prompt_id !== undefined) progressSent.set(`${d.prompt_id}:${d.value}`, now())
+    }
+  }))
+}
+serve({
+  submissions: () => ({ total: submitted, unique: arrivals.size }),
+  arrivals: () => Object.fromEntries(arrivals),
+  progressSent: () => Object.fromEntries(progressSent),
+  reset: () => {
+    arrivals.clear()
+    progressSent.clear()
+    submitted = 0
+    return true
+  }
+}, { urls: fakes.map((f) => f.url) })
+process.on("SIGTERM", () => void Promise.all(fakes.map((f) => f.close())).then(() => process.exit(0)))

@@ -1,0 +1,188 @@
+/**
+ * WES for benchmarks, in a child process: the production layers of `wes serve` (http-node's
+ * httpLayer over the use cases, the dispatcher, the real runner client) with the knobs a
+ * benchmark needs, set by environment:
+ *   BENCH_STORE     memory (default) | postgres (DATABASE_URL)
+ *   BENCH_AUTH      tokens (default) | bypass (every /v1 request is the set-up user; B7's baseline)
+ *   BENCH_DISPATCH  on (default) | off (API only)
+ *   BENCH_RATE_LIMIT off (default) | e.g. 40/10s
+ *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
+ *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
+ * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, seed, createUsers,
+ * startDispatcher, unfinished (and every child's `cpu`).
+ */
+import * as HttpServer from "@effect/platform/HttpServer"
+import {
+  AccountRepository,
+  AccountService,
+  Dispatcher,
+  IdGeneratorLive,
+  type Principal,
+  RunnerProbe,
+  RunnerService,
+  type StoreServices,
+  TierPolicy,
+  useCasesLayer,
+  type User,
+  WorkflowRepository,
+  WorkflowService
+} from "@wes/core"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit } from "@wes/http-node"
+import { RunnerGatewayNode } from "@wes/runner-client"
+import { MemoryStoreLive } from "@wes/storage-memory"
+import { PgStoreLive } from "@wes/storage-pg"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as v8 from "node:v8"
+import { serve } from "../lib/child.js"
+
+const env = (name: string, fallback: string) => process.env[name] ?? fallback
+
+const counters = { tokenLookups: 0, tokenUseWrites: 0, tokenUseRows: 0 }
+let principal: Principal | undefined
+
+const pgStore = () =>
+  PgStoreLive({
+    url: Redacted.make(env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")),
+    maxConnections: 10,
+    applicationName: env("BENCH_APP_NAME", "wes-bench")
+  })
+const storeOnly: Layer.Layer<StoreServices, unknown> = env("BENCH_STORE", "memory") === "postgres" ? pgStore() : MemoryStoreLive
+const blobDir = process.env["BENCH_BLOB_DIR"]
+const baseStore: Layer.Layer<StoreServices, unknown> = blobDir === undefined
+  ? storeOnly
+  : Layer.merge(storeOnly, FsBlobStoreLive(blobDir).pipe(Layer.provide(NodeContext.layer)))
+
+/** The store, with the token lookups and `last_used_at` writes counted (B7). */
+const store = Layer.effect(
+  AccountRepository,
+  Effect.map(AccountRepository, (repo) =>
+    AccountRepository.of({
+      ...repo,
+      findTokenByHash: (hash) => Effect.zipRight(Effect.sync(() => counters.tokenLookups++), repo.findTokenByHash(hash)),
+      recordTokenUse: (uses) =>
+        Effect.zipRight(Effect.sync(() => {
+          counters.tokenUseWrites++
+          counters.tokenUseRows += uses.length
+        }), repo.recordTokenUse(uses))
+    }))
+).pipe(Layer.provideMerge(baseStore))
+
+const gateway = RunnerGatewayNode()
+const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
+const unlimited = { active_workflows: 10_000_000, workflows_per_day: 10_000_000, templates: 1_000_000, runners: 10_000, workflow_params: 200 }
+const useCases = env("BENCH_DISPATCH", "on") === "on"
+  ? Dispatcher.layer({ concurrencyPerRunner: 16 }).pipe(Layer.provideMerge(useCasesLayer()))
+  : useCasesLayer()
+let dispatcherStarted = false
+const core = useCases.pipe(Layer.provideMerge(Layer.mergeAll(
+  store,
+  gateway,
+  RunnerProbe.Off,
+  TierPolicy.layer({ free: unlimited, pro: unlimited, plus: unlimited }),
+  platform
+)))
+
+/** B7's baseline: authentication answers the set-up user without looking at the request. */
+const bypassed = Layer.effect(
+  AccountService,
+  Effect.map(AccountService, (accounts) =>
+    AccountService.of({
+      ...accounts,
+      authenticate: () => (principal === undefined ? Effect.die(new Error("bench: setup not run")) : Effect.succeed(principal))
+    }))
+).pipe(Layer.provideMerge(core))
+const services = env("BENCH_AUTH", "tokens") === "bypass" ? bypassed : core
+
+const rateLimit = Either.getOrThrow(parseRateLimit(env("BENCH_RATE_LIMIT", "off")))
+const http = httpLayer({
+  port: Number(env("BENCH_PORT", "0")),
+  host: "127.0.0.1",
+  rateLimit,
+  trustedProxies: 0,
+  adminToken: Option.none(),
+  sseKeepAlive: "15 seconds",
+  shutdownGrace: "1 second",
+})
+
+const runtime = ManagedRuntime.make(http.pipe(
+  Layer.provideMerge(services),
+  Layer.provide(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {}))
+))
+
+const main = async () => {
+  const server = await runtime.runPromise(HttpServer.HttpServer)
+  const address = server.address
+  if (address._tag !== "TcpAddress") throw new Error("expected TCP")
+  const users: Array<User> = []
+  serve({
+    /** A user (plus tier) with a token, and runners at the given endpoints. */
+    setup: (args) =>
+      runtime.runPromise(Effect.gen(function*() {
+        const { runners = [] } = (args ?? {}) as { readonly runners?: ReadonlyArray<string> }
+        const accounts = yield* AccountService
+        const user = yield* accounts.createUser({ tier: "plus" })
+        users.push(user)
+        const issued = yield* accounts.issueToken(user.id, { name: "bench" })
+        principal = { user, token_id: issued.id }
+        const ids: Array<string> = []
+        for (const [i, endpoint] of runners.entries()) {
+          ids.push((yield* (yield* RunnerService).create(user, { name: `bench-${i}`, endpoint })).id)
+        }
+        return { token: issued.token, userId: user.id, runnerIds: ids }
+      })),
+    /** More users with tokens (for many-token benchmarks). */
+    createUsers: (args) =>
+      runtime.runPromise(Effect.gen(function*() {
+        const { n } = args as { readonly n: number }
+        const accounts = yield* AccountService
+        const tokens: Array<string> = []
+        for (let i = 0; i < n; i++) {
+          const user = yield* accounts.createUser({ tier: "free" })
+          tokens.push((yield* accounts.issueToken(user.id, { name: "bench" })).token)
+        }
+        return tokens
+      })),
+    counters: () => ({ ...counters }),
+    /** Writes pending last_used_at updates now (otherwise done every 10 s). */
+    flushTokenUse: () => runtime.runPromise(Effect.flatMap(AccountService, (a) => a.flushTokenUse)).then(() => true),
+    /** Writes a heap snapshot into BENCH_PROFILE_DIR (or the working directory); answers its path. */
+    heapSnapshot: () => v8.writeHeapSnapshot(process.env["BENCH_PROFILE_DIR"] ? `${process.env["BENCH_PROFILE_DIR"]}/wes-${Date.now()}.heapsnapshot` : undefined),
+    memory: () => {
+      const gc = (globalThis as { gc?: () => void }).gc
+      gc?.()
+      gc?.()
+      return process.memoryUsage()
+    },
+    /** Stores `n` workflows for the set-up user through the use case (B2, B8). */
+    seed: (args) =>
+      runtime.runPromise(Effect.gen(function*() {
+        const { n, workflow } = args as { readonly n: number; readonly workflow: unknown }
+        const workflows = yield* WorkflowService
+        const user = users[0]!
+        yield* Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) =>
+          workflows.create(user, { name: `seed-${i}`, workflow_json: workflow }), { concurrency: 8, discard: true })
+        return n
+      })),
+    /** Starts the dispatcher now (with BENCH_DISPATCH=off): a burn-down of work stored before. */
+    startDispatcher: () => {
+      if (dispatcherStarted) return false
+      dispatcherStarted = true
+      runtime.runFork(Effect.scoped(Effect.zipRight(Layer.build(Dispatcher.layer({ concurrencyPerRunner: 16 })), Effect.never)))
+      return true
+    },
+    /** Unfinished workflows of the set-up user. */
+    unfinished: () => runtime.runPromise(Effect.flatMap(WorkflowRepository, (repo) => repo.countActive(users[0]!.id)))
+  }, { url: `http://127.0.0.1:${address.port}` })
+}
+
+process.on("SIGTERM", () => void runtime.dispose().then(() => process.exit(0)))
+main().catch((e) => {
+  console.error(e)
+  process.exit(1)
+})
