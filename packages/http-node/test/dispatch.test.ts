@@ -155,6 +155,29 @@ describe("running workflows", () => {
     expect((await readJson<ErrorBody>(rerun)).details?.[0]?.field).toBe("$photo")
   })
 
+  it("delivers uploads byte for byte, both a small one kept in memory and a 3 MB one spilled to disk", async () => {
+    const f = await fake()
+    const u = await server.user("pro")
+    await addRunner(u, f)
+    const wf = {
+      ...saveImageWorkflow(),
+      "1": { class_type: "LoadImage", inputs: { image: "$file(small)" } },
+      "5": { class_type: "LoadImage", inputs: { image: "$file(large)" } }
+    }
+    const small = new Uint8Array(solidPng(8, 8, 0x0000ff))
+    // Past the server's 1 MiB in-memory budget, with a pattern that shows any lost or moved byte.
+    const large = new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => (i * 7 + (i >> 13)) & 0xff)
+    const w = await submit(u, wf, { $small: [small, "small.png"] as const, $large: [large, "large.bin"] as const })
+    expect((await waitFor(u, w.id)).status).toBe("completed")
+    const received = async (suffix: string) => {
+      const upload = f.uploads.find((up) => up.name?.endsWith(suffix))!
+      const res = await fetch(`${f.url}/view?filename=${encodeURIComponent(upload.name!)}&subfolder=${upload.subfolder}&type=input`)
+      return new Uint8Array(await res.arrayBuffer())
+    }
+    expect(Buffer.compare(await received("small.png"), small)).toBe(0)
+    expect(Buffer.compare(await received("large.bin"), large)).toBe(0)
+  })
+
   it("cancels a workflow waiting in the runner's queue: removed from the queue, stays cancelled", async () => {
     const f = await fake()
     f.pauseQueue()
