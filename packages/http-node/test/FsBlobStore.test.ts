@@ -1,11 +1,15 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import { BlobStore } from "@wes/core"
 import { runStoreConformance } from "@wes/core/testing"
 import { MemoryStoreLive } from "@wes/storage-memory"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { mkdtempSync, rmSync } from "node:fs"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FsBlobStoreLive } from "../src/FsBlobStore.js"
 
 // The memory store with its blobs on disk: the blob cases of the conformance suite hit the files.
@@ -14,3 +18,45 @@ const store = Layer.merge(MemoryStoreLive, FsBlobStoreLive(dir).pipe(Layer.provi
 
 runStoreConformance("filesystem blob store conformance", store, { describe, it, afterAll })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe("filesystem blob store layout", () => {
+  it("leaves nothing behind once blobs are deleted, and keeps keys from naming paths", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-layout-"))
+    try {
+      const keys = Array.from({ length: 50 }, (_, i) => `inputs/0190a1b2-c3d4-7e5f-8a9b-${String(i).padStart(12, "0")}/photo/cat.png`)
+      const leftovers = await Effect.runPromise(Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        for (const key of keys) yield* blobs.put(key, Stream.make(new TextEncoder().encode(key)), "image/png")
+        for (const key of keys) {
+          const got = yield* blobs.get(key)
+          expect(Option.isSome(got) && got.value.content_type).toBe("image/png")
+        }
+        for (const key of keys) yield* blobs.delete(key)
+        return listFiles(root)
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
+      // Only the shard directories made at start remain: no file, no per-workflow directory.
+      expect(leftovers.files).toEqual([])
+      expect(leftovers.dirs).toHaveLength(256)
+      expect(leftovers.dirs.every((d) => /^[0-9a-f]{2}$/.test(d))).toBe(true)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+/** Every file and directory under `root`, relative to it. */
+const listFiles = (root: string) => {
+  const files: Array<string> = []
+  const dirs: Array<string> = []
+  const walk = (rel: string) => {
+    for (const entry of readdirSync(join(root, rel), { withFileTypes: true })) {
+      const path = rel === "" ? entry.name : `${rel}/${entry.name}`
+      if (entry.isDirectory()) {
+        dirs.push(path)
+        walk(path)
+      } else files.push(path)
+    }
+  }
+  walk("")
+  return { files, dirs }
+}
