@@ -23,6 +23,12 @@ const MAX_PARTS = 1000
 /** How long the parser may take to finish once the body has fully arrived. */
 const PARSE_GRACE = Duration.seconds(2)
 
+// RFC 9110 media type parameters: `; name=token` or `; name="quoted string"`. The parser refuses
+// (as a defect, so a 500) any Content-Type that is not entirely made of them, so check first.
+const TOKEN = "[!#$%&'*+.^\\w`|~-]+"
+const QUOTED = '"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*"'
+const MULTIPART_CONTENT_TYPE = new RegExp(`^ *multipart/form-data *(?:; *${TOKEN}=(?:${TOKEN}|${QUOTED}) *)*$`, "i")
+
 /** A text field of a form. */
 export interface FormField {
   readonly key: string
@@ -87,10 +93,11 @@ export const readForm = (
         { field: "Content-Type", message: "must be multipart/form-data" }
       ]))
     }
-    if (!/;\s*boundary=("?)[^";\s]+\1/i.test(contentType)) {
-      return yield* Effect.fail(badRequest("Content-Type multipart/form-data needs a boundary parameter", [
-        { field: "Content-Type", message: "needs a boundary parameter" }
-      ]))
+    if (!MULTIPART_CONTENT_TYPE.test(contentType) || !/; *boundary=(?!""|;| |$)/i.test(contentType)) {
+      return yield* Effect.fail(badRequest(
+        "Content-Type multipart/form-data needs a boundary parameter (a token, or a quoted string for other characters)",
+        [{ field: "Content-Type", message: "needs a valid boundary parameter" }]
+      ))
     }
     const length = request.headers["content-length"]
     if (length !== undefined && Number(length) === 0) {
