@@ -36,7 +36,7 @@ const step: fc.Arbitrary<Step> = fc.record({
     { arbitrary: fc.constant({ _tag: "user" as const }), weight: 1 },
     {
       arbitrary: fc.record({
-        _tag: fc.constantFrom("get", "update", "delete", "history", "rerun", "cancel", "outputs", "output", "subscribe"),
+        _tag: fc.constantFrom("get" as const, "update" as const, "delete" as const, "history" as const, "rerun" as const, "cancel" as const, "outputs" as const, "output" as const, "subscribe" as const),
         kind: fc.constantFrom<Kind>("workflow", "template", "runner"),
         target: fc.nat(),
         foreign: fc.boolean()
