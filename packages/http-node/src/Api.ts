@@ -40,6 +40,7 @@ import {
   BadRequestError,
   ConflictError,
   ForbiddenError,
+  HeadersTooLargeError,
   InternalError,
   MethodNotAllowedError,
   NotFoundError,
@@ -279,6 +280,7 @@ export class WesApi extends HttpApi.make("wes")
   .addError(NotFoundError)
   .addError(MethodNotAllowedError)
   .addError(RateLimitedError)
+  .addError(HeadersTooLargeError)
   .addError(InternalError)
   .addError(UnavailableError)
   .annotate(OpenApi.Transform, withoutDecodeErrorBody)

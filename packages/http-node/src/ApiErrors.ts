@@ -42,6 +42,14 @@ export class RateLimitedError extends Schema.Class<RateLimitedError>("TooManyReq
   message: Schema.Literal("Rate limit exceeded")
 }, HttpApiSchema.annotations({ status: 429, description: "Rate limit exceeded; see Retry-After." })) {}
 
+export class HeadersTooLargeError extends Schema.Class<HeadersTooLargeError>("RequestHeaderFieldsTooLarge")({
+  status: Schema.Literal(431),
+  message: Schema.String
+}, HttpApiSchema.annotations({
+  status: 431,
+  description: "The request line and headers exceed 16 KB (answered by the HTTP parser, before any route)."
+})) {}
+
 export class InternalError extends Schema.Class<InternalError>("InternalServerError")({
   status: Schema.Literal(500),
   message: Schema.String

@@ -39,6 +39,11 @@ export interface WesConfig {
    * the work of an instance that died waits before another takes it over (15s).
    */
   readonly lease: Duration.Duration
+  /**
+   * WES_RUNNER_DENY_PRIVATE: refuse user runner endpoints that resolve to private, loopback,
+   * link-local or unspecified addresses (multi-tenant hosting).
+   */
+  readonly runnerDenyPrivate: boolean
 }
 
 const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Either.Either<A, string>) =>
@@ -63,7 +68,8 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   lease: Config.duration("WES_LEASE").pipe(
     Config.validate({ message: "WES_LEASE must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
     Config.withDefault(Duration.seconds(15))
-  )
+  ),
+  runnerDenyPrivate: Config.boolean("WES_RUNNER_DENY_PRIVATE").pipe(Config.withDefault(false))
 })
 
 /** Reads and checks the configuration. */

@@ -26,6 +26,12 @@ const MAX_PARTS = 1000
 /** File bytes a request may hold in memory before its parts go to disk (small uploads skip the disk). */
 const MEMORY_BUDGET = 1024 * 1024
 
+// RFC 9110 media type parameters: `; name=token` or `; name="quoted string"`. The parser refuses
+// (as a defect, so a 500) any Content-Type that is not entirely made of them, so check first.
+const TOKEN = "[!#$%&'*+.^\\w`|~-]+"
+const QUOTED = '"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*"'
+const MULTIPART_CONTENT_TYPE = new RegExp(`^ *multipart/form-data *(?:; *${TOKEN}=(?:${TOKEN}|${QUOTED}) *)*$`, "i")
+
 /** A text field of a form. */
 export interface FormField {
   readonly key: string
@@ -91,10 +97,11 @@ export const readForm = (
         { field: "Content-Type", message: "must be multipart/form-data" }
       ]))
     }
-    if (!/;\s*boundary=("?)[^";\s]+\1/i.test(contentType)) {
-      return yield* Effect.fail(badRequest("Content-Type multipart/form-data needs a boundary parameter", [
-        { field: "Content-Type", message: "needs a boundary parameter" }
-      ]))
+    if (!MULTIPART_CONTENT_TYPE.test(contentType) || !/; *boundary=(?!""|;| |$)/i.test(contentType)) {
+      return yield* Effect.fail(badRequest(
+        "Content-Type multipart/form-data needs a boundary parameter (a token, or a quoted string for other characters)",
+        [{ field: "Content-Type", message: "needs a valid boundary parameter" }]
+      ))
     }
     const length = request.headers["content-length"]
     if (length !== undefined && Number(length) === 0) {

@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import type { WesConfig } from "./Config.js"
 import { CryptoNode } from "./CryptoNode.js"
 import { FsBlobStoreLive } from "./FsBlobStore.js"
+import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
 import { httpLayer } from "./Server.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
@@ -43,14 +44,16 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
 
 /** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
 export const coreLayer = (config: WesConfig) => {
-  const gateway = RunnerGatewayNode()
+  // With WES_RUNNER_DENY_PRIVATE, user runners' endpoints are checked on create/update (probe) and before every call (gateway).
+  const gateway = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
+  const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
   return Dispatcher.layer({ concurrencyPerRunner: config.runnerConcurrency, claimLease: config.lease }).pipe(
     Layer.provideMerge(useCasesLayer()),
     Layer.provideMerge(Layer.mergeAll(
       storeLayer(config),
       gateway,
-      RunnerProbe.fromConfig.pipe(Layer.provide(gateway)),
+      config.runnerDenyPrivate ? denyPrivateProbe().pipe(Layer.provide(probe)) : probe,
       TierPolicy.fromConfig,
       platform
     ))

@@ -18,6 +18,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { createServer, type Server as NodeServer } from "node:http"
+import type { Duplex } from "node:stream"
 import { adminHttp } from "./AdminHttp.js"
 import { type Authentication, WesApi } from "./Api.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
@@ -52,6 +53,35 @@ export interface HttpOptions {
    * FastLane.ts. Default: on, unless `authentication` is the embedder's own.
    */
   readonly fastLane?: boolean | undefined
+}
+
+/**
+ * Requests node's HTTP parser refuses before any route sees them still get the contract's body:
+ * a request line and headers over node's 16 KB limit -> 431, anything else malformed -> 400
+ * (node's default answers carry no body).
+ */
+export const answerClientErrors = (server: NodeServer): NodeServer => {
+  // node reports a parse error again for every later chunk of the same request: answer once.
+  const answered = new WeakSet<Duplex>()
+  return server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (answered.has(socket)) return
+    if (!socket.writable || error.code === "ECONNRESET") return void socket.destroy()
+    answered.add(socket)
+    const [status, reason, message] = error.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "Request Header Fields Too Large", "The request line and headers exceed 16 KB"]
+      : error.code === "HPE_REQUEST_TIMEOUT" || error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "Request Timeout", "The request was not received in time"]
+      : [400, "Bad Request", "The HTTP request is malformed"]
+    const body = JSON.stringify({ status, message })
+    socket.end(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `Connection: close\r\n\r\n${body}`
+    )
+    // Read (and drop) what the client is still sending: closing with unread data would reset the
+    // connection, and the client would never see the answer.
+    socket.resume()
+    setTimeout(() => socket.destroy(), 5_000).unref()
+  })
 }
 
 /** Paths outside the public rate limit: health checks and the operator API. */
@@ -125,7 +155,7 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
     Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
     Layer.provide(shutdown),
     Layer.provideMerge(NodeHttpServer.layer(
-      () => (nodeServer = withFastLane(createServer(), () => lane)),
+      () => (nodeServer = answerClientErrors(withFastLane(createServer(), () => lane))),
       { port: options.port, host: options.host }
     )),
     Layer.provide(NodeContext.layer),

@@ -11,6 +11,7 @@ import {
   type ApiTokenView,
   type CurrentUser,
   type IssuedToken,
+  type StoreServices,
   type ManagedRunner,
   type ManagedRunnerView,
   PlatformLive,
@@ -39,6 +40,7 @@ import { RunnerGatewayNode } from "@wes/runner-client"
 import { httpLayer, type HttpOptions } from "../src/Server.js"
 import { jsonLoggerLayer } from "../src/Logging.js"
 import { defaultRateLimit } from "../src/RateLimit.js"
+import { denyPrivateGateway, denyPrivateProbe, type Resolver } from "../src/RunnerAddressPolicy.js"
 
 export const ADMIN_TOKEN = "admin-secret-for-tests"
 
@@ -95,17 +97,23 @@ export const startServer = async (options: {
   readonly gateway?: Layer.Layer<RunnerGateway>
   /** Runs the dispatcher (with these timings) and the real runner client. */
   readonly dispatcher?: Partial<DispatcherOptions>
+  /** The store (default: a fresh memory store). */
+  readonly store?: Layer.Layer<StoreServices, unknown>
+  /** WES_RUNNER_DENY_PRIVATE, resolving host names with this resolver. */
+  readonly denyPrivate?: Resolver
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
-  const gateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
+  const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
+  const gateway = options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
+  const probe = RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway))
   const useCases = options.dispatcher === undefined
     ? useCasesLayer()
     : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer()))
   const core = useCases.pipe(
     Layer.provideMerge(Layer.mergeAll(
-      MemoryStoreLive,
+      options.store ?? MemoryStoreLive,
       gateway,
-      RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway)),
+      options.denyPrivate === undefined ? probe : denyPrivateProbe(options.denyPrivate).pipe(Layer.provide(probe)),
       TierPolicy.layer(options.tiers ?? {}),
       PlatformLive
     ))

@@ -51,7 +51,7 @@ describe("OpenAPI document and docs page", () => {
 
   it("documents the contract's error responses and resource schemas", () => {
     const create = spec.paths["/v1/workflow"]!["post"]!
-    expect(Object.keys(create.responses).sort()).toEqual(["201", "400", "401", "403", "404", "405", "429", "500", "503"])
+    expect(Object.keys(create.responses).sort()).toEqual(["201", "400", "401", "403", "404", "405", "429", "431", "500", "503"])
     for (const name of ["WorkflowSummary", "WorkflowDetail", "Runner", "ManagedRunner", "Template", "TemplateListItem", "CurrentUser", "BadRequest", "Unauthorized"]) {
       expect(Object.keys(spec.components.schemas)).toContain(name)
     }

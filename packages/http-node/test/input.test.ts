@@ -1,0 +1,55 @@
+/** Regressions found by the fuzz run (fuzz.test.ts): each answer is a declared one, with the contract's body. */
+import * as net from "node:net"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type ErrorBody, readJson, startServer, type TestServer } from "./harness.js"
+
+/** Sends raw bytes on a fresh connection; resolves with everything the server sent back. */
+const raw = (server: TestServer, bytes: string) =>
+  new Promise<string>((resolve, reject) => {
+    const url = new URL(server.url)
+    const socket = net.connect(Number(url.port), url.hostname)
+    let answer = ""
+    socket.on("data", (d: Buffer) => (answer += d.toString()))
+    socket.on("error", reject)
+    socket.on("close", () => resolve(answer))
+    socket.end(bytes)
+  })
+
+describe("malformed input the fuzz run found", () => {
+  let server: TestServer
+  let auth: Record<string, string>
+  beforeAll(async () => {
+    server = await startServer()
+    auth = (await server.user()).auth
+  })
+  afterAll(async () => { await server.close() })
+
+  it("answers 400 (not 500) to a multipart boundary the parser cannot read, such as an unquoted '=?='", async () => {
+    for (const contentType of ["multipart/form-data; boundary==?=", "multipart/form-data; boundary=x;", "multipart/form-data; boundary=a b"]) {
+      const body = "--=?=\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n--=?=--\r\n"
+      for (const path of ["/v1/template", "/v1/workflow"]) {
+        const res = await server.fetch(path, { method: "POST", headers: { ...auth, "content-type": contentType }, body })
+        const error = await readJson<ErrorBody>(res)
+        expect([contentType, path, res.status, error.message]).toEqual([contentType, path, 400, expect.stringContaining("boundary")])
+      }
+    }
+    // Quoted, the same boundary is fine.
+    const body = "--=?=\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n--=?=--\r\n"
+    const res = await server.fetch("/v1/template", { method: "POST", headers: { ...auth, "content-type": "multipart/form-data; boundary=\"=?=\"" }, body })
+    expect([res.status, (await readJson<ErrorBody>(res)).message]).toEqual([400, "description: is required"])
+  })
+
+  it("answers a request head over 16 KB with 431 and the contract's JSON body", async () => {
+    const res = await server.fetch(`/v1/user?q=${"x".repeat(20_000)}`, { headers: auth })
+    expect(res.status).toBe(431)
+    expect(res.headers.get("content-type")).toBe("application/json")
+    expect(await res.json()).toEqual({ status: 431, message: "The request line and headers exceed 16 KB" })
+  })
+
+  it("answers a request the HTTP parser refuses with 400 and the contract's JSON body", async () => {
+    const answer = await raw(server, "GET /v1/user HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n")
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toEqual({ status: 400, message: "The HTTP request is malformed" })
+    expect((await server.fetch("/healthz")).status).toBe(200)
+  })
+})
