@@ -6,7 +6,7 @@
  * same rate. RSS is the server process's peak resident set (VmHWM).
  */
 import * as fs from "node:fs"
-import { type Benchmark, sleep } from "./lib/bench.js"
+import { type Benchmark, sleep, sleepWorkflow } from "./lib/bench.js"
 import { start } from "./lib/child.js"
 import { fmt, ratio, type Row, verdict } from "./lib/report.js"
 import type { Summary } from "./lib/stats.js"
@@ -28,12 +28,6 @@ export const rssOf = (pid: number): { readonly peak: number; readonly now: numbe
   const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN)
   return { peak: kb("VmHWM") / 1024, now: kb("VmRSS") / 1024 }
 }
-
-/** A FakeSleep job: `steps` progress steps over `seconds`, then a PreviewAny output. */
-const sleepWorkflow = (seconds: number, steps: number, tag: number) => ({
-  "1": { class_type: "FakeSleep", inputs: { seconds, steps, value: tag } },
-  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } }
-})
 
 export const b5: Benchmark = {
   id: "B5",

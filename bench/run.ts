@@ -8,7 +8,9 @@ import * as path from "node:path"
 import { b1 } from "./b1-latency.js"
 import { b2 } from "./b2-throughput.js"
 import { b3 } from "./b3-read.js"
+import { b4 } from "./b4-submit.js"
 import { b5 } from "./b5-sse.js"
+import { b6 } from "./b6-cross.js"
 import { b7 } from "./b7-auth.js"
 import { b8 } from "./b8-memory.js"
 import type { Benchmark, Size } from "./lib/bench.js"
@@ -16,7 +18,7 @@ import { repoRoot } from "./lib/child.js"
 import { describeMachine } from "./lib/machine.js"
 import { markdown, type Row } from "./lib/report.js"
 
-const all: ReadonlyArray<Benchmark> = [b1, b2, b3, b5, b7, b8]
+const all: ReadonlyArray<Benchmark> = [b1, b2, b3, b4, b5, b6, b7, b8]
 
 const args = process.argv.slice(2)
 const size: Size = args.includes("--tiny") || process.env["BENCH_SIZE"] === "tiny" ? "tiny" : "full"
@@ -27,7 +29,11 @@ if (selected.length === 0) {
   process.exit(2)
 }
 
+const BEGIN = "<!-- bench:table (written by `pnpm bench`) -->"
+const END = "<!-- /bench:table -->"
+
 const main = async () => {
+  const began = Date.now()
   const machine = await describeMachine()
   console.log(`Machine: ${machine}\nSize: ${size}\n`)
   const rows: Array<Row> = []
@@ -48,19 +54,24 @@ const main = async () => {
   const table = markdown(rows)
   console.log(table)
   if (size === "full" && wanted.length === 0) {
-    const doc = [
-      "# Benchmarks",
-      "",
-      `Latest full run: ${new Date().toISOString()}.`,
+    // BENCHMARKS.md: the generated part sits between markers; the notes around it are kept.
+    const file = path.join(repoRoot, "BENCHMARKS.md")
+    const generated = [
+      BEGIN,
+      `Latest full run: ${new Date().toISOString()}, ${((Date.now() - began) / 60_000).toFixed(1)} min.`,
       "",
       `Machine: ${machine}.`,
       "",
-      "Reproduce: `pnpm install && pnpm bench` (all, with their peers, alternating rounds), or `pnpm bench B3` for one.",
-      "",
       table,
-      ""
+      END
     ].join("\n")
-    fs.writeFileSync(path.join(repoRoot, "BENCHMARKS.md"), doc)
+    const previous = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : ""
+    const from = previous.indexOf(BEGIN)
+    const to = previous.indexOf(END)
+    const doc = from !== -1 && to > from
+      ? previous.slice(0, from) + generated + previous.slice(to + END.length)
+      : ["# Benchmarks", "", "Reproduce: `pnpm install && pnpm bench` (all, with their peers, alternating rounds), or `pnpm bench B3` for one.", "", generated, ""].join("\n")
+    fs.writeFileSync(file, doc)
   }
 }
 

@@ -45,6 +45,12 @@ export const textWorkflow = (text: string) => ({
   "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } }
 })
 
+/** A FakeSleep job: `steps` progress steps over `seconds`, then a PreviewAny output. */
+export const sleepWorkflow = (seconds: number, steps: number, tag: number) => ({
+  "1": { class_type: "FakeSleep", inputs: { seconds, steps, value: tag } },
+  "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } }
+})
+
 /** Wall-clock milliseconds with sub-millisecond precision, comparable across processes. */
 export const now = (): number => performance.timeOrigin + performance.now()
 

@@ -9,7 +9,7 @@
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, seed, createUsers,
- * startDispatcher, unfinished (and every child's `cpu`).
+ * startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import {
@@ -34,6 +34,7 @@ import { MemoryStoreLive } from "@wes/storage-memory"
 import { PgStoreLive } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
@@ -79,7 +80,7 @@ const unlimited = { active_workflows: 10_000_000, workflows_per_day: 10_000_000,
 const useCases = env("BENCH_DISPATCH", "on") === "on"
   ? Dispatcher.layer({ concurrencyPerRunner: 16 }).pipe(Layer.provideMerge(useCasesLayer()))
   : useCasesLayer()
-let dispatcherStarted = false
+let dispatcher: Fiber.RuntimeFiber<never, unknown> | undefined
 const core = useCases.pipe(Layer.provideMerge(Layer.mergeAll(
   store,
   gateway,
@@ -171,9 +172,15 @@ const main = async () => {
       })),
     /** Starts the dispatcher now (with BENCH_DISPATCH=off): a burn-down of work stored before. */
     startDispatcher: () => {
-      if (dispatcherStarted) return false
-      dispatcherStarted = true
-      runtime.runFork(Effect.scoped(Effect.zipRight(Layer.build(Dispatcher.layer({ concurrencyPerRunner: 16 })), Effect.never)))
+      if (dispatcher !== undefined) return false
+      dispatcher = runtime.runFork(Effect.scoped(Effect.zipRight(Layer.build(Dispatcher.layer({ concurrencyPerRunner: 16 })), Effect.never)))
+      return true
+    },
+    /** Stops the dispatcher started by startDispatcher (between waves of work: B6). */
+    stopDispatcher: async () => {
+      if (dispatcher === undefined) return false
+      await runtime.runPromise(Fiber.interrupt(dispatcher))
+      dispatcher = undefined
       return true
     },
     /** Unfinished workflows of the set-up user. */
