@@ -1,3 +1,5 @@
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 import { shared } from "./vitest.shared.js"
 
@@ -7,11 +9,11 @@ import { shared } from "./vitest.shared.js"
  * time in one fork, so that nothing else is using the database when it goes away.
  */
 export default defineConfig({
-  resolve: shared.resolve,
+  resolve: shared.resolve ?? {},
   test: {
     name: "serial",
     include: ["packages/*/test/**/*.serial.test.ts"],
-    setupFiles: shared.test?.setupFiles,
+    setupFiles: [path.join(path.dirname(fileURLToPath(import.meta.url)), "vitest.setup.ts")],
     testTimeout: 300_000,
     hookTimeout: 60_000,
     pool: "forks",
