@@ -75,6 +75,9 @@ describe("the wes command", () => {
     const health = await fetch(`http://127.0.0.1:${port}/healthz`)
     expect(health.status).toBe(200)
     expect(JSON.parse(line)).toMatchObject({ level: "info", msg: "wes serve listening", port, address: `http://127.0.0.1:${port}` })
+    // SIGTERM (forwarded by tsx) rather than the SIGKILL of afterEach, which would orphan the server.
+    run.child.kill("SIGTERM")
+    expect(await run.exited).toBe(0)
   })
 
   it("in dev mode prints a working token and runs a workflow to an output file", async () => {
