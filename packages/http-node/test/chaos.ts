@@ -4,7 +4,7 @@
  * not answer), the checker that reads the store and the fakes' prompt logs, and process probes.
  */
 import { execFile } from "node:child_process"
-import { readdirSync, readFileSync } from "node:fs"
+import { readdirSync, readFileSync, readlinkSync } from "node:fs"
 import { promisify } from "node:util"
 import type { FakeComfyUI } from "@wes/runner-client/testing"
 import type { ErrorBody, WorkflowSummaryJson } from "./harness.js"
@@ -135,6 +135,31 @@ export const processFigures = (pid: number): { readonly rssMb: number; readonly 
   const status = readFileSync(`/proc/${pid}/status`, "utf8")
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? "0")
   return { rssMb: Math.round(kb / 102.4) / 10, fds: readdirSync(`/proc/${pid}/fd`).length }
+}
+
+/**
+ * Local TCP ports of the sockets `pid` holds (its fd inodes matched against /proc/net/tcp), so a
+ * test can act on that process's database connections only (pg_stat_activity.client_port).
+ */
+export const localPortsOf = (pid: number): ReadonlyArray<number> => {
+  const inodes = new Set<string>()
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const target = readlinkSync(`/proc/${pid}/fd/${fd}`)
+      const m = /^socket:\[(\d+)\]$/.exec(target)
+      if (m !== null) inodes.add(m[1]!)
+    } catch {
+      // closed meanwhile
+    }
+  }
+  const ports: Array<number> = []
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    for (const line of readFileSync(table, "utf8").split("\n").slice(1)) {
+      const cols = line.trim().split(/\s+/)
+      if (cols.length > 9 && inodes.has(cols[9]!)) ports.push(parseInt(cols[1]!.split(":")[1]!, 16))
+    }
+  }
+  return ports
 }
 
 const run = promisify(execFile)

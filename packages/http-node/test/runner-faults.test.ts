@@ -89,17 +89,17 @@ describe("runner faults at scale", () => {
     })()
 
     const silencing = (async () => {
-      await poll("3 workflows to complete on r1", async () => ((await completedIn(u, g1)) >= 3 ? true : undefined), 30_000, 100)
+      await poll("3 workflows to complete on r1", async () => ((await completedIn(u, g1)) >= 3 ? true : undefined), 90_000, 100)
       const connectionsBefore = f1.wsConnections.length
       f1.silenceWebSockets()
       const silencedAt = Date.now()
       await poll("the watchdog to open a new WebSocket to the silent runner", () =>
-        f1.wsConnections.length > connectionsBefore ? true : undefined, 15_000, 20)
+        f1.wsConnections.length > connectionsBefore ? true : undefined, 30_000, 20)
       return Date.now() - silencedAt
     })()
 
     const restarting = (async () => {
-      await poll("5 workflows to complete on r2", async () => ((await completedIn(u, g2)) >= 5 ? true : undefined), 30_000, 100)
+      await poll("5 workflows to complete on r2", async () => ((await completedIn(u, g2)) >= 5 ? true : undefined), 90_000, 100)
       f2.hold()
       f2.pauseQueue()
       // Everything submitted and every finished prompt recorded: what the runner holds now is exactly what the restart loses.
@@ -108,7 +108,7 @@ describe("runner faults at scale", () => {
         const finished = new Set(f2.state.history)
         const all = await details(u, g2)
         return all.every((w) => !finished.has(w.id) || w.status === "completed") ? true : undefined
-      }, 30_000, 100)
+      }, 90_000, 100)
       const lost = [...(f2.state.running === null ? [] : [f2.state.running]), ...f2.state.pending]
       await f2.restart()
       f2.release()

@@ -3,13 +3,13 @@
  * rate for two minutes, with a fault every 10 s in turn: a runner restart, every runner WebSocket
  * dropped, and the server's database connections killed with pg_terminate_backend. Its RSS and
  * open file descriptors are sampled after warm-up and after the load stops; neither may grow
- * without bound. Serial phase only (it kills connections by application name).
+ * without bound. Serial phase only: it runs for minutes.
  *
  * Prints one `[soak]` line with its figures.
  */
 import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
 import { afterEach, describe, expect, it } from "vitest"
-import { awaitAllTerminal, awaitPostgres, checkRun, isContract503, mapLimit, processFigures, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
+import { awaitAllTerminal, awaitPostgres, checkRun, isContract503, localPortsOf, mapLimit, processFigures, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
 import { addRunner, createUser, killAll, sleep, startInstance, subscribe, TestDatabase } from "./instances.js"
 
 const LOAD_MS = 120_000
@@ -90,9 +90,11 @@ describe("soak", () => {
         for (const f of fakes) f.dropWebSockets()
         faults.push("ws-drop")
       } else {
+        // Only this server's connections: others may share the PostgreSQL server.
+        const ports = localPortsOf(wes.pid)
         const killed = await database.query((sql) =>
           sql<{ n: number }>`SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-            WHERE application_name = 'wes' AND datname = current_database()`
+            WHERE application_name = 'wes' AND datname = current_database() AND client_port IN ${sql.in(ports)}`
         )
         faults.push(`pg-kill:${killed[0]!.n}`)
       }
