@@ -335,10 +335,17 @@ export const driveRunner = (
     yield* Effect.gen(function*() {
       yield* Queue.take(positionsDirty)
       const unfinished = yield* repo.listUnfinishedOnRunner(ref.id, 10_000)
-      const queued = unfinished.filter((w) => w.status === "queued" || (w.status === "uploaded" && w.submitted_at !== null && !submitting.has(w.id)))
-      if (queued.length > 0) {
+      const inFlight = unfinished.filter((w) =>
+        !submitting.has(w.id) && (w.status === "queued" || w.status === "running" || (w.status === "uploaded" && w.submitted_at !== null))
+      )
+      if (inFlight.length > 0) {
         const snapshot = yield* snapshots.after(snapshots.mark())
-        for (const w of queued) if (snapshot.running.includes(w.id) || snapshot.pending.includes(w.id)) yield* observe(w, snapshot)
+        for (const w of inFlight) {
+          if (snapshot.running.includes(w.id) || snapshot.pending.includes(w.id)) yield* observe(w, snapshot)
+          // Left the queue: the runner wrote its history before saying so. This is how the end of a
+          // prompt submitted under another client id (inherited after a takeover) is seen at once.
+          else if (w.status !== "uploaded" && !finishing.has(w.id)) yield* Effect.forkScoped(onPromptDone(w.id).pipe(Effect.ignore))
+        }
       }
       yield* Effect.sleep(options.queueRefreshInterval)
     }).pipe(Effect.catchAll(logFailure("could not refresh queue positions")), Effect.forever, Effect.forkScoped)

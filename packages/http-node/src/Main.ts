@@ -3,6 +3,7 @@
  *   HTTP edge (httpLayer) -> use cases + dispatcher (@wes/core) -> store (memory | PostgreSQL,
  *   blobs in the store or in WES_BLOB_DIR) + runner gateway (@wes/runner-client) + platform.
  */
+import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import {
   Dispatcher,
@@ -72,18 +73,25 @@ export const serverLayer = (config: WesConfig) => {
     sseKeepAlive: "15 seconds",
     shutdownGrace: config.shutdownGrace
   })
-  const started = Layer.effectDiscard(Effect.logInfo("wes serve listening", {
-    address: base,
-    storage: config.storage,
-    admin_api: Option.isSome(config.adminToken),
-    rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
-  }).pipe(Effect.zipRight(config.storage === "memory"
-    ? Effect.logWarning("memory store: nothing survives a restart (set WES_STORAGE=postgres and DATABASE_URL to keep data)")
-    : Effect.void)))
+  // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
+  const started = Layer.effectDiscard(Effect.gen(function*() {
+    const { address } = yield* HttpServer.HttpServer
+    const port = address._tag === "TcpAddress" ? address.port : config.port
+    yield* Effect.logInfo("wes serve listening", {
+      address: base,
+      port,
+      storage: config.storage,
+      admin_api: Option.isSome(config.adminToken),
+      rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
+    })
+    if (config.storage === "memory") {
+      yield* Effect.logWarning("memory store: nothing survives a restart (set WES_STORAGE=postgres and DATABASE_URL to keep data)")
+    }
+  }))
   // Dev mode's simulated runner is loaded only in dev mode.
   const dev = config.dev
     ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
-  const app = Layer.mergeAll(http, started, dev)
+  const app = Layer.merge(started.pipe(Layer.provideMerge(http)), dev)
   return app.pipe(Layer.provide(coreLayer(config)))
 }

@@ -67,6 +67,19 @@ describe("the wes command", () => {
     expect(run.out.stdout + run.out.stderr).toContain("WES_RATE_LIMIT")
   })
 
+  it("logs \"wes serve listening\" with its port only once that port accepts connections", async () => {
+    const port = await freePort()
+    const run = wes(["serve"], { WES_PORT: String(port) })
+    const [line] = await run.waitFor(/\{[^\n]*"msg":"wes serve listening"[^\n]*\}/)
+    // No retry: the port is bound when the line is written.
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`)
+    expect(health.status).toBe(200)
+    expect(JSON.parse(line)).toMatchObject({ level: "info", msg: "wes serve listening", port, address: `http://127.0.0.1:${port}` })
+    // SIGTERM (forwarded by tsx) rather than the SIGKILL of afterEach, which would orphan the server.
+    run.child.kill("SIGTERM")
+    expect(await run.exited).toBe(0)
+  })
+
   it("in dev mode prints a working token and runs a workflow to an output file", async () => {
     const port = await freePort()
     const run = wes(["serve"], { WES_DEV: "1", WES_PORT: String(port) })
