@@ -2,7 +2,7 @@
  * Blobs as files under one directory (`WES_BLOB_DIR`). A blob's file is named by the SHA-256 of
  * its key, in one of 256 shard directories made at start: a put creates no directory (making
  * per-workflow directories cost about 2 ms of kernel time per upload on ext4, and deleting blobs
- * left them behind), and no key can name a path outside the directory. The content type sits
+ * left them behind; a shard removed meanwhile is made again), and no key can name a path outside the directory. The content type sits
  * beside the data (`<hash>.type`). Writes go to a temporary name and are renamed into place
  * after the type is written, so a reader never sees half a blob.
  */
@@ -36,11 +36,14 @@ export const makeFsBlobStore = (root: string) =>
       return Effect.succeed({ file, meta: `${file}.type` })
     }
     const notFound = (e: { readonly _tag: string; readonly reason?: string }) => e._tag === "SystemError" && e.reason === "NotFound"
+    // Made at start; made again if someone emptied the directory meanwhile (an existing one costs nothing).
+    const ensureShard = (file: string) => fs.makeDirectory(path.dirname(file), { recursive: true }).pipe(Effect.mapError(failed("create a directory")))
 
     return BlobStore.of({
       put: (key, content, contentType) =>
         Effect.gen(function*() {
           const { file, meta } = yield* locate(key)
+          yield* ensureShard(file)
           const temp = `${file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
           let size = 0
           yield* content.pipe(
@@ -73,6 +76,7 @@ export const makeFsBlobStore = (root: string) =>
         Effect.gen(function*() {
           const source = yield* locate(from)
           const target = yield* locate(to)
+          yield* ensureShard(target.file)
           // Like a put: the copy appears under its name only once its type is in place.
           const temp = `${target.file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
           const copied = yield* fs.copyFile(source.file, temp).pipe(

@@ -44,6 +44,28 @@ describe("filesystem blob store layout", () => {
   })
 })
 
+describe("filesystem blob store on a directory emptied while it runs", () => {
+  it("stores and copies blobs again once an operator has removed everything in it", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-emptied-"))
+    try {
+      const got = await Effect.runPromise(Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        for (const entry of readdirSync(root)) rmSync(join(root, entry), { recursive: true, force: true })
+        yield* blobs.put("inputs/a/photo/cat.png", Stream.make(new Uint8Array([1, 2, 3])), "image/png")
+        for (const entry of readdirSync(root)) rmSync(join(root, entry), { recursive: true, force: true })
+        yield* blobs.put("inputs/b/photo/cat.png", Stream.make(new Uint8Array([4, 5])), "image/png")
+        const copied = yield* blobs.copy("inputs/b/photo/cat.png", "inputs/c/photo/cat.png")
+        const blob = yield* blobs.get("inputs/c/photo/cat.png")
+        const bytes = Option.isSome(blob) ? yield* Stream.runCollect(blob.value.stream) : undefined
+        return { copied, bytes: bytes === undefined ? undefined : [...bytes].flatMap((c) => [...c]) }
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
+      expect(got).toEqual({ copied: true, bytes: [4, 5] })
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
 /** Every file and directory under `root`, relative to it. */
 const listFiles = (root: string) => {
   const files: Array<string> = []
