@@ -172,6 +172,23 @@ const parse = (
       if (parsedAll && pending === 0) finish(Effect.succeed(Either.right({ fields, files })))
     }
 
+    /**
+     * Pauses the request until `writer` has written what it holds. A part that ends within the
+     * same chunk of the body ends its writer, which then finishes without a `drain`: either resumes.
+     */
+    const holdUntilWritten = (writer: NodeFs.WriteStream) => {
+      incoming.pause()
+      const go = () => {
+        writer.off("drain", go)
+        writer.off("finish", go)
+        writer.off("close", go)
+        if (!finished) incoming.resume()
+      }
+      writer.on("drain", go)
+      writer.on("finish", go)
+      writer.on("close", go)
+    }
+
     /** Moves a part to a file: what it holds so far, then every chunk after. */
     const toDisk = (file: { content: FormFile["content"] }, index: number): NodeFs.WriteStream | undefined => {
       let target: string
@@ -231,12 +248,7 @@ const parse = (
           }
           writer ??= toDisk(file, index)
           if (writer === undefined) return
-          if (!writer.write(chunk) && !incoming.isPaused()) {
-            incoming.pause()
-            writer.once("drain", () => {
-              if (!finished) incoming.resume()
-            })
-          }
+          if (!writer.write(chunk) && !incoming.isPaused()) holdUntilWritten(writer)
         }
       },
       onError: (error) => fail(classify(error, limits)),
@@ -263,7 +275,10 @@ const parse = (
       incoming.off("end", onEnd)
       incoming.off("aborted", onAborted)
       incoming.off("error", onError)
-      if (!ended) incoming.pause()
+      // What the client still sends (an epilogue, or the rest of a refused body) is read and
+      // dropped, as node does for a body nobody reads: a paused request would stall the
+      // connection, and a client still writing would never read the answer.
+      if (!ended) incoming.resume()
     }
     incoming.on("data", onData)
     incoming.on("end", onEnd)
