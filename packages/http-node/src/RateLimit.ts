@@ -86,6 +86,8 @@ export const makeRateLimiter = (settings: RateLimitSettings): RateLimiter => {
       if (e !== undefined && now < e.blockedUntil) {
         e.last = now
         entries.set(key, e)
+        // Refusals sweep too: a client kept blocked must not keep idle entries alive behind it.
+        sweep(now)
         return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((e.blockedUntil - now) / 1000)) }
       }
       if (e === undefined || now - e.start >= settings.windowMs) e = { start: now, count: 0, blockedUntil: 0, last: now }
