@@ -11,7 +11,8 @@ import { start } from "./lib/child.js"
 import { fmt, ratio, type Row, verdict } from "./lib/report.js"
 import type { Summary } from "./lib/stats.js"
 
-interface SseResults {
+/** What the SSE subscribers' process (`clients/sse.ts`) answers to `results`. */
+export interface SseResults {
   readonly subscriptions: number
   readonly expected: number
   readonly received: number

@@ -8,21 +8,13 @@
  * Peer: a raw `pg` LISTEN/NOTIFY round trip (NOTIFY on one connection, received on another).
  */
 import pg from "pg"
+import type { SseResults } from "./b5-sse.js"
 import { alternate, type Benchmark, sleep, sleepWorkflow } from "./lib/bench.js"
 import { type Child, start } from "./lib/child.js"
 import { databaseUrl } from "./lib/machine.js"
 import { createSchema } from "./lib/pg.js"
 import { fmt, ratio, type Row, verdict } from "./lib/report.js"
 import { type Summary, summarize } from "./lib/stats.js"
-
-interface SseResults {
-  readonly expected: number
-  readonly received: number
-  readonly lost: number
-  readonly duplicates: number
-  readonly idGaps: number
-  readonly latency: Summary
-}
 
 const APP_B = "wes-bench-b6-b"
 

@@ -149,7 +149,6 @@ const parse = (
     const files: Array<FormFile> = []
     const writers = new Set<NodeFs.WriteStream>()
     let inMemory = 0
-    let pending = 0
     let ended = false
     let finished = false
     let parsedAll = false
@@ -169,7 +168,8 @@ const parse = (
       finish(Effect.succeed(Either.left(error)))
     }
     const maybeDone = () => {
-      if (parsedAll && pending === 0) finish(Effect.succeed(Either.right({ fields, files })))
+      // Done once the closing boundary is parsed and every spilled part is on disk.
+      if (parsedAll && writers.size === 0) finish(Effect.succeed(Either.right({ fields, files })))
     }
 
     /**
@@ -203,11 +203,9 @@ const parse = (
       file.content = { _tag: "Disk", path: target }
       const writer = NodeFs.createWriteStream(target, { highWaterMark: 256 * 1024 })
       writers.add(writer)
-      pending++
       writer.once("error", failToStore)
       writer.once("finish", () => {
         writers.delete(writer)
-        pending--
         maybeDone()
       })
       for (const chunk of held) writer.write(chunk)

@@ -17,6 +17,9 @@ import { createHash } from "node:crypto"
 
 const SHARDS = 256
 
+/** A unique temporary name beside `file`, renamed into place once complete. */
+const partOf = (file: string) => `${file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
+
 export const makeFsBlobStore = (root: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -44,7 +47,7 @@ export const makeFsBlobStore = (root: string) =>
         Effect.gen(function*() {
           const { file, meta } = yield* locate(key)
           yield* ensureShard(file)
-          const temp = `${file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
+          const temp = partOf(file)
           let size = 0
           yield* content.pipe(
             Stream.tap((chunk) => Effect.sync(() => (size += chunk.length))),
@@ -78,7 +81,7 @@ export const makeFsBlobStore = (root: string) =>
           const target = yield* locate(to)
           yield* ensureShard(target.file)
           // Like a put: the copy appears under its name only once its type is in place.
-          const temp = `${target.file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
+          const temp = partOf(target.file)
           const copied = yield* fs.copyFile(source.file, temp).pipe(
             Effect.as(true),
             Effect.catchIf(notFound, () => Effect.succeed(false)),

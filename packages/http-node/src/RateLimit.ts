@@ -81,20 +81,19 @@ export const makeRateLimiter = (settings: RateLimitSettings): RateLimiter => {
   return {
     size: () => entries.size,
     check: (key, now) => {
-      let e = entries.get(key)
-      if (e !== undefined) entries.delete(key)
-      if (e !== undefined && now < e.blockedUntil) {
-        e.last = now
-        entries.set(key, e)
-        // Refusals sweep too: a client kept blocked must not keep idle entries alive behind it.
-        sweep(now)
-        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((e.blockedUntil - now) / 1000)) }
-      }
-      if (e === undefined || now - e.start >= settings.windowMs) e = { start: now, count: 0, blockedUntil: 0, last: now }
-      e.count++
+      const found = entries.get(key)
+      if (found !== undefined) entries.delete(key)
+      const blocked = found !== undefined && now < found.blockedUntil
+      const e = found !== undefined && (blocked || now - found.start < settings.windowMs)
+        ? found
+        : { start: now, count: 0, blockedUntil: 0, last: now }
+      if (!blocked) e.count++
       e.last = now
+      // Every request, allowed or refused, moves its IP to the recent end and sweeps idle IPs
+      // from the other (a client kept blocked must not keep idle entries alive behind it).
       entries.set(key, e)
       sweep(now)
+      if (blocked) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((e.blockedUntil - now) / 1000)) }
       if (e.count > settings.limit) {
         e.blockedUntil = now + settings.cooldownMs
         return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(settings.cooldownMs / 1000)) }
