@@ -15,8 +15,18 @@ const tsx = path.join(root, "node_modules", ".bin", "tsx")
 const bin = path.join(here, "..", "src", "bin.ts")
 
 const children: Array<ChildProcess> = []
-afterEach(() => {
-  for (const c of children.splice(0)) if (c.exitCode === null) c.kill("SIGKILL")
+// SIGTERM first: tsx forwards it to the server. A SIGKILL would only kill tsx and orphan the
+// server, which then outlives the test run (it did, in CI, for the dev-mode test).
+afterEach(async () => {
+  await Promise.all(children.splice(0).map((c) =>
+    c.exitCode !== null || c.signalCode !== null ? undefined : new Promise<void>((resolve) => {
+      const force = setTimeout(() => c.kill("SIGKILL"), 5_000)
+      c.once("exit", () => {
+        clearTimeout(force)
+        resolve()
+      })
+      c.kill("SIGTERM")
+    })))
 })
 
 const freePort = () =>
