@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { type EventWakeups, makeEventWakeups, type PgEventBusOptions } from "./PgEventWakeups.js"
-import { DbTimestamp, decodeRows, isId, orStorageError, run, toDate, toJson, transaction } from "./Sql.js"
+import { DbTimestamp, decodeRows, isId, orStorageError, run, toDate, toJson } from "./Sql.js"
 
 const EventRow = Schema.Struct({ ...WorkflowEventSchema.fields, created_at: DbTimestamp })
 
@@ -34,36 +34,36 @@ export const makePgEventBusWith = (wakeups: EventWakeups) =>
         if (!isId(workflowId)) {
           return Effect.fail(new StorageError({ message: "PostgreSQL store: events.publish needs a UUID workflow id" }))
         }
-        // The head row's lock orders concurrent publishers of one workflow until they commit;
-        // the NOTIFY is delivered at COMMIT, so a woken subscriber finds the rows.
-        return transaction(sql, "events.publish")(Effect.gen(function*() {
+        // One statement, so one round trip and atomic without a transaction of its own: it takes
+        // the sequence numbers (the head row's lock orders concurrent publishers of one workflow
+        // until they commit), inserts the events and queues the NOTIFY, which PostgreSQL delivers
+        // at commit, so a woken subscriber finds the rows. Inside a caller's transaction (a state
+        // transition) all three commit or roll back with it.
+        return Effect.gen(function*() {
           const now = yield* DateTime.now
-          const heads = yield* run(sql<{ last_seq: number }>`INSERT INTO workflow_event_heads (workflow_id, last_seq)
-              VALUES (${workflowId}, ${events.length})
+          const n = events.length
+          const rows = yield* run(sql<{ last_seq: number }>`WITH head AS (
+              INSERT INTO workflow_event_heads (workflow_id, last_seq) VALUES (${workflowId}, ${n})
               ON CONFLICT (workflow_id) DO UPDATE SET last_seq = workflow_event_heads.last_seq + EXCLUDED.last_seq
-              RETURNING last_seq`).pipe(orStorageError("events.publish (sequence)"))
-          const first = (heads[0]?.last_seq ?? events.length) - events.length + 1
-          const logged = events.map((e, i): WorkflowEvent => ({
+              RETURNING last_seq
+            ), logged AS (
+              INSERT INTO workflow_events (workflow_id, seq, type, data, created_at)
+              SELECT ${workflowId}::uuid, head.last_seq - ${n}::int + e.ord::int, e.value->>'type', e.value->'data', ${toDate(now)}::timestamptz
+              FROM head, jsonb_array_elements(${toJson(events.map((e) => ({ type: e.type, data: e.data ?? null })))}::jsonb)
+                WITH ORDINALITY AS e(value, ord)
+            )
+            SELECT last_seq, pg_notify(${wakeups.channel}::text, ${workflowId.toLowerCase()}::text) FROM head`).pipe(
+            orStorageError("events.publish")
+          )
+          const first = (rows[0]?.last_seq ?? n) - n + 1
+          return events.map((e, i): WorkflowEvent => ({
             workflow_id: workflowId,
             seq: first + i,
             type: e.type,
             data: e.data,
             created_at: now
           }))
-          yield* run(sql`INSERT INTO workflow_events ${
-            sql.insert(logged.map((e) => ({
-              workflow_id: e.workflow_id,
-              seq: e.seq,
-              type: e.type,
-              data: toJson(e.data),
-              created_at: toDate(e.created_at)
-            })))
-          }`).pipe(orStorageError("events.publish (insert)"))
-          yield* run(sql`SELECT pg_notify(${wakeups.channel}, ${workflowId.toLowerCase()})`).pipe(
-            orStorageError("events.publish (notify)")
-          )
-          return logged
-        }))
+        })
       },
       read,
       lastSeq: (workflowId) =>

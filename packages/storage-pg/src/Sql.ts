@@ -2,7 +2,7 @@
  * What every repository of this package shares: turning driver errors into core's
  * `StorageError`, transactions, row decoding, and the conversions of parameters.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import {
@@ -61,6 +61,16 @@ export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
       defect instanceof SqlError ? Option.some(Effect.fail(storageError(operation)(defect))) : Option.none()
     )
   )
+
+/**
+ * `transaction`, or the effect as it is when a transaction is already open: a read-modify-write
+ * inside a caller's transaction (a state transition) needs no savepoint, since any failure of it
+ * fails the caller's transaction too. Saves two round trips per transition.
+ */
+export const inTransaction = (sql: SqlClient.SqlClient, operation: string) =>
+<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
+  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+    Option.isSome(open) ? effect : transaction(sql, operation)(effect))
 
 /** Runs a statement without the client's name transforms (an embedder's client may have some). */
 export const run = <A extends object>(statement: Statement.Statement<A>) => statement.withoutTransform
@@ -189,7 +199,7 @@ export const updateRow = <A, E>(
   f: (current: A) => Either.Either<A, E>
 ): Effect.Effect<A, E | NotFound | StorageError> => {
   const { columns, decode, id, notFound, select, table } = options
-  return transaction(sql, `${table}.update`)(Effect.gen(function*() {
+  return inTransaction(sql, `${table}.update`)(Effect.gen(function*() {
     const current = yield* run(sql`${select} FOR UPDATE`).pipe(Effect.flatMap(decode), orStorageError(`${table}.update (read)`))
     if (Option.isNone(current)) return yield* Effect.fail(notFound())
     const next = f(current.value)
