@@ -8,7 +8,8 @@
  *   BENCH_RATE_LIMIT off (default) | e.g. 40/10s
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
- * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, seed, createUsers,
+ *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
+ * IPC commands: setup, counters, flushTokenUse, memory, heapSpaces, heapSnapshot, seed, createUsers,
  * startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -28,7 +29,7 @@ import {
   WorkflowService
 } from "@wes/core"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit } from "@wes/http-node"
+import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit, untraced } from "@wes/http-node"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import { PgStoreLive } from "@wes/storage-pg"
@@ -113,7 +114,9 @@ const http = httpLayer({
 
 const runtime = ManagedRuntime.make(http.pipe(
   Layer.provideMerge(services),
-  Layer.provide(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {}))
+  Layer.provide(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {})),
+  // As `wes serve` (serverLayer); BENCH_TRACING=on measures what the spans cost.
+  Layer.provide(env("BENCH_TRACING", "off") === "on" ? Layer.empty : untraced)
 ))
 
 const main = async () => {
@@ -154,6 +157,7 @@ const main = async () => {
     flushTokenUse: () => runtime.runPromise(Effect.flatMap(AccountService, (a) => a.flushTokenUse)).then(() => true),
     /** Writes a heap snapshot into BENCH_PROFILE_DIR (or the working directory); answers its path. */
     heapSnapshot: () => v8.writeHeapSnapshot(process.env["BENCH_PROFILE_DIR"] ? `${process.env["BENCH_PROFILE_DIR"]}/wes-${Date.now()}.heapsnapshot` : undefined),
+    heapSpaces: () => v8.getHeapSpaceStatistics().map((s) => ({ name: s.space_name, size: Math.round(s.space_size / 1048576), used: Math.round(s.space_used_size / 1048576), physical: Math.round(s.physical_space_size / 1048576) })),
     memory: () => {
       const gc = (globalThis as { gc?: () => void }).gc
       gc?.()

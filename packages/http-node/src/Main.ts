@@ -93,5 +93,13 @@ export const serverLayer = (config: WesConfig) => {
     ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
   const app = Layer.merge(started.pipe(Layer.provideMerge(http)), dev)
-  return app.pipe(Layer.provide(coreLayer(config)))
+  return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(untraced))
 }
+
+/**
+ * Tracing off for everything the server runs. `wes serve` exports no spans, yet Effect would
+ * still build one per runner HTTP call (with its attributes and a traceparent header) and per
+ * SQL statement: about 10 % of a workflow's CPU in the dispatch benchmark (docs/decisions.md).
+ * An embedder who installs a tracer composes its own layers and keeps its spans.
+ */
+export const untraced: Layer.Layer<never> = Layer.setTracerEnabled(false)
