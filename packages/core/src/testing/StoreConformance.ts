@@ -146,6 +146,7 @@ const workflowCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(yield* repo.countActive(owner.id), 2, "countActive")
     yield* equal(yield* repo.countCreatedSince(owner.id, F.at(2)), 3, "countCreatedSince (inclusive)")
     yield* equal(yield* repo.countCreatedSince(owner.id, F.at(5)), 0, "none since later")
+    yield* equal(yield* repo.countCreatedSince(owner.id, F.at(0)), 4, "all since earlier")
   })),
   c("workflows: counts in-flight work per runner, and follows updates", Effect.gen(function*() {
     const repo = yield* WorkflowRepository
