@@ -93,12 +93,12 @@ export const makeRateLimiter = (settings: RateLimitSettings): RateLimiter => {
       // from the other (a client kept blocked must not keep idle entries alive behind it).
       entries.set(key, e)
       sweep(now)
-      if (blocked) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((e.blockedUntil - now) / 1000)) }
-      if (e.count > settings.limit) {
+      if (!blocked) {
+        if (e.count <= settings.limit) return ALLOWED
         e.blockedUntil = now + settings.cooldownMs
-        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(settings.cooldownMs / 1000)) }
       }
-      return ALLOWED
+      // Refused, already or from now on: until the cooldown ends.
+      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((e.blockedUntil - now) / 1000)) }
     }
   }
 }
