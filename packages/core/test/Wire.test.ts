@@ -21,4 +21,15 @@ describe("hand-written wire forms", () => {
       same(currentUserJson(u), encodeUser(u))
     }), { numRuns: 500 })
   })
+
+  it("keep a workflow JSON key named __proto__, as the user sent it", () => {
+    const w = FastCheck.sample(Arbitrary.make(Workflow), 1)[0]!
+    const workflow_json = JSON.parse(`{"__proto__":{"class_type":"Note","inputs":{}},"n1":{"class_type":"A","inputs":{}}}`) as typeof w.workflow_json
+    const encoded = Schema.encodeSync(WorkflowDetail)(toDetail({ ...w, workflow_json }))
+    expect(JSON.stringify(encoded.workflow_json)).toBe(`{"__proto__":{"class_type":"Note","inputs":{}},"n1":{"class_type":"A","inputs":{}}}`)
+    same(detailJson({ ...w, workflow_json }), encoded)
+    const decoded = Schema.decodeUnknownSync(Workflow)(Schema.encodeSync(Workflow)({ ...w, workflow_json }))
+    expect(Object.hasOwn(decoded.workflow_json, "__proto__")).toBe(true)
+    expect(Object.getPrototypeOf(decoded.workflow_json)).toBe(Object.prototype)
+  })
 })

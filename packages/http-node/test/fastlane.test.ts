@@ -14,7 +14,7 @@ import * as Scope from "effect/Scope"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { jsonLoggerLayer } from "../src/Logging.js"
 import { httpLayer } from "../src/Server.js"
-import { TestGateway, workflowForm } from "./harness.js"
+import { smokeWorkflow, TestGateway, workflowForm } from "./harness.js"
 
 const core = useCasesLayer().pipe(Layer.provideMerge(Layer.mergeAll(
   MemoryStoreLive,
@@ -39,6 +39,7 @@ let tokenB = ""
 let expired = ""
 let running = ""
 let cancelled = ""
+let protoKeyed = ""
 
 const serve = (fastLane: boolean) =>
   runtime.runPromise(Effect.gen(function*() {
@@ -82,13 +83,15 @@ beforeAll(async () => {
     body: JSON.stringify({ name: "r", endpoint: "http://127.0.0.1:1" })
   })
   expect(runner.status).toBe(201)
-  const create = async () => {
-    const res = await fetch(`${sides.without.url}/v1/workflow`, { method: "POST", headers: auth, body: workflowForm({ name: "w" }) })
+  const create = async (json: unknown = smokeWorkflow()) => {
+    const res = await fetch(`${sides.without.url}/v1/workflow`, { method: "POST", headers: auth, body: workflowForm({ name: "w" }, json) })
     expect(res.status).toBe(201)
     return ((await res.json()) as { id: string }).id
   }
   running = await create()
   cancelled = await create()
+  // A node whose id is `__proto__`: JSON.parse makes it an own key, and both paths must keep it.
+  protoKeyed = await create(JSON.parse(JSON.stringify(smokeWorkflow()).replace(/^\{/, `{"__proto__":{"class_type":"Note","inputs":{"text":"kept"}},`)))
   expect((await fetch(`${sides.without.url}/v1/workflow/${cancelled}/cancel`, { method: "POST", headers: auth })).status).toBe(200)
   // Let the expiring token expire.
   await new Promise((r) => setTimeout(r, Math.max(0, 1100)))
@@ -141,6 +144,7 @@ describe("fast lane", () => {
       "/v1/user",
       `/v1/workflow/${running}`,
       `/v1/workflow/${cancelled}`,
+      `/v1/workflow/${protoKeyed}`,
       `/v1/workflow/${running.toUpperCase()}`,
       `/v1/workflow/${running}?verbose=1`,
       "/v1/workflow/00000000-0000-7000-8000-000000000000",
@@ -165,6 +169,8 @@ describe("fast lane", () => {
       statuses.add(without.status)
       expect({ path, sent: headers, ...withLane }).toEqual({ path, sent: headers, ...without })
     }
+    const detail = JSON.parse((await ask("with", `/v1/workflow/${protoKeyed}`, bearer(tokenA))).body) as { workflow_json: object }
+    expect(Object.hasOwn(detail.workflow_json, "__proto__")).toBe(true)
     // The comparison covered successes and each kind of error the lane answers itself.
     expect([...statuses].sort()).toEqual([200, 400, 401, 404])
   }, 60_000)
