@@ -5,6 +5,7 @@
  * connections, failing nodes) and logs of what it received.
  */
 import * as crypto from "node:crypto"
+import { setMaxListeners } from "node:events"
 import * as http from "node:http"
 import type * as net from "node:net"
 import * as Context from "effect/Context"
@@ -36,6 +37,17 @@ const capped = <A>(log: Array<A>, limit: number, entry: A): void => {
   if (log.length > limit) log.splice(0, log.length - limit)
 }
 
+/**
+ * The signal that ends with the fake's process (stop, restart). Each request that `slowHttp`
+ * holds listens on it while it waits, so it may have more listeners than Node's default of 10
+ * (one per request in flight) without a leak.
+ */
+const lifetime = (): AbortController => {
+  const controller = new AbortController()
+  setMaxListeners(0, controller.signal)
+  return controller
+}
+
 export class FakeComfyUI {
   /** Base URL, e.g. `http://127.0.0.1:40123`. */
   readonly url: string
@@ -52,7 +64,7 @@ export class FakeComfyUI {
   private readonly uploadLog: Array<UploadRecord> = []
   private readonly requestLog: Array<RequestRecord> = []
   private readonly connectionLog: Array<ConnectionRecord> = []
-  private abort = new AbortController()
+  private abort = lifetime()
   private number = 0
   private nodeDelayMs: number
   private requiredHeaders: Readonly<Record<string, string>>
@@ -339,7 +351,7 @@ export class FakeComfyUI {
     this.abort.abort()
     this.notifier.notify()
     await this.refuseConnections("close")
-    this.abort = new AbortController()
+    this.abort = lifetime()
     this.queue.reset()
     this.number = 0
     this.executor.resetCache()
