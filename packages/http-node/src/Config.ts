@@ -40,6 +40,12 @@ export interface WesConfig {
    */
   readonly lease: Duration.Duration
   /**
+   * WES_DB_SILENCE_TIMEOUT: a PostgreSQL connection that carries nothing either way for this
+   * long is dropped, so a statement on a connection that went silent fails (503) instead of
+   * hanging (30s).
+   */
+  readonly dbSilenceTimeout: Duration.Duration
+  /**
    * WES_RUNNER_DENY_PRIVATE: refuse user runner endpoints that resolve to private, loopback,
    * link-local or unspecified addresses (multi-tenant hosting).
    */
@@ -68,6 +74,10 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   lease: Config.duration("WES_LEASE").pipe(
     Config.validate({ message: "WES_LEASE must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
     Config.withDefault(Duration.seconds(15))
+  ),
+  dbSilenceTimeout: Config.duration("WES_DB_SILENCE_TIMEOUT").pipe(
+    Config.validate({ message: "WES_DB_SILENCE_TIMEOUT must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
+    Config.withDefault(Duration.seconds(30))
   ),
   runnerDenyPrivate: Config.boolean("WES_RUNNER_DENY_PRIVATE").pipe(Config.withDefault(false))
 })

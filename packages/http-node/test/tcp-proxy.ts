@@ -1,17 +1,22 @@
 /**
  * A TCP proxy for tests that must lose the database without touching the shared PostgreSQL
  * server: `cut` destroys every proxied connection and then refuses (accept and reset) or
- * blackholes (accept and never answer) new ones; `restore` forwards again, including what the
- * blackholed connections sent meanwhile (like a network partition that heals).
+ * blackholes (accept and never answer) new ones, or, in `silence` mode, keeps every connection
+ * open but carries nothing more either way (a network partition: no reset, no answer) and
+ * blackholes new ones; `restore` forwards again, including what the held connections sent
+ * meanwhile (like a partition that heals).
  */
 import * as net from "node:net"
 
-export type CutMode = "refuse" | "blackhole"
+export type CutMode = "refuse" | "blackhole" | "silence"
 
 export class TcpProxy {
   private mode: "open" | CutMode = "open"
   private readonly sockets = new Set<net.Socket>()
   private readonly held = new Set<net.Socket>()
+  /** Forwarded pairs (client, upstream), to silence and resume. */
+  private readonly pairs = new Set<readonly [net.Socket, net.Socket]>()
+  private readonly silenced = new Set<readonly [net.Socket, net.Socket]>()
   /** Connections accepted so far (forwarded or not). */
   accepted = 0
 
@@ -43,7 +48,7 @@ export class TcpProxy {
     this.accepted++
     this.track(client)
     if (this.mode === "refuse") client.resetAndDestroy()
-    else if (this.mode === "blackhole") {
+    else if (this.mode === "blackhole" || this.mode === "silence") {
       // Held open, nothing read, nothing answered: the client's bytes wait in the socket.
       this.held.add(client)
       client.on("close", () => this.held.delete(client))
@@ -55,19 +60,47 @@ export class TcpProxy {
     this.track(upstream)
     client.pipe(upstream)
     upstream.pipe(client)
-    client.on("close", () => upstream.destroy())
-    upstream.on("close", () => client.destroy())
+    const pair = [client, upstream] as const
+    this.pairs.add(pair)
+    const gone = () => {
+      this.pairs.delete(pair)
+      this.silenced.delete(pair)
+      client.destroy()
+      upstream.destroy()
+    }
+    client.on("close", gone)
+    upstream.on("close", gone)
   }
 
-  /** Drops every connection, then refuses (reset) or blackholes new ones until `restore`. */
+  /**
+   * `refuse`, `blackhole`: drops every connection, then refuses (reset) or blackholes new ones
+   * until `restore`. `silence`: every connection stays open and carries nothing more (what is
+   * sent waits in the proxy), and new ones are blackholed.
+   */
   cut(mode: CutMode): void {
     this.mode = mode
-    for (const s of this.sockets) s.destroy()
+    if (mode === "silence") {
+      for (const pair of this.pairs) {
+        const [client, upstream] = pair
+        client.unpipe(upstream)
+        upstream.unpipe(client)
+        client.pause()
+        upstream.pause()
+        this.silenced.add(pair)
+      }
+    } else {
+      for (const s of this.sockets) s.destroy()
+    }
   }
 
-  /** Forwards again: new connections, and the blackholed ones still open (with what they sent meanwhile). */
+  /** Forwards again: new connections, and the held ones still open (with what they sent meanwhile). */
   restore(): void {
     this.mode = "open"
+    for (const [client, upstream] of this.silenced) {
+      client.pipe(upstream)
+      upstream.pipe(client)
+    }
+    this.silenced.clear()
     for (const s of this.held) this.forward(s)
     this.held.clear()
   }

@@ -1,4 +1,6 @@
 /** The layers that assemble the PostgreSQL store. */
+import * as net from "node:net"
+import type { Duplex } from "node:stream"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
@@ -6,8 +8,10 @@ import { DispatchQueue, type StorageError, type StoreServices, WorkflowEventBus 
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { PgMigrationsLive } from "./Migrations.js"
 import { PgAccountRepository } from "./PgAccountRepository.js"
 import { PgBlobStore } from "./PgBlobStore.js"
@@ -26,6 +30,9 @@ import { storageError } from "./Sql.js"
 /** Connections per instance: enough for a 2-core server; PostgreSQL's default allows 100 in all. */
 export const DEFAULT_POOL_SIZE = 10
 
+/** How long a connection may go without a byte either way before it is dropped (`silenceTimeout`). */
+export const DEFAULT_SILENCE_TIMEOUT = Duration.seconds(30)
+
 export interface PgStoreOptions {
   /** The events' NOTIFY channel, and the heartbeat of the LISTEN connection (shared with the dispatch queue). */
   readonly events?: PgEventBusOptions | undefined
@@ -39,7 +46,27 @@ export interface PgStoreOptions {
 export interface PgStoreConfig extends
   Omit<PgClient.PgClientConfig, "transformResultNames" | "transformQueryNames" | "transformJson" | "types">,
   PgStoreOptions
-{}
+{
+  /**
+   * A connection that carries nothing, either way, for this long is dropped (default
+   * `DEFAULT_SILENCE_TIMEOUT`; `Duration.infinity` for never). It is how a statement whose
+   * connection went silent (a network partition: no reset, no answer) fails with a
+   * `StorageError` instead of waiting minutes on the TCP stack, and the pool opens a new
+   * connection. An idle pooled connection is closed by the pool after its `idleTimeout` (10 s) or
+   * by this, whichever comes first; the LISTEN connection's heartbeat comes at least three times
+   * per `silenceTimeout` (unless `events.heartbeatInterval` says otherwise). A statement that
+   * legitimately runs longer than this without sending a row fails too. Not used with your own
+   * `stream`.
+   */
+  readonly silenceTimeout?: Duration.DurationInput | undefined
+}
+
+/** A socket for the driver that destroys itself after `ms` without traffic either way. */
+const socketDroppedWhenSilent = (ms: number) => (): Duplex => {
+  const socket = new net.Socket()
+  socket.setTimeout(ms, () => socket.destroy(new Error(`PostgreSQL connection silent for ${ms} ms: dropped`)))
+  return socket
+}
 
 /**
  * The event bus and the dispatch queue on the `PgClient` in context, woken through ONE LISTEN
@@ -83,10 +110,15 @@ export const PgStoreFromClient = (options: PgStoreOptions = {}): Layer.Layer<Sto
 export const PgStoreLive = (
   config: PgStoreConfig
 ): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError> => {
-  const { dispatch, events, runnerLeases, ...client } = config
-  return PgStoreFromClient({ dispatch, events, runnerLeases }).pipe(
+  const { dispatch, events, runnerLeases, silenceTimeout, ...client } = config
+  const silence = Duration.decode(silenceTimeout ?? DEFAULT_SILENCE_TIMEOUT)
+  // The LISTEN connection only receives; its heartbeat must come more often than the silence
+  // that drops a connection.
+  const heartbeatInterval = events?.heartbeatInterval ?? Duration.min(Duration.seconds(10), Duration.divide(silence, 3).pipe(Option.getOrElse(() => silence)))
+  return PgStoreFromClient({ dispatch, events: { ...events, heartbeatInterval }, runnerLeases }).pipe(
     Layer.provideMerge(PgClient.layer({
       ...client,
+      stream: client.stream ?? (Duration.isFinite(silence) ? socketDroppedWhenSilent(Duration.toMillis(silence)) : undefined),
       maxConnections: client.maxConnections ?? DEFAULT_POOL_SIZE,
       applicationName: client.applicationName ?? "wes"
     })),
