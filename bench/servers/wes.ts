@@ -9,7 +9,7 @@
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
- * IPC commands: setup, counters, flushTokenUse, memory, heapSpaces, heapSnapshot, seed, createUsers,
+ * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, seed, createUsers,
  * startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -157,7 +157,6 @@ const main = async () => {
     flushTokenUse: () => runtime.runPromise(Effect.flatMap(AccountService, (a) => a.flushTokenUse)).then(() => true),
     /** Writes a heap snapshot into BENCH_PROFILE_DIR (or the working directory); answers its path. */
     heapSnapshot: () => v8.writeHeapSnapshot(process.env["BENCH_PROFILE_DIR"] ? `${process.env["BENCH_PROFILE_DIR"]}/wes-${Date.now()}.heapsnapshot` : undefined),
-    heapSpaces: () => v8.getHeapSpaceStatistics().map((s) => ({ name: s.space_name, size: Math.round(s.space_size / 1048576), used: Math.round(s.space_used_size / 1048576), physical: Math.round(s.physical_space_size / 1048576) })),
     memory: () => {
       const gc = (globalThis as { gc?: () => void }).gc
       gc?.()

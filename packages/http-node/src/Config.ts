@@ -42,9 +42,9 @@ export interface WesConfig {
   /**
    * WES_DB_SILENCE_TIMEOUT: a PostgreSQL connection that carries nothing either way for this
    * long is dropped, so a statement on a connection that went silent fails (503) instead of
-   * hanging (30s).
+   * hanging (default: the store's, 30s).
    */
-  readonly dbSilenceTimeout: Duration.Duration
+  readonly dbSilenceTimeout: Option.Option<Duration.Duration>
   /**
    * WES_RUNNER_DENY_PRIVATE: refuse user runner endpoints that resolve to private, loopback,
    * link-local or unspecified addresses (multi-tenant hosting).
@@ -77,7 +77,7 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   ),
   dbSilenceTimeout: Config.duration("WES_DB_SILENCE_TIMEOUT").pipe(
     Config.validate({ message: "WES_DB_SILENCE_TIMEOUT must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
-    Config.withDefault(Duration.seconds(30))
+    Config.option
   ),
   runnerDenyPrivate: Config.boolean("WES_RUNNER_DENY_PRIVATE").pipe(Config.withDefault(false))
 })

@@ -33,7 +33,7 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
       PgStoreLive({
         url: Option.getOrThrow(config.databaseUrl),
         connectTimeout: "5 seconds",
-        silenceTimeout: config.dbSilenceTimeout,
+        silenceTimeout: Option.getOrUndefined(config.dbSilenceTimeout),
         runnerLeases: { leaseTime: config.lease, renewInterval: Duration.millis(Duration.toMillis(config.lease) / 3) }
       })))
     : MemoryStoreLive

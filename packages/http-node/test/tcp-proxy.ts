@@ -14,9 +14,8 @@ export class TcpProxy {
   private mode: "open" | CutMode = "open"
   private readonly sockets = new Set<net.Socket>()
   private readonly held = new Set<net.Socket>()
-  /** Forwarded pairs (client, upstream), to silence and resume. */
+  /** Forwarded pairs (client, upstream), to silence and resume (none is forwarded while silenced). */
   private readonly pairs = new Set<readonly [net.Socket, net.Socket]>()
-  private readonly silenced = new Set<readonly [net.Socket, net.Socket]>()
   /** Connections accepted so far (forwarded or not). */
   accepted = 0
 
@@ -64,7 +63,6 @@ export class TcpProxy {
     this.pairs.add(pair)
     const gone = () => {
       this.pairs.delete(pair)
-      this.silenced.delete(pair)
       client.destroy()
       upstream.destroy()
     }
@@ -80,13 +78,11 @@ export class TcpProxy {
   cut(mode: CutMode): void {
     this.mode = mode
     if (mode === "silence") {
-      for (const pair of this.pairs) {
-        const [client, upstream] = pair
+      for (const [client, upstream] of this.pairs) {
         client.unpipe(upstream)
         upstream.unpipe(client)
         client.pause()
         upstream.pause()
-        this.silenced.add(pair)
       }
     } else {
       for (const s of this.sockets) s.destroy()
@@ -95,12 +91,13 @@ export class TcpProxy {
 
   /** Forwards again: new connections, and the held ones still open (with what they sent meanwhile). */
   restore(): void {
-    this.mode = "open"
-    for (const [client, upstream] of this.silenced) {
-      client.pipe(upstream)
-      upstream.pipe(client)
+    if (this.mode === "silence") {
+      for (const [client, upstream] of this.pairs) {
+        client.pipe(upstream)
+        upstream.pipe(client)
+      }
     }
-    this.silenced.clear()
+    this.mode = "open"
     for (const s of this.held) this.forward(s)
     this.held.clear()
   }

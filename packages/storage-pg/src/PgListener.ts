@@ -54,6 +54,9 @@ const FIRST_PING_WAIT = Duration.millis(100)
 /** Delay before reconnecting after the n-th consecutive failure: 100 ms doubling up to 5 s. */
 const backoff = (failures: number): Duration.Duration => Duration.millis(Math.min(5_000, 100 * 2 ** Math.min(failures - 1, 6)))
 
+/** How often the LISTEN connection is pinged when `heartbeatInterval` is not given. */
+export const DEFAULT_HEARTBEAT_INTERVAL = Duration.seconds(10)
+
 /** Listens on `channels` for the life of the scope, reconnecting whenever the connection is lost. */
 export const startListener = (
   channels: ReadonlyArray<ListenChannel>,
@@ -61,7 +64,7 @@ export const startListener = (
 ): Effect.Effect<void, never, PgClient.PgClient | Scope.Scope> =>
   Effect.gen(function*() {
     const pg = yield* PgClient.PgClient
-    const interval = Duration.decode(options.heartbeatInterval ?? Duration.seconds(10))
+    const interval = Duration.decode(options.heartbeatInterval ?? DEFAULT_HEARTBEAT_INTERVAL)
     const timeout = Duration.decode(options.heartbeatTimeout ?? Duration.seconds(5))
     const instance = globalThis.crypto.randomUUID()
 

@@ -11,14 +11,13 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import { PgMigrationsLive } from "./Migrations.js"
 import { PgAccountRepository } from "./PgAccountRepository.js"
 import { PgBlobStore } from "./PgBlobStore.js"
 import { makePgDispatchQueue, type PgDispatchQueueOptions, workWakeupsOn } from "./PgDispatchQueue.js"
 import { makePgEventBusWith } from "./PgEventBus.js"
 import { DEFAULT_EVENTS_CHANNEL, eventWakeupsOn, type PgEventBusOptions } from "./PgEventWakeups.js"
-import { startListener } from "./PgListener.js"
+import { DEFAULT_HEARTBEAT_INTERVAL, startListener } from "./PgListener.js"
 import { PgManagedRunnerRepository } from "./PgManagedRunnerRepository.js"
 import { layerPgRunnerOwnership, type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
@@ -114,7 +113,7 @@ export const PgStoreLive = (
   const silence = Duration.decode(silenceTimeout ?? DEFAULT_SILENCE_TIMEOUT)
   // The LISTEN connection only receives; its heartbeat must come more often than the silence
   // that drops a connection.
-  const heartbeatInterval = events?.heartbeatInterval ?? Duration.min(Duration.seconds(10), Duration.divide(silence, 3).pipe(Option.getOrElse(() => silence)))
+  const heartbeatInterval = events?.heartbeatInterval ?? Duration.min(DEFAULT_HEARTBEAT_INTERVAL, Duration.unsafeDivide(silence, 3))
   return PgStoreFromClient({ dispatch, events: { ...events, heartbeatInterval }, runnerLeases }).pipe(
     Layer.provideMerge(PgClient.layer({
       ...client,
