@@ -6,8 +6,8 @@
  * skip the Schema walk, which re-checks the whole stored workflow JSON on every encode.
  */
 import * as DateTime from "effect/DateTime"
-import type { CurrentUser } from "./Account.js"
-import type { Workflow } from "./Workflow.js"
+import type { CurrentUser } from "./accounts/Account.js"
+import type { Workflow } from "./workflows/Workflow.js"
 
 const iso = (t: DateTime.Utc): string => DateTime.formatIso(t)
 const isoOrNull = (t: DateTime.Utc | null): string | null => (t === null ? null : DateTime.formatIso(t))

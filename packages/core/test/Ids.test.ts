@@ -1,4 +1,5 @@
-import { CryptoWeb, IdGenerator, IdGeneratorLive, isUuid, uuidV7 } from "@wes/core"
+import { CryptoWeb, IdGenerator, IdGeneratorLive, isUuid } from "@wes/core"
+import { uuidV7 } from "../src/shared/Ids.js"
 import { it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

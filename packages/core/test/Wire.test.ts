@@ -2,9 +2,9 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as FastCheck from "effect/FastCheck"
 import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
-import { CurrentUser } from "../src/Account.js"
+import { CurrentUser } from "../src/accounts/Account.js"
 import { currentUserJson, detailJson, summaryJson } from "../src/Wire.js"
-import { toDetail, toSummary, Workflow, WorkflowDetail, WorkflowSummary } from "../src/Workflow.js"
+import { toDetail, toSummary, Workflow, WorkflowDetail, WorkflowSummary } from "../src/workflows/Workflow.js"
 
 const same = (a: unknown, b: unknown) => expect(JSON.stringify(a)).toBe(JSON.stringify(b))
 

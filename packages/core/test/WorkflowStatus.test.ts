@@ -1,4 +1,5 @@
-import { applyTransition, type TransitionTag, transitions, type Workflow, WorkflowStatus, WorkflowTransition } from "@wes/core"
+import { applyTransition } from "../src/workflows/WorkflowStatus.js"
+import { type TransitionTag, transitions, type Workflow, WorkflowStatus, WorkflowTransition } from "@wes/core"
 import { Fixtures } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"

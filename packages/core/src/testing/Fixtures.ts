@@ -1,11 +1,11 @@
 /** Records for store tests: unique ids, explicit timestamps. */
 import * as DateTime from "effect/DateTime"
-import type { ApiToken, User } from "../Account.js"
-import type { ManagedRunnerId, RunnerId, TemplateId, TokenId, UserId, WorkflowId } from "../Ids.js"
-import type { ManagedRunner, Runner } from "../Runner.js"
-import type { Template } from "../Template.js"
-import type { Tier } from "../Tier.js"
-import type { Workflow } from "../Workflow.js"
+import type { ApiToken, User } from "../accounts/Account.js"
+import type { ManagedRunnerId, RunnerId, TemplateId, TokenId, UserId, WorkflowId } from "../shared/Ids.js"
+import type { ManagedRunner, Runner } from "../runners/Runner.js"
+import type { Template } from "../templates/Template.js"
+import type { Tier } from "../accounts/Tier.js"
+import type { Workflow } from "../workflows/Workflow.js"
 
 /** A random UUID (v4) from the Web Crypto API. */
 export const uuid = (): string => globalThis.crypto.randomUUID()

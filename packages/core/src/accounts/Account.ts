@@ -1,0 +1,96 @@
+/** Users and their API tokens. */
+import * as Schema from "effect/Schema"
+import { TokenId, UserId } from "../shared/Ids.js"
+import { Timestamp } from "../shared/Json.js"
+import { Tier, TierLimits } from "./Tier.js"
+
+export const User = Schema.Struct({
+  id: UserId,
+  email: Schema.NullOr(Schema.String),
+  tier: Tier,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "User" })
+export interface User extends Schema.Schema.Type<typeof User> {}
+
+/** A stored API token: only its SHA-256 hash is kept. */
+export const ApiToken = Schema.Struct({
+  id: TokenId,
+  user_id: UserId,
+  name: Schema.String,
+  token_hash: Schema.String,
+  expires_at: Schema.NullOr(Timestamp),
+  last_used_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "ApiTokenRecord" })
+export interface ApiToken extends Schema.Schema.Type<typeof ApiToken> {}
+
+/** A token as listed to the operator: never the value or the hash. */
+export const ApiTokenView = Schema.Struct({
+  id: TokenId,
+  user_id: UserId,
+  name: Schema.String,
+  expires_at: Schema.NullOr(Timestamp),
+  last_used_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "ApiToken" })
+export interface ApiTokenView extends Schema.Schema.Type<typeof ApiTokenView> {}
+
+export const toApiTokenView = (t: ApiToken): ApiTokenView => ({
+  id: t.id,
+  user_id: t.user_id,
+  name: t.name,
+  expires_at: t.expires_at,
+  last_used_at: t.last_used_at,
+  created_at: t.created_at
+})
+
+/** A newly issued token: the only time its value is shown. */
+export const IssuedToken = Schema.Struct({
+  id: TokenId,
+  name: Schema.String,
+  token: Schema.String,
+  expires_at: Schema.NullOr(Timestamp),
+  created_at: Timestamp
+}).annotations({ identifier: "IssuedToken" })
+export interface IssuedToken extends Schema.Schema.Type<typeof IssuedToken> {}
+
+/** What `GET /v1/user` counts against the tier's limits. */
+export const Usage = Schema.Struct({
+  active_workflows: Schema.Int,
+  workflows_today: Schema.Int,
+  templates: Schema.Int,
+  runners: Schema.Int
+}).annotations({ identifier: "Usage" })
+export interface Usage extends Schema.Schema.Type<typeof Usage> {}
+
+/** `GET /v1/user`. */
+export const CurrentUser = Schema.Struct({
+  id: UserId,
+  email: Schema.NullOr(Schema.String),
+  tier: Tier,
+  limits: TierLimits,
+  usage: Usage,
+  created_at: Timestamp
+}).annotations({ identifier: "CurrentUser" })
+export interface CurrentUser extends Schema.Schema.Type<typeof CurrentUser> {}
+
+/** Operator's body for a new user. */
+export const CreateUserRequest = Schema.Struct({
+  tier: Tier,
+  email: Schema.optional(Schema.NullOr(Schema.String.pipe(
+    Schema.maxLength(320, { message: () => "must be at most 320 characters" }),
+    Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "must be an email address" })
+  )))
+}).annotations({ identifier: "CreateUserRequest" })
+export interface CreateUserRequest extends Schema.Schema.Type<typeof CreateUserRequest> {}
+
+/** Operator's body for a new token. */
+export const IssueTokenRequest = Schema.Struct({
+  name: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "must be 1-100 characters" }),
+    Schema.maxLength(100, { message: () => "must be 1-100 characters" })
+  ),
+  expires_at: Schema.optional(Schema.NullOr(Timestamp))
+}).annotations({ identifier: "IssueTokenRequest" })
+export interface IssueTokenRequest extends Schema.Schema.Type<typeof IssueTokenRequest> {}

@@ -1,0 +1,31 @@
+/** Storage of users and API tokens (tokens as SHA-256 hashes only). */
+import * as Context from "effect/Context"
+import type * as DateTime from "effect/DateTime"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { ApiToken, User } from "./Account.js"
+import type { NotFound, StorageError } from "../shared/Errors.js"
+
+/** A token and the user it belongs to. */
+export interface TokenOwner {
+  readonly token: ApiToken
+  readonly user: User
+}
+
+export class AccountRepository extends Context.Tag("@wes/core/AccountRepository")<AccountRepository, {
+  readonly insertUser: (user: User) => Effect.Effect<User, StorageError>
+  readonly findUser: (id: string) => Effect.Effect<Option.Option<User>, StorageError>
+  readonly updateUser: (id: string, f: (current: User) => User) => Effect.Effect<User, NotFound | StorageError>
+  readonly insertToken: (token: ApiToken) => Effect.Effect<ApiToken, StorageError>
+  /** The token with this hash and its user (an indexed lookup). */
+  readonly findTokenByHash: (hash: string) => Effect.Effect<Option.Option<TokenOwner>, StorageError>
+  readonly findToken: (id: string) => Effect.Effect<Option.Option<ApiToken>, StorageError>
+  /** The user's tokens, newest first. */
+  readonly listTokens: (userId: string) => Effect.Effect<ReadonlyArray<ApiToken>, StorageError>
+  /** Revokes a token; false when there was none. */
+  readonly deleteToken: (id: string) => Effect.Effect<boolean, StorageError>
+  /** Writes `last_used_at` for a batch of tokens (never moving it backwards). */
+  readonly recordTokenUse: (
+    uses: ReadonlyArray<{ readonly id: string; readonly at: DateTime.Utc }>
+  ) => Effect.Effect<void, StorageError>
+}>() {}

@@ -1,0 +1,146 @@
+/**
+ * Subscription tiers and their limits. The defaults are design.md section 5's table; an operator
+ * overrides any of them with `WES_TIER_LIMITS` (JSON, partial per tier).
+ */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { ManagedRunnersForbidden, TierLimitExceeded } from "../shared/Errors.js"
+
+export const Tier = Schema.Literal("free", "pro", "plus").annotations({
+  identifier: "Tier",
+  message: () => ({ message: "must be free, pro or plus", override: true })
+})
+export type Tier = typeof Tier.Type
+
+/** Kind of a managed runner: `pro` runners serve pro and plus, `plus` runners serve plus only. */
+export const RunnerType = Schema.Literal("pro", "plus").annotations({
+  identifier: "RunnerType",
+  message: () => ({ message: "must be pro or plus", override: true })
+})
+export type RunnerType = typeof RunnerType.Type
+
+const Limit = Schema.Int.pipe(Schema.nonNegative())
+
+/** The limits of one tier. */
+export const TierLimits = Schema.Struct({
+  /** Workflows not yet finished (accepted, uploaded, queued, running). */
+  active_workflows: Limit,
+  /** Workflows created per UTC calendar day. */
+  workflows_per_day: Limit,
+  templates: Limit,
+  /** User-owned runners. */
+  runners: Limit,
+  /** Parameters (placeholders) per workflow. */
+  workflow_params: Limit
+})
+export interface TierLimits extends Schema.Schema.Type<typeof TierLimits> {}
+
+export type TierTable = { readonly [T in Tier]: TierLimits }
+
+/** design.md section 5. */
+export const defaultTierTable: TierTable = {
+  free: { active_workflows: 5, workflows_per_day: 100, templates: 10, runners: 2, workflow_params: 10 },
+  pro: { active_workflows: 50, workflows_per_day: 5_000, templates: 200, runners: 20, workflow_params: 50 },
+  plus: { active_workflows: 500, workflows_per_day: 50_000, templates: 2_000, runners: 200, workflow_params: 200 }
+}
+
+/** Shape of `WES_TIER_LIMITS`: any tier, any subset of its limits. */
+const PartialLimits = Schema.partialWith(TierLimits, { exact: true })
+export const TierTableOverride = Schema.partialWith(Schema.Struct({
+  free: PartialLimits,
+  pro: PartialLimits,
+  plus: PartialLimits
+}), { exact: true })
+export type TierTableOverride = typeof TierTableOverride.Type
+
+/** Applies an override to a table. */
+export const applyOverride = (table: TierTable, override: TierTableOverride): TierTable => ({
+  free: { ...table.free, ...override.free },
+  pro: { ...table.pro, ...override.pro },
+  plus: { ...table.plus, ...override.plus }
+})
+
+/** Managed runner types a tier may use. */
+export const managedRunnerTypesFor = (tier: Tier): ReadonlyArray<RunnerType> =>
+  tier === "plus" ? ["pro", "plus"] : tier === "pro" ? ["pro"] : []
+
+/** Which limit a check is about; the names appear in `GET /v1/user`'s `limits`. */
+export type LimitName = keyof TierLimits
+
+const describe: { readonly [K in LimitName]: (tier: Tier, value: number) => string } = {
+  active_workflows: (t, v) =>
+    `Active workflow limit exceeded: the ${t} tier allows ${v} unfinished workflows at a time`,
+  workflows_per_day: (t, v) => `Daily workflow limit exceeded: the ${t} tier allows ${v} workflows per day`,
+  templates: (t, v) => `Template limit exceeded: the ${t} tier allows ${v} templates`,
+  runners: (t, v) => `Runner limit exceeded: the ${t} tier allows ${v} runners`,
+  workflow_params: (t, v) =>
+    `Workflow parameter limit exceeded: the ${t} tier allows ${v} parameters per workflow`
+}
+
+/** The 403 error for `limit` of `tier`, naming the limit and its value. */
+export const limitExceeded = (limit: LimitName, tier: Tier, value: number): TierLimitExceeded =>
+  new TierLimitExceeded({ limit, value, message: describe[limit](tier, value) })
+
+/** Tier limits in force. */
+export class TierPolicy extends Context.Tag("@wes/core/TierPolicy")<TierPolicy, {
+  readonly table: TierTable
+  readonly limitsFor: (tier: Tier) => TierLimits
+  /** Fails when `count` more items would exceed `limit` given `current`. */
+  readonly check: (
+    tier: Tier,
+    limit: LimitName,
+    current: number,
+    adding?: number
+  ) => Either.Either<void, TierLimitExceeded>
+  /** Fails for tiers without managed runners. */
+  readonly requireManagedAccess: (tier: Tier) => Either.Either<ReadonlyArray<RunnerType>, ManagedRunnersForbidden>
+}>() {
+  /** A policy over `table`. */
+  static make(table: TierTable): TierPolicy["Type"] {
+    return {
+      table,
+      limitsFor: (tier) => table[tier],
+      check: (tier, limit, current, adding = 1) => {
+        const value = table[tier][limit]
+        return current + adding > value ? Either.left(limitExceeded(limit, tier, value)) : Either.void
+      },
+      requireManagedAccess: (tier) => {
+        const types = managedRunnerTypesFor(tier)
+        return types.length === 0
+          ? Either.left(new ManagedRunnersForbidden({ message: "Managed runners require the pro or plus tier" }))
+          : Either.right(types)
+      }
+    }
+  }
+
+  /** The defaults of design.md section 5. */
+  static Default: Layer.Layer<TierPolicy> = Layer.succeed(TierPolicy, TierPolicy.make(defaultTierTable))
+
+  /** A policy with an explicit override (for embedders and tests). */
+  static layer = (override: TierTableOverride): Layer.Layer<TierPolicy> =>
+    Layer.succeed(TierPolicy, TierPolicy.make(applyOverride(defaultTierTable, override)))
+
+  /** Reads `WES_TIER_LIMITS` (JSON); a malformed value fails the layer with a message. */
+  static fromConfig: Layer.Layer<TierPolicy, ConfigError.ConfigError> = Layer.effect(
+    TierPolicy,
+    Effect.gen(function*() {
+      const raw = yield* Config.option(Config.string("WES_TIER_LIMITS"))
+      if (Option.isNone(raw)) return TierPolicy.make(defaultTierTable)
+      const decoded = Schema.decodeUnknownEither(Schema.parseJson(TierTableOverride))(raw.value)
+      if (Either.isLeft(decoded)) {
+        return yield* Effect.fail(ConfigError.InvalidData(
+          ["WES_TIER_LIMITS"],
+          ParseResult.TreeFormatter.formatErrorSync(decoded.left)
+        ))
+      }
+      return TierPolicy.make(applyOverride(defaultTierTable, decoded.right))
+    })
+  )
+}

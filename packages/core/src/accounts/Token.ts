@@ -1,0 +1,77 @@
+/**
+ * API tokens (design.md section 3): `wes_` + 36 random base62 characters + 6 base62 characters of
+ * the CRC32 of those 36, GitHub-style. A mistyped or made-up token fails the checksum and is
+ * rejected without touching storage. Only the SHA-256 of a token is stored.
+ */
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import { Crypto } from "../shared/Crypto.js"
+
+export const TOKEN_PREFIX = "wes_"
+const RANDOM_LENGTH = 36
+const CHECKSUM_LENGTH = 6
+/** Total length of a token. */
+export const TOKEN_LENGTH = TOKEN_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+const BASE62_CHAR = /^[0-9A-Za-z]+$/
+
+const CRC_TABLE = (() => {
+  const table = new Uint32Array(256)
+  for (let n = 0; n < 256; n++) {
+    let c = n
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+    table[n] = c >>> 0
+  }
+  return table
+})()
+
+/** CRC-32 (IEEE 802.3) of an ASCII string. */
+export const crc32 = (ascii: string): number => {
+  let crc = 0xffffffff
+  for (let i = 0; i < ascii.length; i++) crc = CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff]! ^ (crc >>> 8)
+  return (crc ^ 0xffffffff) >>> 0
+}
+
+/** `n` as base62, left-padded with "0" to `width`. */
+export const base62 = (n: number, width: number): string => {
+  let s = ""
+  let v = n
+  do {
+    s = BASE62[v % 62] + s
+    v = Math.floor(v / 62)
+  } while (v > 0)
+  return s.padStart(width, "0")
+}
+
+const checksum = (random: string): string => base62(crc32(random), CHECKSUM_LENGTH)
+
+/** True when `token` has the prefix, length, alphabet and checksum of a WES token. */
+export const isWellFormedToken = (token: string): boolean => {
+  if (token.length !== TOKEN_LENGTH || !token.startsWith(TOKEN_PREFIX)) return false
+  const body = token.slice(TOKEN_PREFIX.length)
+  if (!BASE62_CHAR.test(body)) return false
+  return checksum(body.slice(0, RANDOM_LENGTH)) === body.slice(RANDOM_LENGTH)
+}
+
+/** A new token value (shown once, never stored). */
+export const generateToken: Effect.Effect<string, never, Crypto> = Effect.gen(function*() {
+  const crypto = yield* Crypto
+  let random = ""
+  while (random.length < RANDOM_LENGTH) {
+    const bytes = yield* crypto.randomBytes(RANDOM_LENGTH * 2)
+    for (const b of bytes) {
+      // 248 = 4 * 62: rejecting larger bytes keeps every character equally likely.
+      if (b < 248 && random.length < RANDOM_LENGTH) random += BASE62[b % 62]
+    }
+  }
+  return TOKEN_PREFIX + random + checksum(random)
+})
+
+/** The stored form of a token. */
+export const hashToken = (token: string): Effect.Effect<string, never, Crypto> =>
+  Effect.flatMap(Crypto, (c) => c.sha256Hex(token))
+
+/** True when a token with this expiry may no longer be used at `now`. */
+export const isExpired = (expiresAt: DateTime.Utc | null, now: DateTime.Utc): boolean =>
+  expiresAt !== null && DateTime.lessThanOrEqualTo(expiresAt, now)

@@ -1,0 +1,63 @@
+/**
+ * How dispatcher instances share work through the store (design.md section 6). One instance
+ * "drives" a runner at a time: it holds the runner's WebSocket, submits the workflows assigned to
+ * that runner and follows them. The memory store has one instance, which drives every runner;
+ * PostgreSQL gives each runner to one live instance through a renewable lease.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import type * as Stream from "effect/Stream"
+import type { StorageError } from "../shared/Errors.js"
+import type { Workflow } from "../workflows/Workflow.js"
+
+/** Workflows waiting to be submitted, claimed with a lease so two instances never both submit one. */
+export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<DispatchQueue, {
+  /**
+   * Claims up to `limit` workflows assigned to `runnerId` that wait for submission (accepted or
+   * uploaded) and hold no live lease (the caller's own included), oldest first, for `owner` until
+   * `leaseMs` from now.
+   */
+  readonly claim: (
+    runnerId: string,
+    owner: string,
+    limit: number,
+    leaseMs: number
+  ) => Effect.Effect<ReadonlyArray<Workflow>, StorageError>
+  /** Extends the leases `owner` holds on `ids`. */
+  readonly renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) => Effect.Effect<void, StorageError>
+  /** Gives up `owner`'s claims on `ids` (submitted, moved to another runner, or given back). */
+  readonly release: (ids: ReadonlyArray<string>, owner: string) => Effect.Effect<void, StorageError>
+  /** Tells every instance that `runnerId` has new work. */
+  readonly notify: (runnerId: string) => Effect.Effect<void, StorageError>
+  /**
+   * Runner ids with new work, as `notify` announces them (may repeat, may coalesce), or `*`
+   * when any runner may have work (e.g. after a store's listener reconnected).
+   */
+  readonly wakeups: Stream.Stream<string>
+}>() {}
+
+/** This instance's right to drive a runner. */
+export interface RunnerLease {
+  /** The WebSocket client id to connect and submit with while the lease lasts. */
+  readonly clientId: string
+  /** Completes if the lease is lost (another instance took the runner over). */
+  readonly lost: Effect.Effect<void>
+  /**
+   * True while the lease is certainly still this instance's, judged locally (no round trip) with
+   * a safety margin. Checked right before posting a prompt: an instance that was paused past its
+   * lease must not post what another instance may already have taken over.
+   */
+  readonly held: Effect.Effect<boolean>
+}
+
+export class RunnerOwnership extends Context.Tag("@wes/core/RunnerOwnership")<RunnerOwnership, {
+  /** This instance's name (for claims and leases). */
+  readonly instanceId: string
+  /**
+   * Becomes the driver of `runnerId` until the scope closes (then the lease is released), or
+   * none if a live instance already drives it.
+   */
+  readonly acquire: (runnerId: string) => Effect.Effect<Option.Option<RunnerLease>, StorageError, Scope.Scope>
+}>() {}

@@ -1,0 +1,31 @@
+/** Storage of operator-managed runners. */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { NotFound, StorageError } from "../shared/Errors.js"
+import type { PageRequest, Paged } from "../shared/Pagination.js"
+import type { ManagedRunner, RunnerStatus } from "./Runner.js"
+import type { RunnerType } from "../accounts/Tier.js"
+
+export interface ManagedRunnerQuery extends PageRequest {
+  /** Only runners of these types (a tier's allowed types); absent: all. */
+  readonly types?: ReadonlyArray<RunnerType> | undefined
+  readonly status?: RunnerStatus | undefined
+}
+
+export class ManagedRunnerRepository extends Context.Tag("@wes/core/ManagedRunnerRepository")<
+  ManagedRunnerRepository,
+  {
+    readonly insert: (runner: ManagedRunner) => Effect.Effect<ManagedRunner, StorageError>
+    readonly findById: (id: string) => Effect.Effect<Option.Option<ManagedRunner>, StorageError>
+    readonly update: (
+      id: string,
+      f: (current: ManagedRunner) => ManagedRunner
+    ) => Effect.Effect<ManagedRunner, NotFound | StorageError>
+    readonly delete: (id: string) => Effect.Effect<boolean, StorageError>
+    /** Managed runners, newest first. */
+    readonly list: (query: ManagedRunnerQuery) => Effect.Effect<Paged<ManagedRunner>, StorageError>
+    /** Every active managed runner of the given types (scheduling candidates). */
+    readonly listActive: (types: ReadonlyArray<RunnerType>) => Effect.Effect<ReadonlyArray<ManagedRunner>, StorageError>
+  }
+>() {}

@@ -1,0 +1,146 @@
+/** Use cases of managed runners: what users of paid tiers see, and what the operator manages. */
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { User } from "../accounts/Account.js"
+import {
+  type Conflict,
+  type ManagedRunnersForbidden,
+  NotFound,
+  type RunnerProbeFailed,
+  type StorageError,
+  type ValidationError
+} from "../shared/Errors.js"
+import { IdGenerator, isUuid, type ManagedRunnerId } from "../shared/Ids.js"
+import { ManagedRunnerRepository } from "./ManagedRunnerRepository.js"
+import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
+import {
+  CreateManagedRunnerRequest,
+  type ManagedRunner,
+  managedRunnerTarget,
+  type ManagedRunnerView,
+  toManagedRunnerView,
+  UpdateManagedRunnerRequest
+} from "./Runner.js"
+import { RunnerProbe } from "./RunnerProbe.js"
+import { HISTORY_LENGTH, type ListRunnersInput, runnerBusy, statusFilter } from "./RunnerService.js"
+import { normalizeTags } from "../shared/Tags.js"
+import { TierPolicy } from "../accounts/Tier.js"
+import { decodeRequest } from "../shared/Validation.js"
+import type { WorkflowSummary } from "../workflows/Workflow.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+
+export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerService")<ManagedRunnerService, {
+  /** Active managed runners the caller's tier may use (403 for free). */
+  readonly list: (
+    user: User,
+    page: PageInput
+  ) => Effect.Effect<Paged<ManagedRunnerView>, ManagedRunnersForbidden | ValidationError | StorageError>
+  /** The caller's workflows on a managed runner, newest first, at most 10. */
+  readonly history: (
+    user: User,
+    id: string
+  ) => Effect.Effect<ReadonlyArray<WorkflowSummary>, ManagedRunnersForbidden | NotFound | StorageError>
+  readonly adminCreate: (input: unknown) => Effect.Effect<ManagedRunner, ValidationError | RunnerProbeFailed | StorageError>
+  readonly adminGet: (id: string) => Effect.Effect<ManagedRunner, NotFound | StorageError>
+  readonly adminList: (input: ListRunnersInput) => Effect.Effect<Paged<ManagedRunner>, ValidationError | StorageError>
+  readonly adminUpdate: (
+    id: string,
+    input: unknown
+  ) => Effect.Effect<ManagedRunner, ValidationError | NotFound | RunnerProbeFailed | StorageError>
+  readonly adminDelete: (id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
+}>() {
+  static Live: Layer.Layer<
+    ManagedRunnerService,
+    never,
+    ManagedRunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator
+  > = Layer.effect(
+    ManagedRunnerService,
+    Effect.gen(function*() {
+      const repo = yield* ManagedRunnerRepository
+      const workflows = yield* WorkflowRepository
+      const policy = yield* TierPolicy
+      const probe = yield* RunnerProbe
+      const ids = yield* IdGenerator
+      const decodeCreate = decodeRequest(CreateManagedRunnerRequest)
+      const decodeUpdate = decodeRequest(UpdateManagedRunnerRequest)
+
+      const adminGet = (id: string) =>
+        (isUuid(id) ? repo.findById(id) : Effect.succeedNone).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.managedRunner()), onSome: Effect.succeed }))
+        )
+
+      return ManagedRunnerService.of({
+        list: (user, page) =>
+          Effect.gen(function*() {
+            const types = yield* policy.requireManagedAccess(user.tier)
+            const p = yield* pageOf(page)
+            const result = yield* repo.list({ ...p, types, status: "active" })
+            return { items: result.items.map(toManagedRunnerView), total: result.total }
+          }),
+        history: (user, id) =>
+          Effect.gen(function*() {
+            const types = yield* policy.requireManagedAccess(user.tier)
+            const runner = yield* adminGet(id)
+            if (!types.includes(runner.runner_type)) return yield* Effect.fail(NotFound.managedRunner())
+            return yield* workflows.history(user.id, { kind: "managed", id: runner.id }, HISTORY_LENGTH)
+          }),
+        adminCreate: (input) =>
+          Effect.gen(function*() {
+            const req = yield* decodeCreate(input)
+            const tags = yield* normalizeTags(req.tags ?? [])
+            const now = yield* DateTime.now
+            const runner: ManagedRunner = {
+              id: (yield* ids.next) as ManagedRunnerId,
+              name: req.name,
+              runner_type: req.runner_type,
+              status: req.status ?? "active",
+              endpoint: req.endpoint,
+              headers: req.headers ?? {},
+              tags,
+              created_at: now,
+              updated_at: now
+            }
+            yield* probe.check(managedRunnerTarget(runner))
+            return yield* repo.insert(runner)
+          }),
+        adminGet,
+        adminList: (input) =>
+          Effect.gen(function*() {
+            const page = yield* pageOf(input)
+            const status = yield* statusFilter(input.status)
+            return yield* repo.list({ ...page, status })
+          }),
+        adminUpdate: (id, input) =>
+          Effect.gen(function*() {
+            const req = yield* decodeUpdate(input)
+            const tags = req.tags === undefined ? undefined : yield* normalizeTags(req.tags)
+            const current = yield* adminGet(id)
+            const next: ManagedRunner = {
+              ...current,
+              name: req.name ?? current.name,
+              runner_type: req.runner_type ?? current.runner_type,
+              status: req.status ?? current.status,
+              endpoint: req.endpoint ?? current.endpoint,
+              headers: req.headers ?? current.headers,
+              tags: tags ?? current.tags
+            }
+            if (next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)) {
+              yield* probe.check(managedRunnerTarget(next))
+            }
+            const now = yield* DateTime.now
+            return yield* repo.update(id, (r) => ({ ...r, ...next, id: r.id, created_at: r.created_at, updated_at: now }))
+          }),
+        adminDelete: (id) =>
+          Effect.gen(function*() {
+            yield* adminGet(id)
+            const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
+            if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
+            if (!(yield* repo.delete(id))) return yield* Effect.fail(NotFound.managedRunner())
+          })
+      })
+    })
+  )
+}

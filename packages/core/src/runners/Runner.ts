@@ -1,0 +1,180 @@
+/** Runners: user-owned (registered by a user) and managed (run by the operator for paid tiers). */
+import * as Schema from "effect/Schema"
+import { ManagedRunnerId, RunnerId, UserId } from "../shared/Ids.js"
+import { Timestamp } from "../shared/Json.js"
+import { MAX_TAG_LENGTH, MAX_TAGS } from "../shared/Tags.js"
+import { RunnerType } from "../accounts/Tier.js"
+
+export const RunnerStatus = Schema.Literal("active", "disabled").annotations({
+  identifier: "RunnerStatus",
+  message: () => ({ message: "must be active or disabled", override: true })
+})
+export type RunnerStatus = typeof RunnerStatus.Type
+
+/** True for an absolute http(s) URL with a host and no credentials, query or fragment. */
+export const isRunnerEndpoint = (s: string): boolean => {
+  if (!URL.canParse(s)) return false
+  const u = new URL(s)
+  return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "" &&
+    u.username === "" && u.password === "" && u.search === "" && u.hash === ""
+}
+
+/** A runner endpoint: http or https URL with a host. */
+export const RunnerEndpoint = Schema.String.pipe(
+  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
+  Schema.filter(isRunnerEndpoint, {
+    message: () => "must be an http:// or https:// URL with a host (no credentials, query or fragment)"
+  })
+).annotations({ identifier: "RunnerEndpoint", description: "http or https URL of the runner's ComfyUI API" })
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+// eslint-disable-next-line no-control-regex
+const HEADER_VALUE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/
+/** Headers WES sets itself on runner requests. */
+const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "upgrade"])
+
+/** Custom headers sent with every request to a runner (string keys to string values). */
+export const RunnerHeaders = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
+  Schema.filter((h) => {
+    const names = Object.keys(h)
+    if (names.length > 50) return "at most 50 headers are allowed"
+    for (const name of names) {
+      if (!HEADER_NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`
+      if (RESERVED_HEADERS.has(name.toLowerCase())) return `${JSON.stringify(name)} is set by the service and cannot be overridden`
+      const value = h[name]!
+      if (value.length > 8192 || !HEADER_VALUE.test(value)) {
+        return `the value of ${JSON.stringify(name)} must be at most 8192 characters without line breaks`
+      }
+    }
+    return true
+  })
+).annotations({ identifier: "RunnerHeaders", description: "Custom HTTP headers sent to the runner" })
+export type RunnerHeaders = typeof RunnerHeaders.Type
+
+/** A tag as sent in a JSON array (normalized by `Tags.normalizeTags`). */
+export const TagInput = Schema.String.pipe(
+  Schema.filter((t) => {
+    const trimmed = t.trim()
+    if (trimmed.length === 0) return "tags must not be empty"
+    if (trimmed.length > MAX_TAG_LENGTH) return `a tag is at most ${MAX_TAG_LENGTH} characters`
+    return true
+  })
+)
+
+export const TagList = Schema.Array(TagInput).pipe(
+  Schema.maxItems(MAX_TAGS, { message: () => `at most ${MAX_TAGS} tags are allowed` })
+)
+
+export const RunnerName = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must be 1-100 characters" }),
+  Schema.maxLength(100, { message: () => "must be 1-100 characters" })
+)
+
+/** A user-owned runner, as stored and as returned (headers included). */
+export const Runner = Schema.Struct({
+  id: RunnerId,
+  user_id: UserId,
+  name: Schema.String,
+  status: RunnerStatus,
+  endpoint: Schema.String,
+  tags: Schema.Array(Schema.String),
+  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "Runner" })
+export interface Runner extends Schema.Schema.Type<typeof Runner> {}
+
+/** Body of create-runner. */
+export const CreateRunnerRequest = Schema.Struct({
+  name: RunnerName,
+  endpoint: RunnerEndpoint,
+  headers: Schema.optional(RunnerHeaders),
+  tags: Schema.optional(TagList)
+}).annotations({ identifier: "CreateRunnerRequest" })
+export interface CreateRunnerRequest extends Schema.Schema.Type<typeof CreateRunnerRequest> {}
+
+/** Body of update-runner: every field optional; tags replace the old ones. */
+export const UpdateRunnerRequest = Schema.Struct({
+  name: Schema.optional(RunnerName),
+  endpoint: Schema.optional(RunnerEndpoint),
+  headers: Schema.optional(RunnerHeaders),
+  tags: Schema.optional(TagList),
+  status: Schema.optional(RunnerStatus)
+}).annotations({ identifier: "UpdateRunnerRequest" })
+export interface UpdateRunnerRequest extends Schema.Schema.Type<typeof UpdateRunnerRequest> {}
+
+/** A managed runner as stored (and as the operator sees it). */
+export const ManagedRunner = Schema.Struct({
+  id: ManagedRunnerId,
+  name: Schema.String,
+  runner_type: RunnerType,
+  status: RunnerStatus,
+  endpoint: Schema.String,
+  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  tags: Schema.Array(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "ManagedRunnerRecord" })
+export interface ManagedRunner extends Schema.Schema.Type<typeof ManagedRunner> {}
+
+/** A managed runner as users see it: no endpoint, headers or owner. */
+export const ManagedRunnerView = Schema.Struct({
+  id: ManagedRunnerId,
+  name: Schema.String,
+  runner_type: RunnerType,
+  status: RunnerStatus,
+  tags: Schema.Array(Schema.String),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}).annotations({ identifier: "ManagedRunner" })
+export interface ManagedRunnerView extends Schema.Schema.Type<typeof ManagedRunnerView> {}
+
+export const toManagedRunnerView = (r: ManagedRunner): ManagedRunnerView => ({
+  id: r.id,
+  name: r.name,
+  runner_type: r.runner_type,
+  status: r.status,
+  tags: r.tags,
+  created_at: r.created_at,
+  updated_at: r.updated_at
+})
+
+/** Operator's body for a new managed runner. */
+export const CreateManagedRunnerRequest = Schema.Struct({
+  name: RunnerName,
+  runner_type: RunnerType,
+  endpoint: RunnerEndpoint,
+  headers: Schema.optional(RunnerHeaders),
+  tags: Schema.optional(TagList),
+  status: Schema.optional(RunnerStatus)
+}).annotations({ identifier: "CreateManagedRunnerRequest" })
+export interface CreateManagedRunnerRequest extends Schema.Schema.Type<typeof CreateManagedRunnerRequest> {}
+
+/** Operator's partial update of a managed runner. */
+export const UpdateManagedRunnerRequest = Schema.Struct({
+  name: Schema.optional(RunnerName),
+  runner_type: Schema.optional(RunnerType),
+  endpoint: Schema.optional(RunnerEndpoint),
+  headers: Schema.optional(RunnerHeaders),
+  tags: Schema.optional(TagList),
+  status: Schema.optional(RunnerStatus)
+}).annotations({ identifier: "UpdateManagedRunnerRequest" })
+export interface UpdateManagedRunnerRequest extends Schema.Schema.Type<typeof UpdateManagedRunnerRequest> {}
+
+/** What the service needs to talk to a runner of either kind. */
+export interface RunnerTarget {
+  readonly kind: "user" | "managed"
+  readonly id: string
+  readonly name: string
+  readonly endpoint: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly tags: ReadonlyArray<string>
+  readonly status: RunnerStatus
+}
+
+export const userRunnerTarget = (r: Runner): RunnerTarget => ({
+  kind: "user", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status
+})
+export const managedRunnerTarget = (r: ManagedRunner): RunnerTarget => ({
+  kind: "managed", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status
+})

@@ -1,0 +1,157 @@
+/**
+ * What the service needs from a runner (a ComfyUI server): the operations of
+ * comfyui-protocol.md that design.md uses, with typed failures. `@wes/runner-client` implements
+ * it over HTTP + WebSocket.
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+import type { StorageError } from "../shared/Errors.js"
+import type { JsonObject } from "../shared/Json.js"
+import type { RunnerTarget } from "./Runner.js"
+
+/** The runner could not be reached, timed out, or answered 5xx: worth retrying. */
+export class RunnerUnreachable extends Schema.TaggedError<RunnerUnreachable>()("RunnerUnreachable", {
+  runner_id: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The runner answered a request with a client error (4xx) other than a prompt rejection. */
+export class RunnerRequestFailed extends Schema.TaggedError<RunnerRequestFailed>()("RunnerRequestFailed", {
+  runner_id: Schema.String,
+  status: Schema.Int,
+  message: Schema.String
+}) {}
+
+/**
+ * The runner refused the prompt (400 with an `error`, or 200 with non-empty `node_errors`):
+ * the workflow is `invalid`, with the runner's reason kept.
+ */
+export class PromptRejected extends Schema.TaggedError<PromptRejected>()("PromptRejected", {
+  runner_id: Schema.String,
+  error_type: Schema.String,
+  message: Schema.String,
+  error_node: Schema.NullOr(Schema.String)
+}) {}
+
+export type RunnerError = RunnerUnreachable | RunnerRequestFailed
+
+/** `/system_stats`, reduced to what the service uses. */
+export interface RunnerInfo {
+  readonly comfyui_version: string | null
+}
+
+/** Where an uploaded input file landed on the runner. */
+export interface UploadedInput {
+  readonly name: string
+  readonly subfolder: string
+  readonly type: string
+}
+
+/** The value a node input takes to load an uploaded file (comfyui-protocol.md section 9). */
+export const inputReference = (u: UploadedInput): string => {
+  const path = u.subfolder === "" ? u.name : `${u.subfolder}/${u.name}`
+  return u.type === "input" ? path : `${path} [${u.type}]`
+}
+
+export interface SubmitPrompt {
+  /** The workflow id (a lowercase UUID) so a restarted dispatcher can find it. */
+  readonly prompt_id: string
+  readonly prompt: JsonObject
+  /** The WebSocket client id that should receive this prompt's events. */
+  readonly client_id: string
+  readonly extra_data: JsonObject
+}
+
+export interface Submitted {
+  readonly prompt_id: string
+  /** The runner's priority number (not a position). */
+  readonly number: number
+}
+
+/** `/queue`: running ids and pending prompts in execution order. */
+export interface QueueSnapshot {
+  readonly running: ReadonlyArray<string>
+  readonly pending: ReadonlyArray<string>
+}
+
+/** A file listed in a prompt's history outputs. */
+export interface OutputFile {
+  readonly node_id: string
+  readonly filename: string
+  readonly subfolder: string
+  readonly type: string
+}
+
+/** A finished prompt as `/history/{id}` reports it. */
+export interface PromptHistory {
+  readonly outcome: "success" | "error" | "interrupted"
+  readonly outputs: ReadonlyArray<OutputFile>
+  /** Runner timestamps (Unix ms) of execution_start and of the terminal message, when present. */
+  readonly started_at: number | null
+  readonly completed_at: number | null
+  readonly error: {
+    readonly node_id: string | null
+    readonly exception_type: string
+    readonly exception_message: string
+  } | null
+}
+
+/** A downloaded output file. */
+export interface Download {
+  readonly content_type: string
+  readonly stream: Stream.Stream<Uint8Array, RunnerError>
+}
+
+/** An event of a runner's WebSocket, decoded (comfyui-protocol.md section 6). */
+export type RunnerEvent =
+  | { readonly _tag: "Connected" }
+  | { readonly _tag: "Disconnected"; readonly reason: string }
+  | { readonly _tag: "QueueChanged"; readonly queue_remaining: number }
+  | { readonly _tag: "ExecutionStart"; readonly prompt_id: string; readonly timestamp: number | null }
+  | { readonly _tag: "Executing"; readonly prompt_id: string | null; readonly node: string }
+  | { readonly _tag: "Progress"; readonly prompt_id: string | null; readonly node: string | null; readonly value: number; readonly max: number }
+  | { readonly _tag: "Executed"; readonly prompt_id: string; readonly node: string; readonly output: unknown }
+  | { readonly _tag: "ExecutionSuccess"; readonly prompt_id: string; readonly timestamp: number | null }
+  | {
+    readonly _tag: "ExecutionError"
+    readonly prompt_id: string
+    readonly node_id: string | null
+    readonly node_type: string | null
+    readonly exception_type: string
+    readonly exception_message: string
+  }
+  | { readonly _tag: "ExecutionInterrupted"; readonly prompt_id: string }
+  /** `executing {node: null}`: the prompt is done and its history has been written. */
+  | { readonly _tag: "PromptDone"; readonly prompt_id: string }
+
+export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<RunnerGateway, {
+  /** `GET /system_stats`: is the runner there and answering? */
+  readonly probe: (runner: RunnerTarget) => Effect.Effect<RunnerInfo, RunnerError>
+  /** `POST /upload/image`: puts an input file on the runner. */
+  readonly uploadInput: (
+    runner: RunnerTarget,
+    file: {
+      readonly filename: string
+      readonly content_type: string
+      readonly content: Stream.Stream<Uint8Array, StorageError>
+    }
+  ) => Effect.Effect<UploadedInput, RunnerError | StorageError>
+  /** `POST /prompt`. */
+  readonly submit: (runner: RunnerTarget, prompt: SubmitPrompt) => Effect.Effect<Submitted, RunnerError | PromptRejected>
+  /** `GET /queue`. */
+  readonly queue: (runner: RunnerTarget) => Effect.Effect<QueueSnapshot, RunnerError>
+  /** `GET /history/{prompt_id}`: none while pending, running or unknown. */
+  readonly history: (runner: RunnerTarget, promptId: string) => Effect.Effect<Option.Option<PromptHistory>, RunnerError>
+  /** Removes a pending prompt from the queue and interrupts it if running. */
+  readonly cancel: (runner: RunnerTarget, promptId: string) => Effect.Effect<void, RunnerError>
+  /** `GET /view`: an output file. */
+  readonly download: (runner: RunnerTarget, file: OutputFile) => Effect.Effect<Download, RunnerError>
+  /**
+   * The runner's WebSocket as a stream of events, reconnecting with backoff until the stream is
+   * no longer consumed; `Connected` after every (re)connect, so the consumer can reconcile.
+   */
+  readonly events: (runner: RunnerTarget, clientId: string) => Stream.Stream<RunnerEvent>
+}>() {}

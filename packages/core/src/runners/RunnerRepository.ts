@@ -1,0 +1,30 @@
+/** Storage of user-owned runners. */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { NotFound, StorageError } from "../shared/Errors.js"
+import type { LimitReached } from "../shared/LimitReached.js"
+import type { PageRequest, Paged } from "../shared/Pagination.js"
+import type { Runner, RunnerStatus } from "./Runner.js"
+
+export interface RunnerListQuery extends PageRequest {
+  readonly status?: RunnerStatus | undefined
+}
+
+export class RunnerRepository extends Context.Tag("@wes/core/RunnerRepository")<RunnerRepository, {
+  /** Stores a runner unless the user already has `limit` runners. */
+  readonly insert: (runner: Runner, limit?: number) => Effect.Effect<Runner, LimitReached | StorageError>
+  readonly findById: (id: string) => Effect.Effect<Option.Option<Runner>, StorageError>
+  readonly findForUser: (userId: string, id: string) => Effect.Effect<Option.Option<Runner>, StorageError>
+  readonly update: (
+    userId: string,
+    id: string,
+    f: (current: Runner) => Runner
+  ) => Effect.Effect<Runner, NotFound | StorageError>
+  readonly delete: (userId: string, id: string) => Effect.Effect<boolean, StorageError>
+  /** The user's runners, newest first. */
+  readonly list: (userId: string, query: RunnerListQuery) => Effect.Effect<Paged<Runner>, StorageError>
+  readonly count: (userId: string) => Effect.Effect<number, StorageError>
+  /** Every active runner of the user (scheduling candidates). */
+  readonly listActiveForUser: (userId: string) => Effect.Effect<ReadonlyArray<Runner>, StorageError>
+}>() {}

@@ -1,0 +1,160 @@
+/** Use cases of user-owned runners. */
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { User } from "../accounts/Account.js"
+import {
+  Conflict,
+  NotFound,
+  type RunnerProbeFailed,
+  type StorageError,
+  type TierLimitExceeded,
+  ValidationError
+} from "../shared/Errors.js"
+import { IdGenerator, isUuid, type RunnerId } from "../shared/Ids.js"
+import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
+import { CreateRunnerRequest, type Runner, RunnerStatus, UpdateRunnerRequest, userRunnerTarget } from "./Runner.js"
+import { RunnerProbe } from "./RunnerProbe.js"
+import { RunnerRepository } from "./RunnerRepository.js"
+import { normalizeTags } from "../shared/Tags.js"
+import { limitExceeded, TierPolicy } from "../accounts/Tier.js"
+import { decodeRequest } from "../shared/Validation.js"
+import type { WorkflowSummary } from "../workflows/Workflow.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+
+/** Both history operations return at most this many workflows. */
+export const HISTORY_LENGTH = 10
+
+export interface ListRunnersInput extends PageInput {
+  readonly status?: string | undefined
+}
+
+const decodeStatus = Schema.decodeUnknownEither(RunnerStatus)
+
+/** Validates an optional `status` filter. */
+export const statusFilter = (status: string | undefined): Either.Either<RunnerStatus | undefined, ValidationError> => {
+  if (status === undefined || status === "") return Either.right(undefined)
+  return Either.mapLeft(decodeStatus(status), () => ValidationError.field("status", "must be active or disabled"))
+}
+
+/** The 409 for deleting a runner that still has work. */
+export const runnerBusy = (count: number): Conflict =>
+  new Conflict({
+    message: `Runner has ${count} unfinished workflow${count === 1 ? "" : "s"}; ` +
+      "disable it and wait for them to finish (or cancel them) before deleting it"
+  })
+
+export class RunnerService extends Context.Tag("@wes/core/RunnerService")<RunnerService, {
+  readonly create: (
+    user: User,
+    input: unknown
+  ) => Effect.Effect<Runner, ValidationError | TierLimitExceeded | RunnerProbeFailed | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<Runner, NotFound | StorageError>
+  readonly list: (user: User, input: ListRunnersInput) => Effect.Effect<Paged<Runner>, ValidationError | StorageError>
+  /** Omitted fields keep their values; tags are replaced, not merged. */
+  readonly update: (
+    user: User,
+    id: string,
+    input: unknown
+  ) => Effect.Effect<Runner, ValidationError | NotFound | RunnerProbeFailed | StorageError>
+  /** Deletes a runner without unfinished workflows (409 otherwise). */
+  readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
+  /** The caller's workflows on the runner, newest first, at most 10. */
+  readonly history: (user: User, id: string) => Effect.Effect<ReadonlyArray<WorkflowSummary>, NotFound | StorageError>
+}>() {
+  static Live: Layer.Layer<
+    RunnerService,
+    never,
+    RunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator
+  > = Layer.effect(
+    RunnerService,
+    Effect.gen(function*() {
+      const repo = yield* RunnerRepository
+      const workflows = yield* WorkflowRepository
+      const policy = yield* TierPolicy
+      const probe = yield* RunnerProbe
+      const ids = yield* IdGenerator
+      const decodeCreate = decodeRequest(CreateRunnerRequest)
+      const decodeUpdate = decodeRequest(UpdateRunnerRequest)
+
+      const get = (user: User, id: string) =>
+        (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.runner()), onSome: Effect.succeed }))
+        )
+
+      return RunnerService.of({
+        create: (user, input) =>
+          Effect.gen(function*() {
+            const req = yield* decodeCreate(input)
+            const tags = yield* normalizeTags(req.tags ?? [])
+            const limit = policy.limitsFor(user.tier).runners
+            yield* policy.check(user.tier, "runners", yield* repo.count(user.id))
+            const now = yield* DateTime.now
+            const runner: Runner = {
+              id: (yield* ids.next) as RunnerId,
+              user_id: user.id,
+              name: req.name,
+              status: "active",
+              endpoint: req.endpoint,
+              tags,
+              headers: req.headers ?? {},
+              created_at: now,
+              updated_at: now
+            }
+            yield* probe.check(userRunnerTarget(runner))
+            return yield* repo.insert(runner, limit).pipe(
+              Effect.catchTag("LimitReached", () => Effect.fail(limitExceeded("runners", user.tier, limit)))
+            )
+          }),
+        get,
+        list: (user, input) =>
+          Effect.gen(function*() {
+            const page = yield* pageOf(input)
+            const status = yield* statusFilter(input.status)
+            return yield* repo.list(user.id, { ...page, status })
+          }),
+        update: (user, id, input) =>
+          Effect.gen(function*() {
+            const req = yield* decodeUpdate(input)
+            const tags = req.tags === undefined ? undefined : yield* normalizeTags(req.tags)
+            const current = yield* get(user, id)
+            const next: Runner = {
+              ...current,
+              name: req.name ?? current.name,
+              endpoint: req.endpoint ?? current.endpoint,
+              headers: req.headers ?? current.headers,
+              tags: tags ?? current.tags,
+              status: req.status ?? current.status
+            }
+            const moved = next.endpoint !== current.endpoint ||
+              JSON.stringify(next.headers) !== JSON.stringify(current.headers)
+            if (moved) yield* probe.check(userRunnerTarget(next))
+            const now = yield* DateTime.now
+            return yield* repo.update(user.id, id, (r) => ({
+              ...r,
+              name: next.name,
+              endpoint: next.endpoint,
+              headers: next.headers,
+              tags: next.tags,
+              status: next.status,
+              updated_at: now
+            }))
+          }),
+        delete: (user, id) =>
+          Effect.gen(function*() {
+            yield* get(user, id)
+            const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
+            if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
+            const deleted = yield* repo.delete(user.id, id)
+            if (!deleted) return yield* Effect.fail(NotFound.runner())
+          }),
+        history: (user, id) =>
+          Effect.flatMap(get(user, id), (r) => workflows.history(user.id, { kind: "user", id: r.id }, HISTORY_LENGTH))
+      })
+    })
+  )
+}

@@ -1,0 +1,41 @@
+/** User-owned and managed runners, and the gateway and probe through which WES talks to them. */
+export { type ManagedRunnerQuery, ManagedRunnerRepository } from "./ManagedRunnerRepository.js"
+export { ManagedRunnerService } from "./ManagedRunnerService.js"
+export {
+  CreateManagedRunnerRequest,
+  CreateRunnerRequest,
+  isRunnerEndpoint,
+  ManagedRunner,
+  managedRunnerTarget,
+  ManagedRunnerView,
+  Runner,
+  RunnerEndpoint,
+  RunnerHeaders,
+  RunnerName,
+  RunnerStatus,
+  type RunnerTarget,
+  toManagedRunnerView,
+  UpdateManagedRunnerRequest,
+  UpdateRunnerRequest,
+  userRunnerTarget
+} from "./Runner.js"
+export {
+  type Download,
+  inputReference,
+  type OutputFile,
+  type PromptHistory,
+  PromptRejected,
+  type QueueSnapshot,
+  type RunnerError,
+  type RunnerEvent,
+  RunnerGateway,
+  type RunnerInfo,
+  RunnerRequestFailed,
+  RunnerUnreachable,
+  type SubmitPrompt,
+  type Submitted,
+  type UploadedInput
+} from "./RunnerGateway.js"
+export { RunnerProbe } from "./RunnerProbe.js"
+export { type RunnerListQuery, RunnerRepository } from "./RunnerRepository.js"
+export { HISTORY_LENGTH, type ListRunnersInput, RunnerService } from "./RunnerService.js"

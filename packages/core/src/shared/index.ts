@@ -1,0 +1,34 @@
+/** What every feature shares: errors, ids, JSON, pagination, tags, blobs, crypto, transactions. */
+export { type Blob, BlobStore, inputBlobKey, isSafeBlobKey, outputBlobKey, sanitizeFilename } from "./BlobStore.js"
+export { Crypto, CryptoWeb } from "./Crypto.js"
+export {
+  type ApiError,
+  Conflict,
+  FieldIssue,
+  IllegalTransition,
+  ManagedRunnersForbidden,
+  NoEligibleRunner,
+  NotFound,
+  RunnerProbeFailed,
+  StorageError,
+  TierLimitExceeded,
+  ValidationError
+} from "./Errors.js"
+export {
+  IdGenerator,
+  IdGeneratorLive,
+  isUuid,
+  ManagedRunnerId,
+  OutputId,
+  RunnerId,
+  TemplateId,
+  TokenId,
+  UserId,
+  WorkflowId
+} from "./Ids.js"
+export { isJsonObject, JsonObject, Timestamp } from "./Json.js"
+export { LimitReached } from "./LimitReached.js"
+export { type PageInput, type PageRequest, type Paged, pageBounds } from "./Pagination.js"
+export { MAX_TAGS, normalizeTag, normalizeTags, parseTagList, tagsMatch } from "./Tags.js"
+export { Transactor } from "./Transactor.js"
+export { fromDecodeIssues } from "./Validation.js"

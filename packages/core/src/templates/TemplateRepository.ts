@@ -1,0 +1,25 @@
+/** Storage of templates; every method is scoped to one user. */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type { NotFound, StorageError } from "../shared/Errors.js"
+import type { LimitReached } from "../shared/LimitReached.js"
+import type { PageRequest, Paged } from "../shared/Pagination.js"
+import type { Template, TemplateListItem } from "./Template.js"
+
+export class TemplateRepository extends Context.Tag("@wes/core/TemplateRepository")<TemplateRepository, {
+  /** Stores a template unless the user already has `limit` templates. */
+  readonly insert: (template: Template, limit?: number) => Effect.Effect<Template, LimitReached | StorageError>
+  readonly findForUser: (userId: string, id: string) => Effect.Effect<Option.Option<Template>, StorageError>
+  /** Replaces the user's template with `f(current)`. */
+  readonly update: (
+    userId: string,
+    id: string,
+    f: (current: Template) => Template
+  ) => Effect.Effect<Template, NotFound | StorageError>
+  /** Removes the user's template; false when there was none. */
+  readonly delete: (userId: string, id: string) => Effect.Effect<boolean, StorageError>
+  /** The user's templates without bodies, newest first. */
+  readonly list: (userId: string, page: PageRequest) => Effect.Effect<Paged<TemplateListItem>, StorageError>
+  readonly count: (userId: string) => Effect.Effect<number, StorageError>
+}>() {}

@@ -1,0 +1,94 @@
+/** Use cases of templates: personal, reusable workflow definitions. */
+import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type { User } from "../accounts/Account.js"
+import { NotFound, type StorageError, type TierLimitExceeded, type ValidationError } from "../shared/Errors.js"
+import { IdGenerator, isUuid, type TemplateId } from "../shared/Ids.js"
+import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
+import { CreateTemplateRequest, type Template, type TemplateListItem, UpdateTemplateRequest } from "./Template.js"
+import { TemplateRepository } from "./TemplateRepository.js"
+import { limitExceeded, TierPolicy } from "../accounts/Tier.js"
+import { decodeRequest } from "../shared/Validation.js"
+import { validateWorkflowJson } from "../workflows/WorkflowJson.js"
+
+/** Fields of create-template as received (the body file already parsed as JSON). */
+export interface CreateTemplateInput {
+  readonly name?: unknown
+  readonly description?: unknown
+  readonly body?: unknown
+}
+
+export type UpdateTemplateInput = CreateTemplateInput
+
+export class TemplateService extends Context.Tag("@wes/core/TemplateService")<TemplateService, {
+  readonly create: (user: User, input: CreateTemplateInput) => Effect.Effect<Template, ValidationError | TierLimitExceeded | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<Template, NotFound | StorageError>
+  readonly list: (user: User, page: PageInput) => Effect.Effect<Paged<TemplateListItem>, ValidationError | StorageError>
+  /** Omitted fields keep their values; workflows already created from it are not affected. */
+  readonly update: (user: User, id: string, input: UpdateTemplateInput) => Effect.Effect<Template, ValidationError | NotFound | StorageError>
+  readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | StorageError>
+}>() {
+  static Live: Layer.Layer<TemplateService, never, TemplateRepository | TierPolicy | IdGenerator> = Layer.effect(
+    TemplateService,
+    Effect.gen(function*() {
+      const repo = yield* TemplateRepository
+      const policy = yield* TierPolicy
+      const ids = yield* IdGenerator
+      const decodeCreate = decodeRequest(CreateTemplateRequest)
+      const decodeUpdate = decodeRequest(UpdateTemplateRequest)
+      const defined = (input: CreateTemplateInput) =>
+        Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined))
+
+      const get = (user: User, id: string) =>
+        (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.template()), onSome: Effect.succeed }))
+        )
+
+      return TemplateService.of({
+        create: (user, input) =>
+          Effect.gen(function*() {
+            const req = yield* decodeCreate(defined(input))
+            const body = yield* validateWorkflowJson(req.body, "body")
+            const limit = policy.limitsFor(user.tier).templates
+            yield* policy.check(user.tier, "templates", yield* repo.count(user.id))
+            const now = yield* DateTime.now
+            const template: Template = {
+              id: (yield* ids.next) as TemplateId,
+              user_id: user.id,
+              name: req.name,
+              description: req.description,
+              body,
+              created_at: now,
+              updated_at: now
+            }
+            return yield* repo.insert(template, limit).pipe(
+              Effect.catchTag("LimitReached", () => Effect.fail(limitExceeded("templates", user.tier, limit)))
+            )
+          }),
+        get,
+        list: (user, page) => Effect.flatMap(pageOf(page), (p) => repo.list(user.id, p)),
+        update: (user, id, input) =>
+          Effect.gen(function*() {
+            const req = yield* decodeUpdate(defined(input))
+            const body = req.body === undefined ? undefined : yield* validateWorkflowJson(req.body, "body")
+            yield* get(user, id)
+            const now = yield* DateTime.now
+            return yield* repo.update(user.id, id, (t) => ({
+              ...t,
+              name: req.name ?? t.name,
+              description: req.description ?? t.description,
+              body: body ?? t.body,
+              updated_at: now
+            }))
+          }),
+        delete: (user, id) =>
+          (isUuid(id) ? repo.delete(user.id, id) : Effect.succeed(false)).pipe(
+            Effect.flatMap((deleted) => deleted ? Effect.void : Effect.fail(NotFound.template()))
+          )
+      })
+    })
+  )
+}

@@ -1,0 +1,75 @@
+/**
+ * The per-workflow event stream (design.md section 7). Every event has a sequence number that
+ * starts at 1 and grows by one per workflow. Subscribers read from the log after the last
+ * sequence they saw and wait for a wake-up when they are level with it: a slow subscriber only
+ * reads later, so it neither buffers without bound nor delays anyone else.
+ */
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { StorageError } from "../shared/Errors.js"
+import { Timestamp } from "../shared/Json.js"
+
+export const WorkflowEventType = Schema.Literal("status", "queue", "progress", "executing", "output", "done")
+export type WorkflowEventType = typeof WorkflowEventType.Type
+
+export const WorkflowEvent = Schema.Struct({
+  workflow_id: Schema.String,
+  seq: Schema.Int,
+  type: WorkflowEventType,
+  data: Schema.Unknown,
+  created_at: Timestamp
+}).annotations({ identifier: "WorkflowEvent" })
+export interface WorkflowEvent extends Schema.Schema.Type<typeof WorkflowEvent> {}
+
+/** An event before the log numbers it. */
+export interface NewWorkflowEvent {
+  readonly type: WorkflowEventType
+  readonly data: unknown
+}
+
+/** How many events a subscriber reads from the log at a time. */
+export const READ_BATCH = 256
+
+export class WorkflowEventBus extends Context.Tag("@wes/core/WorkflowEventBus")<WorkflowEventBus, {
+  /** Appends events to a workflow's log (consecutive sequence numbers) and wakes its subscribers. */
+  readonly publish: (
+    workflowId: string,
+    events: ReadonlyArray<NewWorkflowEvent>
+  ) => Effect.Effect<ReadonlyArray<WorkflowEvent>, StorageError>
+  /** Events with a sequence greater than `afterSeq`, in order, at most `limit`. */
+  readonly read: (
+    workflowId: string,
+    afterSeq: number,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<WorkflowEvent>, StorageError>
+  /** The sequence number of the workflow's latest event (0 when none). */
+  readonly lastSeq: (workflowId: string) => Effect.Effect<number, StorageError>
+  /** Every event after `afterSeq`, then new ones as they are published; never ends by itself. */
+  readonly subscribe: (workflowId: string, afterSeq: number) => Stream.Stream<WorkflowEvent, StorageError>
+}>() {}
+
+/**
+ * Builds `subscribe` from a log reader and a wake-up source. `listen` registers interest in a
+ * workflow for the life of the scope and returns an effect that completes at the next publish
+ * after registration (or immediately if one happened since the last wait). Registering before
+ * the first read means no event published in between is missed.
+ */
+export const subscribeFromLog = (
+  read: (workflowId: string, afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<WorkflowEvent>, StorageError>,
+  listen: (workflowId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+) =>
+(workflowId: string, afterSeq: number): Stream.Stream<WorkflowEvent, StorageError> =>
+  Stream.unwrapScoped(Effect.map(listen(workflowId), (wake) =>
+    Stream.paginateChunkEffect(afterSeq, (last) =>
+      read(workflowId, last, READ_BATCH).pipe(
+        Effect.flatMap((events) =>
+          events.length === 0
+            ? Effect.as(wake, [Chunk.empty<WorkflowEvent>(), Option.some(last)] as const)
+            : Effect.succeed([Chunk.unsafeFromArray(events.slice()), Option.some(events[events.length - 1]!.seq)] as const)
+        )
+      ))))
