@@ -30,8 +30,7 @@ export const startHarness = async (): Promise<Harness> => {
       claimInterval: "100 millis",
       reconcileInterval: "250 millis",
       retryDelay: "20 millis",
-      retryDelayMax: "100 millis",
-      requestTimeout: "2 seconds"
+      retryDelayMax: "100 millis"
     }
   })
   const user = await wes.createUser({ tier: "pro" })

@@ -356,7 +356,8 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
     listWorkflows: (ref, input = {}) =>
       asUser(ref, (user, workflows) =>
         Effect.map(workflows.list(user, input), (page) => ({ workflows: page.items.map((w) => encodeSummary(w)), total: page.total }))),
-    cancelWorkflow: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.cancel(user, id), encodeDetail)),
+    cancelWorkflow: (ref, id) =>
+      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.zipRight(workflows.get(user, id)), Effect.map(encodeDetail))),
     follow: (ref, id, options = {}) =>
       iterate(
         runtime,

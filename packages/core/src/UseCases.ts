@@ -5,6 +5,7 @@ import { AccountService, defaultTokenUseOptions, type TokenUseOptions } from "./
 import type { BlobStore } from "./shared/BlobStore.js"
 import { Crypto, CryptoWeb } from "./shared/Crypto.js"
 import type { DispatchQueue, RunnerOwnership } from "./dispatch/Dispatch.js"
+import type { RunnerLoad } from "./dispatch/RunnerLoad.js"
 import { IdGenerator, IdGeneratorLive } from "./shared/Ids.js"
 import type { ManagedRunnerRepository } from "./runners/ManagedRunnerRepository.js"
 import { ManagedRunnerService } from "./runners/ManagedRunnerService.js"
@@ -16,7 +17,6 @@ import { Scheduler } from "./dispatch/Scheduler.js"
 import type { TemplateRepository } from "./templates/TemplateRepository.js"
 import { TemplateService } from "./templates/TemplateService.js"
 import type { TierPolicy } from "./accounts/Tier.js"
-import type { Transactor } from "./shared/Transactor.js"
 import type { WorkflowEventBus } from "./workflows/WorkflowEvents.js"
 import type { WorkflowRepository } from "./workflows/WorkflowRepository.js"
 import { WorkflowService } from "./workflows/WorkflowService.js"
@@ -25,6 +25,7 @@ import { WorkflowService } from "./workflows/WorkflowService.js"
 export type StoreServices =
   | DispatchQueue
   | RunnerOwnership
+  | RunnerLoad
   | WorkflowRepository
   | TemplateRepository
   | RunnerRepository
@@ -32,7 +33,6 @@ export type StoreServices =
   | AccountRepository
   | WorkflowEventBus
   | BlobStore
-  | Transactor
 
 /** The use cases. */
 export type UseCaseServices =

@@ -7,13 +7,13 @@
  */
 import * as DateTime from "effect/DateTime"
 import type { CurrentUser } from "./accounts/Account.js"
-import type { Workflow } from "./workflows/Workflow.js"
+import type { Workflow, WorkflowHead } from "./workflows/Workflow.js"
 
 const iso = (t: DateTime.Utc): string => DateTime.formatIso(t)
 const isoOrNull = (t: DateTime.Utc | null): string | null => (t === null ? null : DateTime.formatIso(t))
 
 /** `Schema.encode(WorkflowSummary)(toSummary(w))`. */
-export const summaryJson = (w: Workflow) => ({
+export const summaryJson = (w: WorkflowHead) => ({
   id: w.id as string,
   name: w.name,
   status: w.status,

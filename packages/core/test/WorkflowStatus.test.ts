@@ -12,7 +12,6 @@ const failure = { error_node: "3", exception_type: "torch.OutOfMemoryError", exc
 
 const sample: { readonly [T in TransitionTag]: WorkflowTransition } = {
   Uploaded: WorkflowTransition.Uploaded(),
-  Submitting: WorkflowTransition.Submitting(),
   Queued: WorkflowTransition.Queued({ prompt_id: "p", queue_number: 2 }),
   QueueMoved: WorkflowTransition.QueueMoved({ queue_number: 1 }),
   Started: WorkflowTransition.Started({}),
@@ -28,8 +27,6 @@ describe("workflow state machine", () => {
     let w = inState("accepted")
     w = Either.getOrThrow(apply(w, sample.Uploaded))
     expect(w.status).toBe("uploaded")
-    w = Either.getOrThrow(apply(w, sample.Submitting))
-    expect([w.status, w.dispatch_attempts, w.submitted_at]).toEqual(["uploaded", 0, now])
     w = Either.getOrThrow(apply(w, sample.Queued))
     expect([w.status, w.prompt_id, w.queue_number]).toEqual(["queued", "p", 2])
     w = Either.getOrThrow(apply(w, sample.QueueMoved))

@@ -78,7 +78,7 @@ export const fastDispatch: Partial<DispatcherOptions> = {
   retryDelayMax: "200 millis",
   idleAfter: "2 seconds",
   queueRefreshInterval: "50 millis",
-  requestTimeout: "3 seconds"
+  runnerRefreshInterval: "100 millis"
 }
 
 export interface TestServer {

@@ -3,7 +3,7 @@
  * subscribers wait on a one-slot sliding queue, so a publish never blocks and a slow subscriber
  * costs one pending wake-up, not a buffer.
  */
-import { subscribeFromLog, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import { type NewWorkflowEvent, subscribeFromLog, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -19,7 +19,11 @@ interface Log {
   last: number
 }
 
-export const makeMemoryEventBus = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
+/**
+ * The log and its bus. `append` writes events synchronously, so the workflow store logs a
+ * transition's events in the same step as the transition itself.
+ */
+export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
   const logs = new Map<string, Log>()
   const listeners = new Map<string, Set<Queue.Queue<void>>>()
 
@@ -51,35 +55,34 @@ export const makeMemoryEventBus = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
         })
     ).pipe(Effect.map((queue) => Queue.take(queue)))
 
-  return WorkflowEventBus.of({
-    publish: (workflowId, events) =>
-      Effect.flatMap(DateTime.now, (now) =>
-        Effect.sync(() => {
-          let log = logs.get(workflowId)
-          if (log === undefined) {
-            log = { events: [], first: 1, last: 0 }
-            logs.set(workflowId, log)
-          }
-          const added = events.map((e): WorkflowEvent => ({
-            workflow_id: workflowId,
-            seq: ++log!.last,
-            type: e.type,
-            data: e.data,
-            created_at: now
-          }))
-          log.events.push(...added)
-          const excess = log.events.length - capacity
-          if (excess > 0) {
-            log.events.splice(0, excess)
-            log.first += excess
-          }
-          for (const queue of listeners.get(workflowId) ?? []) Queue.unsafeOffer(queue, undefined)
-          return added
-        })),
+  const append = (workflowId: string, events: ReadonlyArray<NewWorkflowEvent>, now: DateTime.Utc): ReadonlyArray<WorkflowEvent> => {
+    if (events.length === 0) return []
+    let log = logs.get(workflowId)
+    if (log === undefined) {
+      log = { events: [], first: 1, last: 0 }
+      logs.set(workflowId, log)
+    }
+    const added: Array<WorkflowEvent> = []
+    for (const e of events) added.push({ workflow_id: workflowId, seq: ++log.last, type: e.type, data: e.data, created_at: now })
+    log.events.push(...added)
+    const excess = log.events.length - capacity
+    if (excess > 0) {
+      log.events.splice(0, excess)
+      log.first += excess
+    }
+    for (const queue of listeners.get(workflowId) ?? []) Queue.unsafeOffer(queue, undefined)
+    return added
+  }
+
+  const bus = WorkflowEventBus.of({
+    publish: (workflowId, events) => Effect.map(DateTime.now, (now) => append(workflowId, events, now)),
     read,
     lastSeq: (workflowId) => Effect.sync(() => logs.get(workflowId)?.last ?? 0),
     subscribe: subscribeFromLog(read, listen)
   })
+  return { bus, append }
 }
 
-export const MemoryEventBus: Layer.Layer<WorkflowEventBus> = Layer.sync(WorkflowEventBus, () => makeMemoryEventBus())
+export type MemoryEventLog = ReturnType<typeof makeMemoryEventLog>
+
+export const MemoryEventBus: Layer.Layer<WorkflowEventBus> = Layer.sync(WorkflowEventBus, () => makeMemoryEventLog().bus)

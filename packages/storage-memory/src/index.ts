@@ -2,34 +2,64 @@
  * @wes/storage-memory: every store interface of @wes/core in memory: the embedded default.
  * One process; nothing survives a restart.
  */
-import { type StoreServices, Transactor } from "@wes/core"
+import {
+  DispatchQueue,
+  ManagedRunnerRepository,
+  RunnerLoad,
+  RunnerRepository,
+  type StoreServices,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
 import { MemoryBlobStore } from "./MemoryBlobStore.js"
-import { MemoryEventBus } from "./MemoryEventBus.js"
+import { makeMemoryDispatchQueue } from "./MemoryDispatchQueue.js"
+import { makeMemoryEventLog } from "./MemoryEventBus.js"
 import {
   MemoryAccountRepository,
-  MemoryManagedRunnerRepository,
-  MemoryRunnerRepository,
+  makeMemoryManagedRunnerRepository,
+  makeMemoryRunnerRepository,
   MemoryTemplateRepository
 } from "./MemoryRepositories.js"
 import { MemoryRunnerOwnership } from "./MemoryRunnerOwnership.js"
-import { MemoryWorkflowStore } from "./MemoryWorkflowRepository.js"
+import { makeMemoryRunnerLoad } from "./MemoryRunnerLoad.js"
+import { makeMemoryWorkflowRepository } from "./MemoryWorkflowRepository.js"
+import { WorkflowTable } from "./WorkflowTable.js"
 
 export * from "./MemoryBlobStore.js"
 export * from "./MemoryEventBus.js"
 export * from "./MemoryRepositories.js"
 export * from "./MemoryRunnerOwnership.js"
-export * from "./MemoryWorkflowRepository.js"
 
-/** A fresh, empty in-memory store: every repository, the event bus, blobs and a pass-through transactor. */
+/**
+ * Workflows, their events, the dispatch queue, runners and the scheduling read over them: one
+ * set of shared state, so a workflow's write, its events and its wake-up happen in one step.
+ */
+export const MemoryWorkflowStore: Layer.Layer<
+  WorkflowRepository | WorkflowEventBus | DispatchQueue | RunnerRepository | ManagedRunnerRepository | RunnerLoad
+> = Layer.effectContext(Effect.gen(function*() {
+  const table = new WorkflowTable()
+  const log = makeMemoryEventLog()
+  const wakeups = yield* PubSub.sliding<string>(1024)
+  const runners = makeMemoryRunnerRepository()
+  const managed = makeMemoryManagedRunnerRepository()
+  return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void wakeups.unsafeOffer(id))).pipe(
+    Context.add(WorkflowEventBus, log.bus),
+    Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),
+    Context.add(RunnerRepository, runners),
+    Context.add(ManagedRunnerRepository, managed),
+    Context.add(RunnerLoad, makeMemoryRunnerLoad(runners, managed, table))
+  )
+}))
+
+/** A fresh, empty in-memory store: every repository, the event bus, the dispatch queue and blobs. */
 export const MemoryStoreLive: Layer.Layer<StoreServices> = Layer.mergeAll(
   MemoryWorkflowStore,
   MemoryRunnerOwnership,
   MemoryTemplateRepository,
-  MemoryRunnerRepository,
-  MemoryManagedRunnerRepository,
   MemoryAccountRepository,
-  MemoryEventBus,
-  MemoryBlobStore,
-  Transactor.Passthrough
+  MemoryBlobStore
 )

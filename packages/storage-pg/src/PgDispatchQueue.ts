@@ -8,6 +8,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { DispatchQueue } from "@wes/core"
+import * as Schema from "effect/Schema"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
@@ -15,6 +16,9 @@ import * as Stream from "effect/Stream"
 import type { ListenChannel } from "./PgListener.js"
 import { decodeRows, isId, orStorageError, run, WAITING_STATUSES_SQL } from "./Sql.js"
 import { WORKFLOW_COLUMNS, WorkflowRow } from "./WorkflowRows.js"
+
+/** A claimed row: the workflow, and whether an earlier claim had marked it as possibly posted. */
+const ClaimedRow = Schema.Struct({ ...WorkflowRow.fields, resubmit: Schema.Boolean })
 
 /** The default NOTIFY channel of new work; every instance sharing a database must use the same. */
 export const DEFAULT_WORK_CHANNEL = "wes_work"
@@ -40,28 +44,32 @@ export interface PgDispatchQueueOptions {
  * Ids must have passed `isId`.
  */
 export const dispatchQueries = (sql: SqlClient.SqlClient) => {
-  const workflows = sql.literal(WORKFLOW_COLUMNS)
+  const workflows = sql.literal(WORKFLOW_COLUMNS.join(", "))
+  const claimedColumns = sql.literal(WORKFLOW_COLUMNS.map((c) => `w.${c}`).join(", "))
   const waiting = sql.literal(WAITING_STATUSES_SQL)
   const leaseEnd = (leaseMs: number) => sql`now() + ${Math.max(0, Math.round(leaseMs))}::float8 * interval '1 millisecond'`
   return {
     /**
      * One statement: lock the oldest waiting rows of the runner that hold no live lease (the
-     * owner's own included), skipping rows other claimers hold locked right now, and stamp them
-     * with the lease; returned oldest first.
+     * owner's own included), skipping rows other claimers hold locked right now, stamp them with
+     * the lease and mark them as possibly posted (`submitted_at`, kept when already set); returned
+     * oldest first, each with whether it had been marked before.
      */
     claim: (runnerId: string, owner: string, limit: number, leaseMs: number) =>
-      sql`WITH claimed AS (
-          UPDATE workflows SET claimed_by = ${owner}, lease_expires_at = ${leaseEnd(leaseMs)}
-          WHERE id IN (
-            SELECT id FROM workflows
-            WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
-              AND status IN ${waiting}
-              AND (claimed_by IS NULL OR lease_expires_at < now())
-            ORDER BY created_at, id
-            LIMIT ${limit}
-            FOR UPDATE SKIP LOCKED)
-          RETURNING ${workflows})
-        SELECT ${workflows} FROM claimed ORDER BY created_at, id`,
+      sql`WITH picked AS (
+          SELECT id, submitted_at IS NOT NULL AS resubmit FROM workflows
+          WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
+            AND status IN ${waiting}
+            AND (claimed_by IS NULL OR lease_expires_at < now())
+          ORDER BY created_at, id
+          LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+          UPDATE workflows w SET claimed_by = ${owner}, lease_expires_at = ${leaseEnd(leaseMs)},
+            submitted_at = coalesce(w.submitted_at, now())
+          FROM picked WHERE w.id = picked.id
+          RETURNING ${claimedColumns}, picked.resubmit)
+        SELECT ${workflows}, resubmit FROM claimed ORDER BY created_at, id`,
     renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) =>
       sql`UPDATE workflows SET lease_expires_at = ${leaseEnd(leaseMs)}
         WHERE id = ANY(${ids}::uuid[]) AND claimed_by = ${owner}`,
@@ -101,11 +109,15 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const q = dispatchQueries(sql)
-    const decodeWorkflows = decodeRows(WorkflowRow)
+    const decodeClaims = decodeRows(ClaimedRow)
     return DispatchQueue.of({
       claim: (runnerId, owner, limit, leaseMs) =>
         isId(runnerId) && limit > 0
-          ? run(q.claim(runnerId, owner, limit, leaseMs)).pipe(Effect.flatMap(decodeWorkflows), orStorageError("dispatch.claim"))
+          ? run(q.claim(runnerId, owner, limit, leaseMs)).pipe(
+            Effect.flatMap(decodeClaims),
+            Effect.map((rows) => rows.map(({ resubmit, ...workflow }) => ({ workflow, resubmit }))),
+            orStorageError("dispatch.claim")
+          )
           : Effect.succeed([]),
       renew: (ids, owner, leaseMs) => {
         const valid = ids.filter(isId)

@@ -83,7 +83,7 @@ export const makePgEventBus = (options: PgEventBusOptions = {}) =>
 
 /**
  * `WorkflowEventBus` alone on the `PgClient` in context (one LISTEN connection while the layer
- * lives). With the dispatch queue, use `layerPgEventBusAndDispatchQueue`, which shares one
+ * lives). With the dispatch queue, use `layerPgWorkflows`, which shares one
  * connection: two listeners on one client would keep each other's dead connection alive.
  */
 export const layerPgEventBus = (options: PgEventBusOptions = {}): Layer.Layer<WorkflowEventBus, never, PgClient.PgClient> =>

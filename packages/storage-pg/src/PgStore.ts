@@ -4,7 +4,7 @@ import type { Duplex } from "node:stream"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { DispatchQueue, type StorageError, type StoreServices, WorkflowEventBus } from "@wes/core"
+import { DispatchQueue, type StorageError, type StoreServices, WorkflowEventBus, WorkflowRepository } from "@wes/core"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -20,10 +20,10 @@ import { DEFAULT_EVENTS_CHANNEL, eventWakeupsOn, type PgEventBusOptions } from "
 import { DEFAULT_HEARTBEAT_INTERVAL, startListener } from "./PgListener.js"
 import { PgManagedRunnerRepository } from "./PgManagedRunnerRepository.js"
 import { layerPgRunnerOwnership, type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
+import { PgRunnerLoad } from "./PgRunnerLoad.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
 import { PgTemplateRepository } from "./PgTemplateRepository.js"
-import { PgTransactor } from "./PgTransactor.js"
-import { PgWorkflowRepository } from "./PgWorkflowRepository.js"
+import { makePgWorkflowRepository } from "./PgWorkflowRepository.js"
 import { storageError } from "./Sql.js"
 
 /** Connections per instance: enough for a 2-core server; PostgreSQL's default allows 100 in all. */
@@ -68,19 +68,22 @@ const socketDroppedWhenSilent = (ms: number) => (): Duplex => {
 }
 
 /**
- * The event bus and the dispatch queue on the `PgClient` in context, woken through ONE LISTEN
+ * The workflow repository, the event bus and the dispatch queue on the `PgClient` in context: the
+ * repository's writes announce on the channels the other two listen on, through ONE LISTEN
  * connection (both channels), with the heartbeat settings of `events`.
  */
-export const layerPgEventBusAndDispatchQueue = (
+export const layerPgWorkflows = (
   options: Pick<PgStoreOptions, "events" | "dispatch"> = {}
-): Layer.Layer<WorkflowEventBus | DispatchQueue, never, PgClient.PgClient> =>
+): Layer.Layer<WorkflowRepository | WorkflowEventBus | DispatchQueue, never, PgClient.PgClient> =>
   Layer.scopedContext(Effect.gen(function*() {
     const events = eventWakeupsOn(options.events?.channel ?? DEFAULT_EVENTS_CHANNEL)
     const work = yield* workWakeupsOn(options.dispatch)
     yield* startListener([events.listen, work.listen], options.events)
     const bus = yield* makePgEventBusWith(events.wakeups)
-    const queue = yield* makePgDispatchQueue(work).pipe(Effect.provideServiceEffect(SqlClient.SqlClient, PgClient.PgClient))
-    return Context.make(WorkflowEventBus, bus).pipe(Context.add(DispatchQueue, queue))
+    const withSql = Effect.provideServiceEffect(SqlClient.SqlClient, PgClient.PgClient)
+    const queue = yield* makePgDispatchQueue(work).pipe(withSql)
+    const repo = yield* makePgWorkflowRepository({ events: events.wakeups.channel, work: work.channel }).pipe(withSql)
+    return Context.make(WorkflowEventBus, bus).pipe(Context.add(DispatchQueue, queue), Context.add(WorkflowRepository, repo))
   }))
 
 const SqlFromPg: Layer.Layer<SqlClient.SqlClient, never, PgClient.PgClient> = Layer.effect(SqlClient.SqlClient, PgClient.PgClient)
@@ -91,14 +94,13 @@ const SqlFromPg: Layer.Layer<SqlClient.SqlClient, never, PgClient.PgClient> = La
  */
 export const PgStoreFromClient = (options: PgStoreOptions = {}): Layer.Layer<StoreServices, StorageError, PgClient.PgClient> =>
   Layer.mergeAll(
-    PgWorkflowRepository,
     PgTemplateRepository,
     PgRunnerRepository,
     PgManagedRunnerRepository,
     PgAccountRepository,
     PgBlobStore,
-    PgTransactor,
-    layerPgEventBusAndDispatchQueue(options),
+    PgRunnerLoad,
+    layerPgWorkflows(options),
     layerPgRunnerOwnership(options.runnerLeases)
   ).pipe(Layer.provide(PgMigrationsLive), Layer.provide(SqlFromPg))
 

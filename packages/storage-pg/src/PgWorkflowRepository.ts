@@ -1,47 +1,50 @@
-/** Workflows and their outputs in PostgreSQL. */
+/**
+ * Workflows and their outputs in PostgreSQL. Reads are plain statements (the SQL is in
+ * `workflowQueries`, which the index tests EXPLAIN); the writes are one statement each
+ * (WorkflowWrites.ts), and transitions that arrive together share a statement (GroupCommit.ts).
+ */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import {
   DuplicateIdempotencyKey,
   LimitReached,
   ManagedRunnerId,
-  NotFound,
+  planTransition,
   RunnerId,
   type RunnerRef,
-  type StorageError,
+  StorageError,
+  type TransitionOutcome,
+  type TransitionPlan,
+  type TransitionRequest,
   type Workflow,
-  type WorkflowInsertLimits,
   type WorkflowListQuery,
   WorkflowOutput,
   WorkflowRepository,
-  type WorkflowStatus,
   WorkflowSummary
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { makeGroupCommit } from "./GroupCommit.js"
+import { DEFAULT_WORK_CHANNEL } from "./PgDispatchQueue.js"
+import { DEFAULT_EVENTS_CHANNEL } from "./PgEventWakeups.js"
 import {
   DbTimestamp,
   decodeFirst,
   decodeRows,
   isId,
   limitOffset,
-  lockUserInserts,
   orStorageError,
   pageOf,
   readCount,
   run,
-  toDate,
-  toJson,
-  toNullableDate,
-  toTextArray,
-  transaction,
-  UNFINISHED_STATUSES_SQL,
-  updateRow
+  toDate
 } from "./Sql.js"
-import { WORKFLOW_COLUMNS, WorkflowRow, workflowTimestamps } from "./WorkflowRows.js"
+import { type Channels, createStatement, transitionStatement, UNFINISHED_SQL } from "./WorkflowWrites.js"
+import { HEAD_COLUMNS, WORKFLOW_COLUMNS, WorkflowHeadRow, WorkflowRow, workflowTimestamps } from "./WorkflowRows.js"
 
 const SummaryRow = Schema.Struct({ ...WorkflowSummary.fields, ...workflowTimestamps })
 // `size` is a bigint column, read as float8 (exact for every size a file can have).
@@ -52,46 +55,26 @@ const RunnerRefRow = Schema.Union(
   Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })
 )
 
-const SUMMARY_COLUMNS = "id, name, status, tags, created_at, updated_at, started_at, completed_at"
+const SUMMARY_COLUMNS = Object.keys(SummaryRow.fields).join(", ")
 const OUTPUT_COLUMNS =
   "id, workflow_id, node_id, filename, subfolder, type, content_type, size::float8 AS size, blob_key, created_at"
 
-/** The columns of a workflow record, as parameters (everything but the dispatcher's lease). */
-const columnsOf = (w: Workflow) => ({
-  id: w.id,
-  user_id: w.user_id,
-  name: w.name,
-  status: w.status,
-  tags: toTextArray(w.tags),
-  created_at: toDate(w.created_at),
-  updated_at: toDate(w.updated_at),
-  started_at: toNullableDate(w.started_at),
-  completed_at: toNullableDate(w.completed_at),
-  user_runner_id: w.user_runner_id,
-  managed_runner_id: w.managed_runner_id,
-  workflow_json: toJson(w.workflow_json),
-  workflow_params: toJson(w.workflow_params),
-  prompt_id: w.prompt_id,
-  queue_number: w.queue_number,
-  error_node: w.error_node,
-  exception_type: w.exception_type,
-  exception_message: w.exception_message,
-  idempotency_key: w.idempotency_key,
-  dispatch_attempts: w.dispatch_attempts,
-  submitted_at: toNullableDate(w.submitted_at)
-})
+/** Transitions written together at most (one statement). */
+export const TRANSITION_BATCH = 500
 
 /**
  * The SQL of the workflow reads, as statements: the repository runs them, the index tests
  * EXPLAIN them. Ids must have passed `isId`.
  */
 export const workflowQueries = (sql: SqlClient.SqlClient) => {
-  const workflows = sql.literal(WORKFLOW_COLUMNS)
+  const workflows = sql.literal(WORKFLOW_COLUMNS.join(", "))
+  const heads = sql.literal(HEAD_COLUMNS.join(", "))
   const summaries = sql.literal(SUMMARY_COLUMNS)
-  const unfinished = sql.literal(UNFINISHED_STATUSES_SQL)
+  const unfinished = sql.literal(UNFINISHED_SQL)
   const runnerColumn = (runner: RunnerRef) => sql(runner.kind === "user" ? "user_runner_id" : "managed_runner_id")
   return {
     findById: (id: string) => sql`SELECT ${workflows} FROM workflows WHERE id = ${id}`,
+    findHead: (id: string) => sql`SELECT ${heads} FROM workflows WHERE id = ${id}`,
     findByIdempotencyKey: (userId: string, key: string, since: DateTime.Utc | undefined) =>
       since === undefined
         ? sql`SELECT ${workflows} FROM workflows WHERE user_id = ${userId} AND idempotency_key = ${key}`
@@ -126,10 +109,11 @@ export const workflowQueries = (sql: SqlClient.SqlClient) => {
         UNION ALL
         SELECT managed_runner_id, count(*)::int FROM workflows
           WHERE status IN ${unfinished} AND managed_runner_id = ANY(${runnerIds}::uuid[]) GROUP BY managed_runner_id`,
-    /** Either kind of runner (a workflow has at most one), by migration 0009's expression index. */
-    listUnfinishedOnRunner: (runnerId: string, limit: number) =>
-      sql`SELECT ${workflows} FROM workflows
-        WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId} AND status IN ${unfinished}
+    /** Either kind of runner (a workflow has at most one), by migration 0011's index (its predicate, word for word). */
+    listSubmittedOnRunner: (runnerId: string, limit: number) =>
+      sql`SELECT ${heads} FROM workflows
+        WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
+          AND (status IN ('queued', 'running') OR (status IN ('accepted', 'uploaded') AND submitted_at IS NOT NULL))
         ORDER BY created_at, id LIMIT ${limit}`,
     /** One DISTINCT per kind of runner, each over its partial index of unfinished workflows. */
     unfinishedRunners: () =>
@@ -138,160 +122,177 @@ export const workflowQueries = (sql: SqlClient.SqlClient) => {
         UNION ALL
         SELECT 'managed', id FROM (SELECT DISTINCT managed_runner_id AS id FROM workflows
           WHERE status IN ${unfinished} AND managed_runner_id IS NOT NULL) AS m`,
-    listByStatus: (statuses: ReadonlyArray<WorkflowStatus>, limit: number) =>
-      sql`SELECT ${workflows} FROM workflows WHERE status = ANY(${statuses}::text[]) ORDER BY created_at, id LIMIT ${limit}`,
     listOutputs: (workflowId: string) =>
-      sql`SELECT ${sql.literal(OUTPUT_COLUMNS)} FROM workflow_outputs WHERE workflow_id = ${workflowId} ORDER BY position`
+      sql`SELECT ${sql.literal(OUTPUT_COLUMNS)} FROM workflow_outputs WHERE workflow_id = ${workflowId} ORDER BY position`,
+    /** The user's quota row (which limit a refused create hit). */
+    quota: (userId: string) =>
+      sql<{ active: number; day_start: Date; created_on_day: number }>`SELECT active, day_start, created_on_day
+        FROM workflow_quotas WHERE user_id = ${userId}`
   }
 }
 
-export const makePgWorkflowRepository = Effect.gen(function*() {
-  const sql = yield* SqlClient.SqlClient
-  const q = workflowQueries(sql)
-  const decodeWorkflow = decodeFirst(WorkflowRow)
-  const decodeSummaries = decodeRows(SummaryRow)
-  const count = (statement: Statement.Statement<{ n: number }>, operation: string) =>
-    run(statement).pipe(Effect.flatMap(readCount), orStorageError(operation))
+const UNIQUE_VIOLATION = "23505"
+const isUniqueViolation = (e: StorageError): boolean => e.message.includes(`SQLSTATE ${UNIQUE_VIOLATION}`)
 
-  const findById = (id: string): Effect.Effect<Option.Option<Workflow>, StorageError> =>
-    isId(id)
-      ? run(q.findById(id)).pipe(Effect.flatMap(decodeWorkflow), orStorageError("workflows.findById"))
-      : Effect.succeedNone
+export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_EVENTS_CHANNEL, work: DEFAULT_WORK_CHANNEL }) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const q = workflowQueries(sql)
+    const decodeWorkflow = decodeFirst(WorkflowRow)
+    const decodeHead = decodeFirst(WorkflowHeadRow)
+    const decodeHeads = decodeRows(WorkflowHeadRow)
+    const decodeSummaries = decodeRows(SummaryRow)
+    const count = (statement: Statement.Statement<{ n: number }>, operation: string) =>
+      run(statement).pipe(Effect.flatMap(readCount), orStorageError(operation))
 
-  const insertRow = (w: Workflow) =>
-    run(sql`INSERT INTO workflows ${sql.insert(columnsOf(w))}`).pipe(orStorageError("workflows.insert"))
+    const findById = (id: string): Effect.Effect<Option.Option<Workflow>, StorageError> =>
+      isId(id) ? run(q.findById(id)).pipe(Effect.flatMap(decodeWorkflow), orStorageError("workflows.findById")) : Effect.succeedNone
 
-  /** Fails with the user's live workflow of this key; a key older than `since` is released for reuse. */
-  const claimIdempotencyKey = (w: Workflow, key: string, since: DateTime.Utc | undefined) =>
-    Effect.gen(function*() {
-      const existing = yield* run(q.findByIdempotencyKey(w.user_id, key, undefined)).pipe(
-        Effect.flatMap(decodeWorkflow),
-        orStorageError("workflows.insert (idempotency key)")
+    /** The limit a refused create hit, from the quota row as it is now. */
+    const limitHit = (w: Workflow, maxActive: number) =>
+      run(q.quota(w.user_id)).pipe(
+        orStorageError("workflows.create (quota)"),
+        Effect.map((rows) =>
+          new LimitReached({ limit: (rows[0]?.active ?? 0) + 1 > maxActive ? "active_workflows" : "workflows_per_day" })
+        )
       )
-      if (Option.isNone(existing)) return
-      if (since === undefined || DateTime.greaterThanOrEqualTo(existing.value.created_at, since)) {
-        return yield* Effect.fail(new DuplicateIdempotencyKey({ existing: existing.value }))
-      }
-      yield* run(sql`UPDATE workflows SET idempotency_key = NULL WHERE id = ${existing.value.id}`).pipe(
-        orStorageError("workflows.insert (release idempotency key)")
-      )
-    })
 
-  const checkLimits = (w: Workflow, limits: WorkflowInsertLimits) =>
-    Effect.gen(function*() {
-      const active = yield* count(q.countActive(w.user_id), "workflows.insert (active limit)")
-      if (active + 1 > limits.active_workflows) return yield* Effect.fail(new LimitReached({ limit: "active_workflows" }))
-      const today = yield* count(q.countCreatedSince(w.user_id, limits.day_start), "workflows.insert (daily limit)")
-      if (today + 1 > limits.workflows_per_day) return yield* Effect.fail(new LimitReached({ limit: "workflows_per_day" }))
-    })
-
-  return WorkflowRepository.of({
-    insert: (w, options = {}) => {
-      const { idempotency_since, limits } = options
-      const key = w.idempotency_key
-      if (limits === undefined && key === null) return Effect.as(insertRow(w), w)
-      // Serialize this user's counted inserts: check the key and count, then insert, atomically.
-      return transaction(sql, "workflows.insert")(Effect.gen(function*() {
-        yield* lockUserInserts(sql, w.user_id)
-        if (key !== null) yield* claimIdempotencyKey(w, key, idempotency_since)
-        if (limits !== undefined) yield* checkLimits(w, limits)
-        yield* insertRow(w)
-        return w
-      }))
-    },
-    findById,
-    findForUser: (userId, id) => Effect.map(findById(id), Option.filter((w) => w.user_id === userId)),
-    findByIdempotencyKey: (userId, key, since) =>
-      isId(userId)
-        ? run(q.findByIdempotencyKey(userId, key, since)).pipe(
+    /** Fails with the user's live workflow of this key; a key older than `since` is released for reuse. */
+    const checkIdempotencyKey = (w: Workflow, key: string, since: DateTime.Utc | undefined) =>
+      Effect.gen(function*() {
+        const existing = yield* run(q.findByIdempotencyKey(w.user_id, key, undefined)).pipe(
           Effect.flatMap(decodeWorkflow),
-          orStorageError("workflows.findByIdempotencyKey")
+          orStorageError("workflows.create (idempotency key)")
         )
-        : Effect.succeedNone,
-    update: (id, f) =>
-      isId(id)
-        ? updateRow(sql, {
-          table: "workflows",
-          id,
-          select: q.findById(id),
-          decode: decodeWorkflow,
-          columns: columnsOf,
-          notFound: NotFound.workflow
-        }, f)
-        : Effect.fail(NotFound.workflow()),
-    list: (userId, query) => {
-      if (!isId(userId)) return Effect.succeed({ items: [], total: 0 })
-      const { items, total } = q.list(userId, query)
-      return pageOf("workflows.list", Effect.flatMap(run(items), decodeSummaries), total)
-    },
-    history: (userId, runner, limit) =>
-      isId(userId) && isId(runner.id)
-        ? run(q.history(userId, runner, limit)).pipe(Effect.flatMap(decodeSummaries), orStorageError("workflows.history"))
-        : Effect.succeed([]),
-    countActive: (userId) => isId(userId) ? count(q.countActive(userId), "workflows.countActive") : Effect.succeed(0),
-    countCreatedSince: (userId, since) =>
-      isId(userId) ? count(q.countCreatedSince(userId, since), "workflows.countCreatedSince") : Effect.succeed(0),
-    countInFlight: (runnerIds) => {
-      const counts = new Map<string, number>(runnerIds.map((id) => [id, 0]))
-      const ids = runnerIds.filter(isId)
-      if (ids.length === 0) return Effect.succeed(counts)
-      // PostgreSQL spells ids in lowercase: report them as the caller did.
-      const asAsked = new Map(ids.map((id) => [id.toLowerCase(), id]))
-      return run(q.countInFlight(ids)).pipe(
-        Effect.map((rows) => {
-          for (const row of rows) {
-            const id = asAsked.get(row.runner_id) ?? row.runner_id
-            counts.set(id, (counts.get(id) ?? 0) + row.n)
-          }
-          return counts
-        }),
-        orStorageError("workflows.countInFlight")
-      )
-    },
-    listByStatus: (statuses, limit) =>
-      statuses.length === 0
-        ? Effect.succeed([])
-        : run(q.listByStatus(statuses, limit)).pipe(
-          Effect.flatMap(decodeRows(WorkflowRow)),
-          orStorageError("workflows.listByStatus")
-        ),
-    listUnfinishedOnRunner: (runnerId, limit) =>
-      isId(runnerId) && limit > 0
-        ? run(q.listUnfinishedOnRunner(runnerId, limit)).pipe(
-          Effect.flatMap(decodeRows(WorkflowRow)),
-          orStorageError("workflows.listUnfinishedOnRunner")
+        if (Option.isNone(existing)) return
+        if (since === undefined || DateTime.greaterThanOrEqualTo(existing.value.created_at, since)) {
+          return yield* Effect.fail(new DuplicateIdempotencyKey({ existing: existing.value }))
+        }
+        yield* run(sql`UPDATE workflows SET idempotency_key = NULL WHERE id = ${existing.value.id}`).pipe(
+          orStorageError("workflows.create (release idempotency key)")
         )
-        : Effect.succeed([]),
-    unfinishedRunners: run(q.unfinishedRunners()).pipe(
-      Effect.flatMap(decodeRows(RunnerRefRow)),
-      orStorageError("workflows.unfinishedRunners")
-    ),
-    addOutputs: (outputs) =>
-      outputs.length === 0
-        ? Effect.void
-        : run(sql`INSERT INTO workflow_outputs ${
-          sql.insert(outputs.map((o) => ({
-            id: o.id,
-            workflow_id: o.workflow_id,
-            node_id: o.node_id,
-            filename: o.filename,
-            subfolder: o.subfolder,
-            type: o.type,
-            content_type: o.content_type,
-            size: o.size,
-            blob_key: o.blob_key,
-            created_at: toDate(o.created_at)
-          })))
-        }`).pipe(Effect.asVoid, orStorageError("workflows.addOutputs")),
-    listOutputs: (workflowId) =>
-      isId(workflowId)
-        ? run(q.listOutputs(workflowId)).pipe(Effect.flatMap(decodeRows(OutputRow)), orStorageError("workflows.listOutputs"))
-        : Effect.succeed([])
-  })
-})
+      })
 
-/** `WorkflowRepository` on the `SqlClient` in context. */
-export const PgWorkflowRepository: Layer.Layer<WorkflowRepository, never, SqlClient.SqlClient> = Layer.effect(
+    const create: WorkflowRepository["Type"]["create"] = (w, options = {}) =>
+      Effect.gen(function*() {
+        const { idempotency_since, limits } = options
+        const key = w.idempotency_key
+        if (key !== null) yield* checkIdempotencyKey(w, key, idempotency_since)
+        const statement = createStatement(sql, channels, w, limits === undefined ? undefined : {
+          maxActive: limits.active_workflows,
+          maxPerDay: limits.workflows_per_day,
+          dayStart: limits.day_start
+        })
+        const rows = yield* run(statement).pipe(
+          orStorageError("workflows.create"),
+          // A concurrent create with the same key got there first: answer with its workflow.
+          Effect.catchIf((e) => key !== null && isUniqueViolation(e), () =>
+            Effect.flatMap(checkIdempotencyKey(w, key!, idempotency_since), () =>
+              Effect.fail(new StorageError({ message: "PostgreSQL store: workflows.create: idempotency key taken and released" }))))
+        )
+        if (rows.length === 0) return yield* Effect.fail(yield* limitHit(w, limits?.active_workflows ?? Infinity))
+        return w
+      })
+
+    /** Writes a batch of transitions in one statement; an outcome per request. */
+    const writeTransitions = (batch: readonly [
+      { readonly request: TransitionRequest; readonly plan: TransitionPlan },
+      ...Array<{ readonly request: TransitionRequest; readonly plan: TransitionPlan }>
+    ]) =>
+      Effect.gen(function*() {
+        const rows = yield* run(transitionStatement(sql, channels, batch)).pipe(
+          Effect.flatMap(decodeHeads),
+          orStorageError("workflows.transition")
+        )
+        const applied = new Map(rows.map((w) => [w.id.toLowerCase(), w]))
+        const refused = batch.filter(({ request }) => !applied.has(request.id.toLowerCase())).map(({ request }) => request.id)
+        // Why the others were not applied: the status now (or no such workflow).
+        const current = refused.length === 0 ? [] : yield* run(
+          sql<{ id: string; status: string; user_id: string }>`SELECT id, status, user_id FROM workflows WHERE id = ANY(${refused}::uuid[])`
+        ).pipe(orStorageError("workflows.transition (refused)"))
+        const now = new Map(current.map((r) => [r.id.toLowerCase(), r]))
+        return batch.map(({ request }): TransitionOutcome => {
+          const id = request.id.toLowerCase()
+          const w = applied.get(id)
+          if (w !== undefined) return { _tag: "Applied", workflow: w }
+          const row = now.get(id)
+          if (row === undefined || (request.owner !== undefined && row.user_id !== request.owner.toLowerCase())) return { _tag: "Missing" }
+          return { _tag: "Refused", status: row.status as Workflow["status"] }
+        })
+      })
+
+    const transitions = yield* makeGroupCommit({
+      write: writeTransitions,
+      key: ({ request }) => request.id.toLowerCase(),
+      maxBatch: TRANSITION_BATCH,
+      capacity: 10_000
+    })
+
+    return WorkflowRepository.of({
+      create,
+      transition: (request) => {
+        if (!isId(request.id) || (request.owner !== undefined && !isId(request.owner))) return Effect.succeed({ _tag: "Missing" })
+        const plan = planTransition(request.steps, request.at)
+        if (Either.isLeft(plan)) return Effect.dieMessage(`an illegal chain of moves: ${plan.left.message}`)
+        return transitions({ request, plan: plan.right })
+      },
+      findById,
+      findForUser: (userId, id) => Effect.map(findById(id), Option.filter((w) => w.user_id === userId)),
+      findHeadForUser: (userId, id) =>
+        isId(id)
+          ? run(q.findHead(id)).pipe(
+            Effect.flatMap(decodeHead),
+            Effect.map(Option.filter((w) => w.user_id === userId)),
+            orStorageError("workflows.findHeadForUser")
+          )
+          : Effect.succeedNone,
+      findByIdempotencyKey: (userId, key, since) =>
+        isId(userId)
+          ? run(q.findByIdempotencyKey(userId, key, since)).pipe(Effect.flatMap(decodeWorkflow), orStorageError("workflows.findByIdempotencyKey"))
+          : Effect.succeedNone,
+      list: (userId, query) => {
+        if (!isId(userId)) return Effect.succeed({ items: [], total: 0 })
+        const { items, total } = q.list(userId, query)
+        return pageOf("workflows.list", Effect.flatMap(run(items), decodeSummaries), total)
+      },
+      history: (userId, runner, limit) =>
+        isId(userId) && isId(runner.id)
+          ? run(q.history(userId, runner, limit)).pipe(Effect.flatMap(decodeSummaries), orStorageError("workflows.history"))
+          : Effect.succeed([]),
+      countActive: (userId) => isId(userId) ? count(q.countActive(userId), "workflows.countActive") : Effect.succeed(0),
+      countCreatedSince: (userId, since) =>
+        isId(userId) ? count(q.countCreatedSince(userId, since), "workflows.countCreatedSince") : Effect.succeed(0),
+      countInFlight: (runnerIds) => {
+        const counts = new Map<string, number>(runnerIds.map((id) => [id, 0]))
+        const ids = runnerIds.filter(isId)
+        if (ids.length === 0) return Effect.succeed(counts)
+        // PostgreSQL spells ids in lowercase: report them as the caller did.
+        const asAsked = new Map(ids.map((id) => [id.toLowerCase(), id]))
+        return run(q.countInFlight(ids)).pipe(
+          Effect.map((rows) => {
+            for (const row of rows) {
+              const id = asAsked.get(row.runner_id) ?? row.runner_id
+              counts.set(id, (counts.get(id) ?? 0) + row.n)
+            }
+            return counts
+          }),
+          orStorageError("workflows.countInFlight")
+        )
+      },
+      listSubmittedOnRunner: (runnerId, limit) =>
+        isId(runnerId) && limit > 0
+          ? run(q.listSubmittedOnRunner(runnerId, limit)).pipe(Effect.flatMap(decodeHeads), orStorageError("workflows.listSubmittedOnRunner"))
+          : Effect.succeed([]),
+      unfinishedRunners: run(q.unfinishedRunners()).pipe(Effect.flatMap(decodeRows(RunnerRefRow)), orStorageError("workflows.unfinishedRunners")),
+      listOutputs: (workflowId) =>
+        isId(workflowId)
+          ? run(q.listOutputs(workflowId)).pipe(Effect.flatMap(decodeRows(OutputRow)), orStorageError("workflows.listOutputs"))
+          : Effect.succeed([])
+    })
+  })
+
+/** `WorkflowRepository` on the `SqlClient` in context (default NOTIFY channels), for the life of the scope. */
+export const PgWorkflowRepository: Layer.Layer<WorkflowRepository, never, SqlClient.SqlClient> = Layer.scoped(
   WorkflowRepository,
-  makePgWorkflowRepository
+  makePgWorkflowRepository()
 )

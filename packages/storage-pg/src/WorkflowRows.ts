@@ -1,7 +1,21 @@
-/** How a workflow record is read from the `workflows` table (shared by the repository and the dispatch queue). */
-import { Workflow } from "@wes/core"
+/**
+ * The `workflows` table, described once: `WorkflowRow` is core's record with each field in its
+ * column's form, and everything else is derived from it: the column lists the statements read,
+ * decoding of rows, and the parameters of an insert (encoding). `SUMMARY_JSON` builds a workflow's
+ * summary (the data of its status events) from a row, inside a statement, from the fields of
+ * core's `WorkflowSummary`.
+ */
+import { Timestamp, Workflow, WorkflowSummary } from "@wes/core"
 import * as Schema from "effect/Schema"
 import { DbNullableTimestamp, DbTimestamp } from "./Sql.js"
+
+/** A `jsonb` column: read as the parsed value, written as JSON text (the driver would turn a JS array into a PostgreSQL array). */
+const JsonColumn = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
+  Schema.transform(Schema.Unknown, Schema.typeSchema(schema), {
+    strict: false,
+    decode: (u) => u,
+    encode: (a) => JSON.stringify(a)
+  })
 
 export const workflowTimestamps = {
   created_at: DbTimestamp,
@@ -10,10 +24,33 @@ export const workflowTimestamps = {
   completed_at: DbNullableTimestamp
 }
 
-/** A workflow row, decoded to core's record. */
-export const WorkflowRow = Schema.Struct({ ...Workflow.fields, ...workflowTimestamps, submitted_at: DbNullableTimestamp })
+/** A workflow row, decoded to core's record (and encoded to insert parameters). */
+export const WorkflowRow = Schema.Struct({
+  ...Workflow.fields,
+  ...workflowTimestamps,
+  submitted_at: DbNullableTimestamp,
+  workflow_json: JsonColumn(Workflow.fields.workflow_json),
+  workflow_params: JsonColumn(Workflow.fields.workflow_params)
+})
 
-/** The columns `WorkflowRow` reads (not the dispatcher's claim columns). */
-export const WORKFLOW_COLUMNS = `id, user_id, name, status, tags, created_at, updated_at, started_at, completed_at,
-  user_runner_id, managed_runner_id, workflow_json, workflow_params, prompt_id, queue_number, error_node,
-  exception_type, exception_message, idempotency_key, dispatch_attempts, submitted_at`
+const { workflow_json: _definition, ...headFields } = WorkflowRow.fields
+/** A workflow row without its definition. */
+export const WorkflowHeadRow = Schema.Struct(headFields)
+
+/** Every column of `WorkflowRow`, for SELECT and RETURNING lists. */
+export const WORKFLOW_COLUMNS = Object.keys(WorkflowRow.fields)
+export const HEAD_COLUMNS = Object.keys(WorkflowHeadRow.fields)
+
+/** `created_at` as core's Timestamp prints it (`DateTime.formatIso`: milliseconds, `Z`). */
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+const isTimestamp = (schema: Schema.Schema.Any): boolean =>
+  schema.ast === Timestamp.ast || (schema.ast._tag === "Union" && schema.ast.types.some((t) => t === Timestamp.ast))
+
+/** SQL: the summary of the row `alias`, as `jsonb`, equal to core's `summaryData` of it. */
+export const summaryJson = (alias: string): string =>
+  `jsonb_build_object(${
+    Object.entries(WorkflowSummary.fields).map(([key, schema]) =>
+      `'${key}', ${isTimestamp(schema) ? iso(`${alias}.${key}`) : `to_jsonb(${alias}.${key})`}`
+    ).join(", ")
+  })`

@@ -3,12 +3,12 @@
  * two instance ids) on one schema, as two `wes serve` processes sharing a database.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { DispatchQueue, RunnerOwnership, Transactor, type Workflow, WorkflowRepository } from "@wes/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { DispatchQueue, RunnerOwnership, type Workflow, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import { type PgStoreConfig, WAKE_ALL_RUNNERS } from "@wes/storage-pg"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
-import * as Either from "effect/Either"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -32,7 +32,7 @@ const instance = (schema: string, name: string, options: Omit<PgStoreConfig, "ur
       repo: Context.get(context, WorkflowRepository),
       queue: Context.get(context, DispatchQueue),
       ownership: Context.get(context, RunnerOwnership),
-      tx: Context.get(context, Transactor),
+      sql: Context.get(context, SqlClient.SqlClient),
       /** Stops the instance without giving anything back, as a crash would. */
       stop: Scope.close(scope, Exit.void)
     }
@@ -172,7 +172,7 @@ describe("the dispatch queue across instances", () => {
       const { a, b } = yield* twoInstances()
       const r = F.uuid()
       const waiting = waitingOn(r, 200)
-      yield* Effect.forEach(waiting, (w) => a.repo.insert(w), { concurrency: 8, discard: true })
+      yield* Effect.forEach(waiting, (w) => a.repo.create(w), { concurrency: 8, discard: true })
 
       const claimers = [
         { instance: a, owner: `${a.ownership.instanceId}-1` },
@@ -185,12 +185,12 @@ describe("the dispatch queue across instances", () => {
         Effect.gen(function*() {
           const got: Array<string> = []
           for (;;) {
-            const batch = yield* queue.claim(r, owner, 7, 60_000)
+            const batch = (yield* queue.claim(r, owner, 7, 60_000)).map((c) => c.workflow)
             if (batch.length === 0) return { owner, got }
             const created = batch.map((w) => w.created_at.epochMillis)
             expect(created, "each batch comes oldest first").toEqual([...created].sort((x, y) => x - y))
             got.push(...ids(batch))
-            yield* Effect.forEach(batch, (w) => repo.update(w.id, (current) => Either.right({ ...current, status: "queued" as const })), {
+            yield* Effect.forEach(batch, (w) => repo.transition({ id: w.id, steps: [WorkflowTransition.Uploaded(), WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 })], at: F.at(1) }), {
               discard: true
             })
             yield* queue.release(ids(batch), owner)
@@ -202,8 +202,8 @@ describe("the dispatch queue across instances", () => {
       expect(all.length).toBe(200)
       expect(new Set(all)).toEqual(new Set(ids(waiting)))
       expect(results.filter((x) => x.got.length > 0).length, "more than one claimer got work").toBeGreaterThan(1)
-      expect(yield* a.repo.listUnfinishedOnRunner(r, 500)).toHaveLength(200)
-      expect((yield* a.repo.listUnfinishedOnRunner(r, 500)).every((w) => w.status === "queued")).toBe(true)
+      expect(yield* a.repo.listSubmittedOnRunner(r, 500)).toHaveLength(200)
+      expect((yield* a.repo.listSubmittedOnRunner(r, 500)).every((w) => w.status === "queued")).toBe(true)
       yield* Effect.log(`claims per claimer: ${results.map((x) => x.got.length).join(", ")}`)
     }))
 
@@ -212,9 +212,9 @@ describe("the dispatch queue across instances", () => {
       const { a, b } = yield* twoInstances()
       const r = F.uuid()
       const waiting = waitingOn(r, 5)
-      yield* Effect.forEach(waiting, (w) => a.repo.insert(w), { discard: true })
+      yield* Effect.forEach(waiting, (w) => a.repo.create(w), { discard: true })
 
-      const claimed = yield* a.queue.claim(r, a.ownership.instanceId, 10, 700)
+      const claimed = (yield* a.queue.claim(r, a.ownership.instanceId, 10, 700)).map((c) => c.workflow)
       expect(ids(claimed)).toEqual(ids(waiting))
       const died = Date.now()
       yield* a.stop
@@ -229,7 +229,8 @@ describe("the dispatch queue across instances", () => {
         "5 seconds"
       )
       expect(Date.now() - died).toBeGreaterThanOrEqual(600)
-      expect(ids(taken)).toEqual(ids(waiting))
+      expect(ids(taken.map((c) => c.workflow))).toEqual(ids(waiting))
+      expect(taken.every((c) => c.resubmit), "the runner is asked before posting what a dead instance claimed").toBe(true)
     }))
 
   it.scopedLive("notify on instance A wakes instance B's wakeups with the runner id", () =>
@@ -250,14 +251,14 @@ describe("the dispatch queue across instances", () => {
       yield* announceUntil(a, probe, next(probe))
 
       const [committed, rolledBack, after] = [F.uuid(), F.uuid(), F.uuid()]
-      yield* a.tx.withTransaction(Effect.gen(function*() {
+      yield* a.sql.withTransaction(Effect.gen(function*() {
         yield* a.queue.notify(committed)
         yield* Effect.sleep("300 millis")
         expect(yield* Queue.takeAll(received)).not.toContain(committed)
       }))
       yield* next(committed)
 
-      const failed = yield* a.tx.withTransaction(Effect.zipRight(a.queue.notify(rolledBack), Effect.fail("boom" as const))).pipe(
+      const failed = yield* a.sql.withTransaction(Effect.zipRight(a.queue.notify(rolledBack), Effect.fail("boom" as const))).pipe(
         Effect.flip
       )
       expect(failed).toBe("boom")

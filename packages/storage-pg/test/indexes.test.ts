@@ -7,7 +7,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import type { RunnerRef } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
-import { dispatchQueries, runnerLeaseQueries, workflowQueries } from "@wes/storage-pg"
+import { dispatchQueries, runnerLeaseQueries, runnerLoadQuery, workflowQueries } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import { freshStore } from "./harness.js"
 
@@ -75,10 +75,12 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
         ["countActive", q.countActive(sample.user_id)],
         ["countCreatedSince", q.countCreatedSince(sample.user_id, F.at(60 * 24))],
         ["countInFlight", q.countInFlight([sample.user_runner_id, sample.managed_runner_id])],
-        ["listByStatus accepted+queued", q.listByStatus(["accepted", "queued"], 50)],
         ["findByIdempotencyKey", q.findByIdempotencyKey(sample.user_id, "key-10", F.at(0))],
-        ["listUnfinishedOnRunner (user runner)", q.listUnfinishedOnRunner(sample.user_runner_id, 10)],
-        ["listUnfinishedOnRunner (managed runner)", q.listUnfinishedOnRunner(sample.managed_runner_id, 10)],
+        ["listSubmittedOnRunner (user runner)", q.listSubmittedOnRunner(sample.user_runner_id, 10)],
+        ["listSubmittedOnRunner (managed runner)", q.listSubmittedOnRunner(sample.managed_runner_id, 10)],
+        ["findHead", q.findHead(F.uuid())],
+        ["quota", q.quota(sample.user_id)],
+        ["runner candidates", runnerLoadQuery(sql, sample.user_id, ["pro", "plus"])],
         ["unfinishedRunners", q.unfinishedRunners()],
         ["claim (user runner)", d.claim(sample.user_runner_id, "instance-a", 10, 30_000)],
         ["claim (managed runner)", d.claim(sample.managed_runner_id, "instance-a", 10, 30_000)],
@@ -93,8 +95,8 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
         // every unfinished workflow, no sort before the LIMIT).
         const perRunner = name.startsWith("claim")
           ? "workflows_waiting_runner_idx"
-          : name.startsWith("listUnfinishedOnRunner")
-          ? "workflows_unfinished_runner_idx"
+          : name.startsWith("listSubmittedOnRunner")
+          ? "workflows_submitted_runner_idx"
           : undefined
         if (perRunner !== undefined) {
           const ordered = `Limit[^\\n]*\\n\\s*->\\s+(LockRows[^\\n]*\\n\\s*->\\s+)?Index Scan using ${perRunner} on workflows`

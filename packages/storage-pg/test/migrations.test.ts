@@ -32,6 +32,7 @@ describe("migrations", () => {
         "workflow_event_heads",
         "workflow_events",
         "workflow_outputs",
+        "workflow_quotas",
         "workflows"
       ])
       const second = yield* runMigrations.pipe(Effect.provide(clientFor(schema)))
@@ -45,8 +46,7 @@ describe("migrations", () => {
         "workflows_in_flight_user_runner_idx",
         "workflows_managed_runner_history_idx",
         "workflows_pkey",
-        "workflows_unfinished_created_idx",
-        "workflows_unfinished_runner_idx",
+        "workflows_submitted_runner_idx",
         "workflows_user_created_idx",
         "workflows_user_idempotency_key",
         "workflows_user_runner_history_idx",

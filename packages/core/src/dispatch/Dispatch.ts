@@ -12,22 +12,31 @@ import type * as Stream from "effect/Stream"
 import type { StorageError } from "../shared/Errors.js"
 import type { Workflow } from "../workflows/Workflow.js"
 
+/**
+ * A claimed workflow. Claiming marks it as possibly posted (`submitted_at`), so whoever claims it
+ * next asks the runner before posting again; `resubmit` says an earlier claim had marked it.
+ */
+export interface ClaimedWorkflow {
+  readonly workflow: Workflow
+  readonly resubmit: boolean
+}
+
 /** Workflows waiting to be submitted, claimed with a lease so two instances never both submit one. */
 export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<DispatchQueue, {
   /**
    * Claims up to `limit` workflows assigned to `runnerId` that wait for submission (accepted or
    * uploaded) and hold no live lease (the caller's own included), oldest first, for `owner` until
-   * `leaseMs` from now.
+   * `leaseMs` from now, in one step; each is marked `submitted_at` (when not already).
    */
   readonly claim: (
     runnerId: string,
     owner: string,
     limit: number,
     leaseMs: number
-  ) => Effect.Effect<ReadonlyArray<Workflow>, StorageError>
+  ) => Effect.Effect<ReadonlyArray<ClaimedWorkflow>, StorageError>
   /** Extends the leases `owner` holds on `ids`. */
   readonly renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) => Effect.Effect<void, StorageError>
-  /** Gives up `owner`'s claims on `ids` (submitted, moved to another runner, or given back). */
+  /** Gives up `owner`'s claims on `ids` (a submission given back for later). */
   readonly release: (ids: ReadonlyArray<string>, owner: string) => Effect.Effect<void, StorageError>
   /** Tells every instance that `runnerId` has new work. */
   readonly notify: (runnerId: string) => Effect.Effect<void, StorageError>

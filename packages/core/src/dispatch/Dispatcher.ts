@@ -1,28 +1,44 @@
 /**
- * The dispatcher: finds runners with unfinished work and drives each one this instance owns
- * (RunnerDriver). Workflows move accepted -> uploaded -> queued -> running -> completed / failed /
- * invalid through it; cancels are the workflow service's.
+ * The dispatcher: finds runners with unfinished work (a scan every `scanInterval`, and at once on
+ * a wake-up from the dispatch queue) and drives each one this instance owns, one driver per
+ * runner in a `FiberMap`. Workflows move accepted -> uploaded -> queued -> running -> completed /
+ * failed / invalid through the drivers; cancels are the workflow service's.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FiberMap from "effect/FiberMap"
+import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { AccountRepository } from "../accounts/AccountRepository.js"
-import type { BlobStore } from "../shared/BlobStore.js"
-import { DispatchQueue, RunnerOwnership } from "./Dispatch.js"
-import type { IdGenerator } from "../shared/Ids.js"
 import type { RunnerGateway } from "../runners/RunnerGateway.js"
-import { defaultDispatcherOptions, type DispatcherOptions, driveRunner } from "./RunnerDriver.js"
-import type { Scheduler } from "./Scheduler.js"
-import type { Transactor } from "../shared/Transactor.js"
+import type { BlobStore } from "../shared/BlobStore.js"
+import type { IdGenerator } from "../shared/Ids.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
 import type { WorkflowEventBus } from "../workflows/WorkflowEvents.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { DispatchQueue, RunnerOwnership } from "./Dispatch.js"
+import { defaultDispatcherOptions, type DispatcherOptions } from "./DispatcherOptions.js"
+import { driveRunner } from "./Driver.js"
+import type { Scheduler } from "./Scheduler.js"
 
-export { defaultDispatcherOptions, type DispatcherOptions } from "./RunnerDriver.js"
+export { defaultDispatcherOptions, type DispatcherOptions } from "./DispatcherOptions.js"
+
+/** What drivers need from the rest of the system. */
+export type DispatcherDeps =
+  | WorkflowRepository
+  | DispatchQueue
+  | RunnerOwnership
+  | WorkflowEventBus
+  | BlobStore
+  | RunnerGateway
+  | Scheduler
+  | AccountRepository
+  | IdGenerator
 
 export class Dispatcher extends Context.Tag("@wes/core/Dispatcher")<Dispatcher, {
   /** Runner ids this instance drives right now. */
@@ -31,22 +47,8 @@ export class Dispatcher extends Context.Tag("@wes/core/Dispatcher")<Dispatcher, 
   readonly scan: Effect.Effect<void>
 }>() {
   /** Runs for the life of its scope; stopping it stops every driver (leases are released). */
-  static layer = (
-    options: Partial<DispatcherOptions> = {}
-  ): Layer.Layer<
-    Dispatcher,
-    never,
-    | WorkflowRepository
-    | DispatchQueue
-    | RunnerOwnership
-    | WorkflowEventBus
-    | BlobStore
-    | Transactor
-    | RunnerGateway
-    | Scheduler
-    | AccountRepository
-    | IdGenerator
-  > => Layer.scoped(Dispatcher, make({ ...defaultDispatcherOptions, ...options }))
+  static layer = (options: Partial<DispatcherOptions> = {}): Layer.Layer<Dispatcher, never, DispatcherDeps> =>
+    Layer.scoped(Dispatcher, make({ ...defaultDispatcherOptions, ...options }))
 }
 
 const make = (options: DispatcherOptions) =>
@@ -54,43 +56,47 @@ const make = (options: DispatcherOptions) =>
     const repo = yield* WorkflowRepository
     const queue = yield* DispatchQueue
     const ownership = yield* RunnerOwnership
-    const scope = yield* Effect.scope
-    const drivers = new Map<string, Queue.Queue<void>>()
-    const logFailure = (what: string) => (e: { readonly message: string }) => Effect.logWarning(what, { error: e.message })
+    const context = yield* Effect.context<DispatcherDeps>()
+    const drivers = yield* FiberMap.make<string>()
+    /** The wake-up queue of each driver that runs. */
+    const wakes = yield* Ref.make(HashMap.empty<string, Queue.Queue<void>>())
 
+    const drive = (ref: RunnerRef, wake: Queue.Queue<void>) =>
+      Effect.scoped(Effect.gen(function*() {
+        const lease = yield* ownership.acquire(ref.id)
+        if (Option.isNone(lease)) return
+        yield* Effect.logDebug("driving runner", { runner_id: ref.id })
+        yield* driveRunner(ref, ownership.instanceId, lease.value, wake, options)
+      })).pipe(
+        Effect.catchAllCause((cause) => Effect.logError("runner driver stopped", { runner_id: ref.id }, cause)),
+        Effect.ensuring(Ref.update(wakes, HashMap.remove(ref.id as string))),
+        Effect.provide(context)
+      )
+
+    /** Wakes the driver of `ref`, or starts one. */
     const start = (ref: RunnerRef) =>
       Effect.gen(function*() {
-        const existing = drivers.get(ref.id)
-        if (existing !== undefined) return yield* Queue.offer(existing, undefined)
+        const existing = HashMap.get(yield* Ref.get(wakes), ref.id as string)
+        if (Option.isSome(existing)) return yield* Queue.offer(existing.value, undefined)
         const wake = yield* Queue.sliding<void>(1)
-        drivers.set(ref.id, wake)
-        yield* Effect.scoped(Effect.gen(function*() {
-          const lease = yield* ownership.acquire(ref.id)
-          if (Option.isNone(lease)) return
-          yield* Effect.logDebug("driving runner", { runner_id: ref.id })
-          yield* driveRunner(ref, ownership.instanceId, lease.value, wake, options)
-        })).pipe(
-          Effect.catchAllCause((cause) => Effect.logError("runner driver stopped", { runner_id: ref.id }, cause)),
-          Effect.ensuring(Effect.sync(() => drivers.delete(ref.id))),
-          Effect.forkIn(scope)
-        )
+        yield* Ref.update(wakes, HashMap.set(ref.id as string, wake))
+        yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake), { onlyIfMissing: true })
       })
 
-    const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof driveRunner>>>()
     const scan = repo.unfinishedRunners.pipe(
       Effect.flatMap((refs) => Effect.forEach(refs, start, { discard: true })),
-      Effect.catchAll(logFailure("could not look for work")),
-      Effect.provide(context)
+      Effect.catchAll((e) => Effect.logWarning("could not look for work", { error: e.message }))
     )
 
     yield* scan.pipe(Effect.repeat(Schedule.spaced(options.scanInterval)), Effect.forkScoped)
-    // New work for a runner: wake its driver, or start one.
+    // New work for a runner: wake its driver, or look for work (the runner id alone does not say its kind).
     yield* queue.wakeups.pipe(
-      Stream.runForEach((runnerId) => {
-        const wake = drivers.get(runnerId)
-        return wake === undefined ? scan : Queue.offer(wake, undefined)
-      }),
+      Stream.runForEach((runnerId) =>
+        Effect.flatMap(Ref.get(wakes), (map) =>
+          Option.match(HashMap.get(map, runnerId), { onNone: () => scan, onSome: (wake) => Queue.offer(wake, undefined) })
+        )
+      ),
       Effect.forkScoped
     )
-    return Dispatcher.of({ driven: Effect.sync(() => Array.from(drivers.keys())), scan })
+    return Dispatcher.of({ driven: Effect.map(Ref.get(wakes), (map) => Array.from(HashMap.keys(map))), scan })
   })

@@ -1,17 +1,17 @@
-/** The scheduling service: which runners a user may use, and which one takes the next workflow. */
+/** The scheduling service: which runner takes a new workflow, and what a runner reference points to now. */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { User } from "../accounts/Account.js"
-import { NoEligibleRunner, type StorageError } from "../shared/Errors.js"
+import { managedRunnerTypesFor } from "../accounts/Tier.js"
 import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
 import { managedRunnerTarget, type RunnerTarget, userRunnerTarget } from "../runners/Runner.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
-import { eligibleRunners, pickRunner } from "./Scheduling.js"
-import { managedRunnerTypesFor } from "../accounts/Tier.js"
+import { NoEligibleRunner, type StorageError } from "../shared/Errors.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { RunnerLoad } from "./RunnerLoad.js"
+import { eligibleRunners, pickRunner } from "./Scheduling.js"
 
 /** The 400 for a workflow no runner can take. */
 export const noEligibleRunner = (tags: ReadonlyArray<string>): NoEligibleRunner =>
@@ -23,8 +23,6 @@ export const noEligibleRunner = (tags: ReadonlyArray<string>): NoEligibleRunner 
   })
 
 export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
-  /** Active runners the user may use: their own, plus managed runners their tier allows. */
-  readonly candidates: (user: Pick<User, "id" | "tier">) => Effect.Effect<ReadonlyArray<RunnerTarget>, StorageError>
   /**
    * The runner for a workflow with `tags`: eligible, least in flight, ties round robin.
    * `exclude` skips runners already tried.
@@ -37,36 +35,27 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
   /** The runner a reference points to, if it still exists. */
   readonly resolve: (ref: RunnerRef) => Effect.Effect<Option.Option<RunnerTarget>, StorageError>
 }>() {
-  static Live: Layer.Layer<Scheduler, never, RunnerRepository | ManagedRunnerRepository | WorkflowRepository> = Layer
-    .effect(
-      Scheduler,
-      Effect.gen(function*() {
-        const runners = yield* RunnerRepository
-        const managed = yield* ManagedRunnerRepository
-        const workflows = yield* WorkflowRepository
-        let cursor = 0
-        const candidates = (user: Pick<User, "id" | "tier">) =>
+  static Live: Layer.Layer<Scheduler, never, RunnerLoad | RunnerRepository | ManagedRunnerRepository> = Layer.effect(
+    Scheduler,
+    Effect.gen(function*() {
+      const load = yield* RunnerLoad
+      const runners = yield* RunnerRepository
+      const managed = yield* ManagedRunnerRepository
+      let cursor = 0
+      return Scheduler.of({
+        choose: (user, tags, exclude) =>
           Effect.gen(function*() {
-            const own = yield* runners.listActiveForUser(user.id)
-            const types = managedRunnerTypesFor(user.tier)
-            const shared = types.length === 0 ? [] : yield* managed.listActive(types)
-            return [...own.map(userRunnerTarget), ...shared.map(managedRunnerTarget)]
-          })
-        return Scheduler.of({
-          candidates,
-          choose: (user, tags, exclude) =>
-            Effect.gen(function*() {
-              const all = eligibleRunners(yield* candidates(user), tags)
-              const eligible = exclude === undefined ? all : all.filter((r) => !exclude.has(r.id))
-              if (eligible.length === 0) return yield* Effect.fail(noEligibleRunner(tags))
-              const load = yield* workflows.countInFlight(eligible.map((r) => r.id))
-              return pickRunner(eligible, load, cursor++)!
-            }),
-          resolve: (ref) =>
-            ref.kind === "user"
-              ? Effect.map(runners.findById(ref.id), Option.map(userRunnerTarget))
-              : Effect.map(managed.findById(ref.id), Option.map(managedRunnerTarget))
-        })
+            const candidates = yield* load.candidates(user.id, managedRunnerTypesFor(user.tier))
+            const eligible = eligibleRunners(candidates.map((c) => c.target), tags).filter((r) => exclude?.has(r.id) !== true)
+            if (eligible.length === 0) return yield* Effect.fail(noEligibleRunner(tags))
+            const inFlight = new Map(candidates.map((c) => [c.target.id, c.in_flight]))
+            return pickRunner(eligible, inFlight, cursor++)!
+          }),
+        resolve: (ref) =>
+          ref.kind === "user"
+            ? Effect.map(runners.findById(ref.id), Option.map(userRunnerTarget))
+            : Effect.map(managed.findById(ref.id), Option.map(managedRunnerTarget))
       })
-    )
+    })
+  )
 }

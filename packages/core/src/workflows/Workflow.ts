@@ -78,8 +78,15 @@ export const Workflow = Schema.Struct({
 }).annotations({ identifier: "Workflow" })
 export interface Workflow extends Schema.Schema.Type<typeof Workflow> {}
 
+/**
+ * A stored workflow without its definition (`workflow_json`, the one large field): what every
+ * path that does not submit or show the definition reads and gets back from a transition.
+ */
+export const WorkflowHead = Workflow.pipe(Schema.omit("workflow_json")).annotations({ identifier: "WorkflowHead" })
+export interface WorkflowHead extends Schema.Schema.Type<typeof WorkflowHead> {}
+
 /** The summary form of a stored workflow. */
-export const toSummary = (w: Workflow): WorkflowSummary => ({
+export const toSummary = (w: WorkflowHead): WorkflowSummary => ({
   id: w.id,
   name: w.name,
   status: w.status,

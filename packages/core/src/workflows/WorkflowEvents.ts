@@ -13,6 +13,8 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { StorageError } from "../shared/Errors.js"
 import { Timestamp } from "../shared/Json.js"
+import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "./Workflow.js"
+import type { TransitionPlan } from "./WorkflowStatus.js"
 
 export const WorkflowEventType = Schema.Literal("status", "queue", "progress", "executing", "output", "done")
 export type WorkflowEventType = typeof WorkflowEventType.Type
@@ -31,6 +33,40 @@ export interface NewWorkflowEvent {
   readonly type: WorkflowEventType
   readonly data: unknown
 }
+
+const encodeSummary = Schema.encodeSync(WorkflowSummary)
+const encodeOutput = Schema.encodeSync(WorkflowOutputView)
+
+/** The data of a `status` / `done` event: the workflow's summary as the contract encodes it. */
+export const summaryData = (w: WorkflowHead): unknown => encodeSummary(toSummary(w))
+
+/** The data of an `output` event: the output as the outputs endpoint lists it. */
+export const outputData = (o: WorkflowOutput): unknown =>
+  encodeOutput({
+    id: o.id,
+    node_id: o.node_id,
+    filename: o.filename,
+    subfolder: o.subfolder,
+    type: o.type,
+    content_type: o.content_type,
+    size: o.size
+  })
+
+/**
+ * The events a transition logs, given the workflow after it: one `output` per recorded output,
+ * then the plan's own events (PostgreSQL builds the same list in SQL; the conformance suite holds
+ * the two together).
+ */
+export const transitionEvents = (
+  plan: TransitionPlan,
+  after: WorkflowHead,
+  outputs: ReadonlyArray<WorkflowOutput>
+): ReadonlyArray<NewWorkflowEvent> => [
+  ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) })),
+  ...plan.events.map((e): NewWorkflowEvent =>
+    e.type === "queue" ? { type: "queue", data: e.data } : { type: e.type, data: summaryData({ ...after, ...e.override }) }
+  )
+]
 
 /** How many events a subscriber reads from the log at a time. */
 export const READ_BATCH = 256

@@ -1,7 +1,9 @@
 /**
- * The workflow state machine (design.md section 5). `transitions` is the table; `applyTransition`
- * is the one function that moves a workflow and sets the fields each move implies. Terminal
- * states are final: every event on them is an `IllegalTransition`.
+ * The workflow state machine (design.md section 5). `transitions` is the table; `planTransition`
+ * turns one move (or a short chain of moves that must happen together) into a `TransitionPlan`:
+ * the guard (the statuses it may start from), the fields it sets and the events it logs. Every
+ * store applies plans: the memory store with `applyPlan`, PostgreSQL as one guarded `UPDATE`. So
+ * a move is one store operation that never reads the record first. Terminal states are final.
  *
  *   accepted -> uploaded -> queued -> running -> completed | failed
  *   accepted | uploaded -> invalid          (runner rejected the prompt)
@@ -9,10 +11,10 @@
  *   any non-terminal -> cancelled
  */
 import * as Data from "effect/Data"
-import * as DateTime from "effect/DateTime"
+import type * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import { IllegalTransition } from "../shared/Errors.js"
-import { assignTo, type RunnerRef, type Workflow, type WorkflowStatus } from "./Workflow.js"
+import { assignTo, isTerminal, type RunnerRef, type Workflow, type WorkflowStatus, type WorkflowSummary } from "./Workflow.js"
 
 /** Failure details recorded on a failed or invalid workflow. */
 export interface FailureDetails {
@@ -25,8 +27,6 @@ export interface FailureDetails {
 export type WorkflowTransition = Data.TaggedEnum<{
   /** File parameters are on the runner (or there were none). */
   Uploaded: {}
-  /** Bookkeeping just before posting the prompt: `submitted_at` set (ask the runner before posting again). */
-  Submitting: {}
   /** The runner accepted the prompt. */
   Queued: { readonly prompt_id: string; readonly queue_number: number | null }
   /** The prompt's position in the runner's pending list changed. */
@@ -54,7 +54,6 @@ export const transitions: {
   readonly [T in TransitionTag]: { readonly from: ReadonlyArray<WorkflowStatus>; readonly to: WorkflowStatus | "same" }
 } = {
   Uploaded: { from: ["accepted"], to: "uploaded" },
-  Submitting: { from: ["uploaded"], to: "same" },
   Queued: { from: ["uploaded"], to: "queued" },
   QueueMoved: { from: ["queued"], to: "same" },
   Started: { from: ["queued"], to: "running" },
@@ -66,14 +65,153 @@ export const transitions: {
 }
 
 /** True when `event` may be applied in `status`. */
-export const canApply = (status: WorkflowStatus, event: TransitionTag): boolean =>
-  transitions[event].from.includes(status)
+export const canApply = (status: WorkflowStatus, event: TransitionTag): boolean => transitions[event].from.includes(status)
 
-/** The status `event` leads to from `status` (assuming it is allowed). */
-export const nextStatus = (status: WorkflowStatus, event: TransitionTag): WorkflowStatus => {
-  const to = transitions[event].to
-  return to === "same" ? status : to
+/** The fields a plan may set: everything a move changes besides `status`. */
+export type PlannedFields = Partial<
+  Pick<
+    Workflow,
+    | "updated_at"
+    | "started_at"
+    | "completed_at"
+    | "prompt_id"
+    | "queue_number"
+    | "error_node"
+    | "exception_type"
+    | "exception_message"
+    | "user_runner_id"
+    | "managed_runner_id"
+    | "submitted_at"
+  >
+>
+
+/**
+ * An event a plan logs. A `status` / `done` event carries the workflow's summary after the whole
+ * plan with `override` on top (the summary as it was after that step of a chain); a `queue`
+ * event carries its data.
+ */
+export type PlannedEvent =
+  | { readonly type: "status" | "done"; readonly override: Partial<Pick<WorkflowSummary, "status" | "started_at" | "completed_at">> }
+  | { readonly type: "queue"; readonly data: { readonly queue_number: number } }
+
+/** One store operation: if the status is one of `from`, set `status` and `set`, and log `events`. */
+export interface TransitionPlan {
+  readonly tags: ReadonlyArray<TransitionTag>
+  readonly from: ReadonlyArray<WorkflowStatus>
+  /** The status after the plan, or undefined when it keeps the current one. */
+  readonly status: WorkflowStatus | undefined
+  readonly set: PlannedFields
+  /** Add one to `dispatch_attempts` (moved to another runner). */
+  readonly bumpAttempts: boolean
+  /** Drop the dispatcher's claim on the workflow (it now belongs to another runner's queue). */
+  readonly releaseClaim: boolean
+  readonly events: ReadonlyArray<PlannedEvent>
 }
+
+const fieldsOf = (event: WorkflowTransition, at: DateTime.Utc): PlannedFields => {
+  switch (event._tag) {
+    case "Uploaded":
+      return {}
+    case "Queued":
+      return { prompt_id: event.prompt_id, queue_number: event.queue_number }
+    case "QueueMoved":
+      return { queue_number: event.queue_number }
+    case "Started":
+      // Position 0: the prompt is the one the runner is executing.
+      return { started_at: event.at ?? at, queue_number: 0 }
+    case "Completed":
+      return { completed_at: event.at ?? at }
+    case "Cancelled":
+      return { completed_at: at }
+    case "Failed":
+    case "Rejected":
+      return {
+        completed_at: at,
+        error_node: event.error_node,
+        exception_type: event.exception_type,
+        exception_message: event.exception_message
+      }
+    case "Reassigned":
+      // A new runner has never seen this prompt: nothing to ask it before submitting.
+      return { ...assignTo(event.runner), submitted_at: null }
+  }
+}
+
+/**
+ * The plan of `steps` applied in order at `at`, or `IllegalTransition` when the chain is not a
+ * path of the table (each later step must be allowed from where the one before leads).
+ */
+export const planTransition = (
+  steps: readonly [WorkflowTransition, ...Array<WorkflowTransition>],
+  at: DateTime.Utc
+): Either.Either<TransitionPlan, IllegalTransition> => {
+  const first = transitions[steps[0]._tag]
+  let possible: ReadonlyArray<WorkflowStatus> = first.from
+  let status: WorkflowStatus | undefined
+  let set: PlannedFields = { updated_at: at }
+  const logged: Array<{ readonly step: number; readonly event: PlannedEvent }> = []
+  for (const [i, step] of steps.entries()) {
+    const rule = transitions[step._tag]
+    const blocked = possible.find((s) => !rule.from.includes(s))
+    if (blocked !== undefined) {
+      return Either.left(new IllegalTransition({
+        workflow_id: "",
+        from: blocked,
+        event: step._tag,
+        message: `A chain of moves cannot go from ${blocked} by ${step._tag}`
+      }))
+    }
+    if (rule.to !== "same") {
+      status = rule.to
+      possible = [rule.to]
+      logged.push({ step: i, event: { type: "status", override: { status: rule.to } } })
+      if (isTerminal(rule.to)) logged.push({ step: i, event: { type: "done", override: { status: rule.to } } })
+    } else if (step._tag === "QueueMoved") {
+      logged.push({ step: i, event: { type: "queue", data: { queue_number: step.queue_number } } })
+    }
+    set = { ...set, ...fieldsOf(step, at) }
+  }
+  // started_at and completed_at are each set once (by Started, by the terminal move), so in the
+  // summary of an earlier step of the chain they are still null.
+  const startedBy = steps.findIndex((s) => s._tag === "Started")
+  const endedBy = steps.findIndex((s) => "completed_at" in fieldsOf(s, at))
+  const events = logged.map(({ event, step }): PlannedEvent =>
+    event.type === "queue" ? event : {
+      type: event.type,
+      override: {
+        ...event.override,
+        ...(startedBy > step ? { started_at: null } : {}),
+        ...(endedBy > step ? { completed_at: null } : {})
+      }
+    }
+  )
+  const reassigned = steps.some((s) => s._tag === "Reassigned")
+  return Either.right({
+    tags: steps.map((s) => s._tag),
+    from: first.from,
+    status,
+    set,
+    bumpAttempts: reassigned,
+    releaseClaim: reassigned,
+    events
+  })
+}
+
+/** `w` after `plan`, or `IllegalTransition` when its status is not one the plan may start from. */
+export const applyPlan = (w: Workflow, plan: TransitionPlan): Either.Either<Workflow, IllegalTransition> =>
+  plan.from.includes(w.status)
+    ? Either.right({
+      ...w,
+      ...plan.set,
+      status: plan.status ?? w.status,
+      dispatch_attempts: plan.bumpAttempts ? w.dispatch_attempts + 1 : w.dispatch_attempts
+    })
+    : Either.left(new IllegalTransition({
+      workflow_id: w.id,
+      from: w.status,
+      event: plan.tags.join("+"),
+      message: `Workflow ${w.id} cannot go from ${w.status} by ${plan.tags.join(" + ")}`
+    }))
 
 /**
  * Applies `event` to `w` at time `now`: the new record, or `IllegalTransition` when the table
@@ -84,46 +222,5 @@ export const applyTransition = (
   w: Workflow,
   event: WorkflowTransition,
   now: DateTime.Utc
-): Either.Either<Workflow, IllegalTransition> => {
-  if (!canApply(w.status, event._tag)) {
-    return Either.left(
-      new IllegalTransition({
-        workflow_id: w.id,
-        from: w.status,
-        event: event._tag,
-        message: `Workflow ${w.id} cannot go from ${w.status} by ${event._tag}`
-      })
-    )
-  }
-  const status = nextStatus(w.status, event._tag)
-  const base: Workflow = { ...w, status, updated_at: now }
-  switch (event._tag) {
-    case "Uploaded":
-      return Either.right(base)
-    case "Cancelled":
-      return Either.right({ ...base, completed_at: now })
-    case "Submitting":
-      return Either.right({ ...base, submitted_at: now })
-    case "Queued":
-      return Either.right({ ...base, prompt_id: event.prompt_id, queue_number: event.queue_number })
-    case "QueueMoved":
-      return Either.right({ ...base, queue_number: event.queue_number })
-    case "Started":
-      // Position 0: the prompt is the one the runner is executing.
-      return Either.right({ ...base, started_at: event.at ?? now, queue_number: 0 })
-    case "Completed":
-      return Either.right({ ...base, completed_at: event.at ?? now })
-    case "Failed":
-    case "Rejected":
-      return Either.right({
-        ...base,
-        completed_at: now,
-        error_node: event.error_node,
-        exception_type: event.exception_type,
-        exception_message: event.exception_message
-      })
-    case "Reassigned":
-      // A new runner has never seen this prompt: nothing to ask it before submitting.
-      return Either.right({ ...base, ...assignTo(event.runner), dispatch_attempts: w.dispatch_attempts + 1, submitted_at: null })
-  }
-}
+): Either.Either<Workflow, IllegalTransition> =>
+  Either.flatMap(planTransition([event], now), (plan) => applyPlan(w, plan))

@@ -1,6 +1,11 @@
 /** Workflows: the resource, its state machine, placeholders, events, storage and use cases. */
 export {
+  applyPlan,
   type FailureDetails,
+  type PlannedEvent,
+  type PlannedFields,
+  planTransition,
+  type TransitionPlan,
   transitions,
   type TransitionTag,
   WorkflowTransition
@@ -26,6 +31,7 @@ export {
   toSummary,
   Workflow,
   WorkflowDetail,
+  WorkflowHead,
   WorkflowOutput,
   WorkflowOutputView,
   WorkflowParam,
@@ -34,8 +40,11 @@ export {
 } from "./Workflow.js"
 export {
   type NewWorkflowEvent,
+  outputData,
   READ_BATCH,
   subscribeFromLog,
+  summaryData,
+  transitionEvents,
   WorkflowEvent,
   WorkflowEventBus,
   WorkflowEventType
@@ -43,14 +52,18 @@ export {
 export { parseWorkflowJson, UI_FORMAT_MESSAGE, validateWorkflowJson } from "./WorkflowJson.js"
 export {
   DuplicateIdempotencyKey,
+  type TransitionOutcome,
+  type TransitionRequest,
   type WorkflowInsertLimits,
   type WorkflowInsertOptions,
   type WorkflowListQuery,
   WorkflowRepository
 } from "./WorkflowRepository.js"
 export {
+  asFirstAnswered,
   type CreateWorkflowInput,
   type FollowStart,
+  IDEMPOTENCY_WINDOW,
   type ListWorkflowsInput,
   type RerunWorkflowInput,
   type UploadedFile,

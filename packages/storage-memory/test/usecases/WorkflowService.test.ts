@@ -308,8 +308,8 @@ describe("WorkflowService get, list and cancel", () => {
       const runner = yield* newRunner(user)
       const workflows = yield* WorkflowService
       const w = yield* workflows.create(user, { name: "q", workflow_json: smoke() })
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Uploaded())
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 }))
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 })])
       yield* workflows.cancel(user, w.id)
       expect(calls.cancels).toContainEqual({ runner: runner.id, prompt: w.id })
     }).pipe(Effect.provide(layer)))
@@ -331,11 +331,11 @@ describe("WorkflowService.follow", () => {
       const w = yield* (yield* WorkflowService).create(user, { name: "f", workflow_json: smoke() })
       const fiber = yield* Effect.fork(collect(user, w.id))
       yield* Effect.sleep("20 millis")
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Uploaded())
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 2 }))
-      yield* Lifecycle.transition(w.id, WorkflowTransition.QueueMoved({ queue_number: 1 }))
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Started({}))
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Completed({}))
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 2 })])
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.QueueMoved({ queue_number: 1 })])
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Started({})])
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Completed({})])
       expect(yield* Fiber.join(fiber)).toEqual([
         [1, "status", "accepted"],
         [2, "status", "uploaded"],
@@ -353,8 +353,8 @@ describe("WorkflowService.follow", () => {
       yield* newRunner(user)
       const workflows = yield* WorkflowService
       const w = yield* workflows.create(user, { name: "f", workflow_json: smoke() })
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Uploaded())
-      yield* Lifecycle.transition(w.id, WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 }))
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
+      yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 })])
       const fiber = yield* Effect.fork(collect(user, w.id, 1))
       yield* Effect.sleep("20 millis")
       yield* workflows.cancel(user, w.id)

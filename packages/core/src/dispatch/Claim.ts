@@ -1,0 +1,85 @@
+/**
+ * The claim loop of a driver: whenever it is woken (new work announced, a submission ended) or
+ * `claimInterval` passes (claims of dead instances expire silently), it claims as many waiting
+ * workflows as it has free submission slots (`concurrencyPerRunner`), in one store operation,
+ * and submits each beside the loop. It returns once the runner has had no work for `idleAfter`.
+ * Claims being submitted are renewed every third of their lease.
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import type { Workflow } from "../workflows/Workflow.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { type ClaimedWorkflow, DispatchQueue } from "./Dispatch.js"
+import { Driving } from "./Driving.js"
+import { submit } from "./Submit.js"
+
+const headOf = ({ workflow_json: _, ...head }: Workflow) => head
+
+/** Submits one claimed workflow, then gives its claim back if it is still waiting and wakes the loop. */
+const submitClaimed = (claimed: ClaimedWorkflow) =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    const dispatch = yield* DispatchQueue
+    const id = claimed.workflow.id
+    yield* driving.fork(
+      "could not submit a workflow",
+      submit(claimed).pipe(Effect.ensuring(Effect.gen(function*() {
+        const left = yield* driving.inFlight.get(id)
+        if (Option.isSome(left) && left.value.phase === "submitting") {
+          yield* driving.inFlight.remove(id)
+          yield* Effect.ignore(dispatch.release([id], driving.owner))
+        }
+        yield* Queue.offer(driving.wake, undefined)
+      })))
+    )
+  })
+
+/** Claims and submits until the runner has been idle for `idleAfter`. */
+export const claimLoop = Effect.gen(function*() {
+  const driving = yield* Driving
+  const dispatch = yield* DispatchQueue
+  const repo = yield* WorkflowRepository
+  const { options } = driving
+  const leaseMs = Duration.toMillis(options.claimLease)
+  let idleSince: number | undefined
+  for (;;) {
+    const free = options.concurrencyPerRunner - (yield* driving.inFlight.count("submitting"))
+    if (free > 0) {
+      const claimed = yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs).pipe(
+        Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
+      )
+      for (const c of claimed) {
+        yield* driving.inFlight.put({ workflow: headOf(c.workflow), phase: "submitting" })
+        yield* submitClaimed(c)
+      }
+      if (claimed.length > 0) idleSince = undefined
+      if (claimed.length === free) continue
+    }
+    const woke = yield* Queue.take(driving.wake).pipe(Effect.timeout(options.claimInterval), Effect.option)
+    if (Option.isSome(woke) || (yield* driving.inFlight.all).length > 0) {
+      idleSince = undefined
+      continue
+    }
+    const now = yield* Clock.currentTimeMillis
+    const load = yield* repo.countInFlight([driving.ref.id]).pipe(Effect.orElseSucceed(() => new Map([[driving.ref.id, 1]])))
+    if ((load.get(driving.ref.id) ?? 0) > 0) idleSince = undefined
+    else if (idleSince === undefined) idleSince = now
+    else if (now - idleSince >= Duration.toMillis(options.idleAfter)) return
+  }
+})
+
+/** Renews the claims of the workflows being submitted, every third of the lease. */
+export const renewClaims = Effect.gen(function*() {
+  const driving = yield* Driving
+  const dispatch = yield* DispatchQueue
+  const leaseMs = Duration.toMillis(driving.options.claimLease)
+  const renew = Effect.gen(function*() {
+    const submitting = (yield* driving.inFlight.all).filter((t) => t.phase === "submitting").map((t) => t.workflow.id as string)
+    if (submitting.length > 0) yield* dispatch.renew(submitting, driving.owner, leaseMs)
+  }).pipe(Effect.catchAll((e) => Effect.logWarning("could not renew claims", { runner_id: driving.ref.id, error: e.message })))
+  yield* Effect.repeat(renew, Schedule.spaced(Duration.millis(Math.max(1000, leaseMs / 3))))
+})

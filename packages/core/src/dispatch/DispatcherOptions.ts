@@ -1,0 +1,60 @@
+/**
+ * Tuning of the dispatcher, and the retry policy built from it. Every value has a production
+ * default; tests shrink the intervals. Each runner call has one timeout, the runner gateway's
+ * own (runner-client's `requestTimeout`), so none is added here.
+ */
+import * as Duration from "effect/Duration"
+import * as Schedule from "effect/Schedule"
+
+export interface DispatcherOptions {
+  /** How often the dispatcher looks for runners with work it does not drive yet. */
+  readonly scanInterval: Duration.DurationInput
+  /** How often a driver looks for claimable work without a wake-up (expired leases of dead instances). */
+  readonly claimInterval: Duration.DurationInput
+  /** How often a driver reconciles its in-flight workflows with the runner. */
+  readonly reconcileInterval: Duration.DurationInput
+  /** Lease on a claimed workflow, renewed while it is being submitted. */
+  readonly claimLease: Duration.DurationInput
+  /** Workflows submitted to one runner at the same time. */
+  readonly concurrencyPerRunner: number
+  /** Attempts on one runner before the workflow moves to another. */
+  readonly submitAttempts: number
+  /** First retry delay of a runner call; doubles per attempt up to `retryDelayMax`, with jitter. */
+  readonly retryDelay: Duration.DurationInput
+  readonly retryDelayMax: Duration.DurationInput
+  /** Runners tried before a workflow fails with RunnerUnavailable. */
+  readonly maxRunnersTried: number
+  /** A driver with no unfinished work for this long stops (closing the runner's WebSocket). */
+  readonly idleAfter: Duration.DurationInput
+  /** Minimum time between two reads of the runner's queue for queue positions. */
+  readonly queueRefreshInterval: Duration.DurationInput
+  /** How long a driver trusts its copy of the runner (endpoint, headers, status) between claims. */
+  readonly runnerRefreshInterval: Duration.DurationInput
+}
+
+export const defaultDispatcherOptions: DispatcherOptions = {
+  scanInterval: Duration.seconds(2),
+  claimInterval: Duration.seconds(1),
+  reconcileInterval: Duration.seconds(5),
+  claimLease: Duration.seconds(30),
+  concurrencyPerRunner: 4,
+  // About 30 s of retries per runner: long enough to ride out a ComfyUI restart.
+  submitAttempts: 6,
+  retryDelay: Duration.seconds(1),
+  retryDelayMax: Duration.seconds(30),
+  maxRunnersTried: 3,
+  idleAfter: Duration.seconds(30),
+  queueRefreshInterval: Duration.millis(250),
+  runnerRefreshInterval: Duration.seconds(1)
+}
+
+/**
+ * Retries of a runner call: exponential from `retryDelay`, capped at `retryDelayMax`, each delay
+ * jittered to 50-100 %, at most `submitAttempts - 1` retries.
+ */
+export const retrySchedule = (options: DispatcherOptions) =>
+  Schedule.exponential(options.retryDelay).pipe(
+    Schedule.either(Schedule.spaced(options.retryDelayMax)),
+    Schedule.jitteredWith({ min: 0.5, max: 1 }),
+    Schedule.intersect(Schedule.recurs(Math.max(0, options.submitAttempts - 1)))
+  )

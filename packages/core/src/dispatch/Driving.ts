@@ -1,0 +1,90 @@
+/**
+ * What the parts of one runner's driver share (claim, submit, track, reconcile, finish): the
+ * runner and this instance's lease on it, the runner as last read (refreshed at most every
+ * `runnerRefreshInterval`), its in-flight workflows, and the signals between the parts. Each part
+ * is an effect that needs `Driving`, so a test provides one and drives the part alone.
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import type * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
+import type { RunnerTarget } from "../runners/Runner.js"
+import type { StorageError } from "../shared/Errors.js"
+import type { RunnerRef } from "../workflows/Workflow.js"
+import type { RunnerLease } from "./Dispatch.js"
+import type { DispatcherOptions } from "./DispatcherOptions.js"
+import { type InFlight, makeInFlight } from "./InFlight.js"
+import { Scheduler } from "./Scheduler.js"
+
+export interface DrivingShape {
+  readonly ref: RunnerRef
+  /** This instance's name, the owner of its claims. */
+  readonly owner: string
+  readonly lease: RunnerLease
+  readonly options: DispatcherOptions
+  readonly inFlight: InFlight
+  /** The runner as last read; `None` once it no longer exists. */
+  readonly target: Effect.Effect<Option.Option<RunnerTarget>, StorageError>
+  /** Reads the runner again now. */
+  readonly refreshTarget: Effect.Effect<Option.Option<RunnerTarget>, StorageError>
+  /** New work may be claimable (a wake-up, or a submission that ended). */
+  readonly wake: Queue.Queue<void>
+  /** The runner's queue changed: positions are worth reading again. */
+  readonly queueChanged: Queue.Queue<void>
+  /** Compare everything in flight with the runner now (after a (re)connection). */
+  readonly reconcileNow: Queue.Queue<void>
+  /**
+   * Runs `effect` beside the part that calls it, for the life of the driver (a slow end of a
+   * prompt must not hold up the events of the next); a failure is logged with `what`.
+   */
+  readonly fork: <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) => Effect.Effect<void, never, R>
+}
+
+export class Driving extends Context.Tag("@wes/core/Driving")<Driving, DrivingShape>() {}
+
+/** The shared state of a new driver of `ref`, reading the runner through the `Scheduler`. */
+export const makeDriving = (
+  ref: RunnerRef,
+  owner: string,
+  lease: RunnerLease,
+  wake: Queue.Queue<void>,
+  options: DispatcherOptions
+): Effect.Effect<DrivingShape, never, Scheduler | Scope.Scope> =>
+  Effect.gen(function*() {
+    const scheduler = yield* Scheduler
+    const refreshMs = Duration.toMillis(options.runnerRefreshInterval)
+    const cache = yield* Ref.make<{ readonly at: number; readonly value: Option.Option<RunnerTarget> } | undefined>(undefined)
+    const refreshTarget = Effect.gen(function*() {
+      const value = yield* scheduler.resolve(ref)
+      yield* Ref.set(cache, { at: yield* Clock.currentTimeMillis, value })
+      return value
+    })
+    const target = Effect.gen(function*() {
+      const cached = yield* Ref.get(cache)
+      const now = yield* Clock.currentTimeMillis
+      return cached !== undefined && now - cached.at < refreshMs ? cached.value : yield* refreshTarget
+    })
+    const background = yield* FiberSet.make<void, never>()
+    const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
+      Effect.asVoid(FiberSet.run(background, effect.pipe(
+        Effect.catchAll((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
+      )))
+    return {
+      ref,
+      owner,
+      lease,
+      options,
+      inFlight: yield* makeInFlight,
+      target,
+      refreshTarget,
+      wake,
+      queueChanged: yield* Queue.sliding<void>(1),
+      reconcileNow: yield* Queue.sliding<void>(1),
+      fork
+    }
+  })

@@ -1,0 +1,146 @@
+/**
+ * Recording how a prompt ended, from the runner's history: its output files are copied into the
+ * blob store, then one store write records them with the end (completed, or failed with the
+ * runner's node and exception). Steps the driver did not see (queued, started) are written in the
+ * same write, so a workflow whose events were missed still walks every status.
+ */
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import type { RunnerTarget } from "../runners/Runner.js"
+import { type PromptHistory, RunnerGateway } from "../runners/RunnerGateway.js"
+import { BlobStore, outputBlobKey } from "../shared/BlobStore.js"
+import { StorageError } from "../shared/Errors.js"
+import { IdGenerator, type OutputId, type WorkflowId } from "../shared/Ids.js"
+import { isTerminal, type WorkflowOutput, type WorkflowStatus } from "../workflows/Workflow.js"
+import type { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { WorkflowTransition } from "../workflows/WorkflowStatus.js"
+import { Driving } from "./Driving.js"
+import type { Phase } from "./InFlight.js"
+import { transition } from "./Lifecycle.js"
+
+/** The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost). */
+export const endSteps = (
+  id: string,
+  status: WorkflowStatus,
+  history: PromptHistory,
+  end?: WorkflowTransition
+): readonly [WorkflowTransition, ...Array<WorkflowTransition>] => {
+  const at = (ms: number | null) => (ms === null ? undefined : DateTime.unsafeMake(ms))
+  const last = end ?? (history.outcome === "success"
+    ? WorkflowTransition.Completed({ at: at(history.completed_at) })
+    : history.outcome === "error"
+    ? WorkflowTransition.Failed({
+      error_node: history.error?.node_id ?? null,
+      exception_type: history.error?.exception_type ?? "ExecutionError",
+      exception_message: history.error?.exception_message ?? "The runner reported an error"
+    })
+    // Interrupted without a cancel from its owner (a cancelled workflow is already terminal).
+    : WorkflowTransition.Failed({
+      error_node: history.error?.node_id ?? null,
+      exception_type: "ExecutionInterrupted",
+      exception_message: "The run was interrupted on the runner"
+    }))
+  const queued = WorkflowTransition.Queued({ prompt_id: id, queue_number: 0 })
+  const started = WorkflowTransition.Started({ at: at(history.started_at) })
+  switch (status) {
+    case "accepted":
+      return [WorkflowTransition.Uploaded(), queued, started, last]
+    case "uploaded":
+      return [queued, started, last]
+    case "queued":
+      return [started, last]
+    default:
+      return [last]
+  }
+}
+
+/** Copies a finished prompt's output files from the runner into the blob store. */
+export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: PromptHistory) =>
+  Effect.gen(function*() {
+    const gateway = yield* RunnerGateway
+    const blobs = yield* BlobStore
+    const ids = yield* IdGenerator
+    return yield* Effect.forEach(history.outputs, (file) =>
+      Effect.gen(function*() {
+        const id = (yield* ids.next) as OutputId
+        const key = outputBlobKey(workflowId, id, file.filename)
+        const download = yield* gateway.download(runner, file)
+        const content = download.stream.pipe(Stream.mapError((e) => new StorageError({ message: e.message })))
+        const size = yield* blobs.put(key, content, download.content_type)
+        return {
+          id,
+          workflow_id: workflowId as WorkflowId,
+          node_id: file.node_id,
+          filename: file.filename,
+          subfolder: file.subfolder,
+          type: file.type,
+          content_type: download.content_type,
+          size,
+          blob_key: key,
+          created_at: yield* DateTime.now
+        } satisfies WorkflowOutput
+      }).pipe(Effect.retry({ times: 2, schedule: Schedule.exponential("200 millis") })), { concurrency: 4 })
+  })
+
+/**
+ * Records the end `history` reports for a workflow this driver is finishing (phase `finishing`),
+ * then lets go of it. A guard refused because the driver's copy of the status was behind is
+ * retried once from the status the store reported.
+ */
+export const recordEnd = (id: string, history: PromptHistory) =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    const tracked = yield* driving.inFlight.get(id)
+    const target = yield* driving.target
+    if (Option.isNone(tracked) || Option.isNone(target)) return
+    let end: WorkflowTransition | undefined
+    let outputs: ReadonlyArray<WorkflowOutput> = []
+    if (history.outcome === "success") {
+      const copied = yield* Effect.either(copyOutputs(id, target.value, history))
+      if (Either.isRight(copied)) outputs = copied.right
+      else {
+        end = WorkflowTransition.Failed({
+          error_node: null,
+          exception_type: "OutputUnavailable",
+          exception_message: `The run succeeded but its output files could not be copied from the runner: ${copied.left.message}`
+        })
+      }
+    }
+    let status = tracked.value.workflow.status
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const outcome = yield* transition(id, endSteps(id, status, history, end), { outputs })
+      if (outcome._tag !== "Refused" || isTerminal(outcome.status) || outcome.status === status) break
+      status = outcome.status
+    }
+    yield* driving.inFlight.remove(id)
+  })
+
+/**
+ * On `executing {node: null}`, or when a prompt left the runner's queue: reads its history (written
+ * just before) and records the end. Only one path finishes a workflow (the one that moves it from
+ * a phase of `from` to `finishing`); the others see it taken. `executing {node: null}` may come
+ * before the submission that posted the prompt has recorded it, so Track passes `submitting` too.
+ * No history yet: back to `onRunner`, and reconciliation looks again.
+ */
+export const finish = (id: string, from: ReadonlyArray<Phase> = ["onRunner"]): Effect.Effect<
+  void,
+  StorageError,
+  Driving | RunnerGateway | WorkflowRepository | BlobStore | IdGenerator
+> =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    const gateway = yield* RunnerGateway
+    if (!(yield* driving.inFlight.shift(id, from, "finishing"))) return
+    const target = yield* driving.target
+    const history = Option.isNone(target) ? Option.none<PromptHistory>() : yield* gateway.history(target.value, id).pipe(
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
+      Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
+      Effect.option
+    )
+    if (Option.isNone(history)) return yield* Effect.asVoid(driving.inFlight.shift(id, ["finishing"], "onRunner"))
+    yield* recordEnd(id, history.value)
+  }).pipe(Effect.onInterrupt(() => Effect.flatMap(Driving, (d) => Effect.asVoid(d.inFlight.shift(id, ["finishing"], "onRunner")))))

@@ -1,0 +1,43 @@
+/**
+ * A workflow this runner cannot take (unreachable after every retry, or disabled) moves to
+ * another eligible runner, whose dispatcher the store wakes; after `maxRunnersTried` runners, or
+ * when no other runner is eligible, it fails with `RunnerUnavailable`.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { AccountRepository } from "../accounts/AccountRepository.js"
+import type { ManagedRunnerId, RunnerId } from "../shared/Ids.js"
+import type { RunnerRef, WorkflowHead } from "../workflows/Workflow.js"
+import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
+import { advance } from "./Advance.js"
+import { Driving } from "./Driving.js"
+import { Scheduler } from "./Scheduler.js"
+
+export const moveAway = (w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "dispatch_attempts">, reason: string) =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    const failUnavailable = advance(w.id, () => [T.Failed({
+      error_node: null,
+      exception_type: "RunnerUnavailable",
+      exception_message: `No runner could take the workflow: ${reason}`
+    })])
+    const next = w.dispatch_attempts + 1 >= driving.options.maxRunnersTried
+      ? Option.none()
+      : yield* Effect.flatMap(AccountRepository, (accounts) => accounts.findUser(w.user_id)).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.succeedNone,
+          onSome: (user) =>
+            Effect.map(Effect.either(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, new Set([driving.ref.id])))), Either.getRight)
+        }))
+      )
+    if (Option.isNone(next)) yield* failUnavailable
+    else {
+      const runner: RunnerRef = next.value.kind === "user"
+        ? { kind: "user", id: next.value.id as RunnerId }
+        : { kind: "managed", id: next.value.id as ManagedRunnerId }
+      yield* advance(w.id, (h) => (h.status === "accepted" || h.status === "uploaded" ? [T.Reassigned({ runner })] : undefined))
+    }
+    // It is another runner's now (or finished).
+    yield* driving.inFlight.remove(w.id)
+  })

@@ -1,0 +1,73 @@
+/**
+ * Reconciliation (design.md section 5): after every (re)connection and on a timer, compare what
+ * the store says is on this runner with the runner's `/queue` and `/history`, so that nothing
+ * stays stuck after a gap in the events, a restart of the runner or a takeover from a dead
+ * instance. In the queue: its position; in the history: its end; in neither: the runner lost it
+ * (`RunnerLost`). Prompts of workflows cancelled while the runner could not be told are removed.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { RunnerGateway } from "../runners/RunnerGateway.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
+import { advance } from "./Advance.js"
+import { Driving } from "./Driving.js"
+import { recordEnd } from "./Finish.js"
+import { observe } from "./QueuePositions.js"
+
+/** Most workflows one reconciliation reads from the store (the oldest first). */
+export const RECONCILE_LIMIT = 10_000
+
+export const reconcile = Effect.gen(function*() {
+  const driving = yield* Driving
+  const gateway = yield* RunnerGateway
+  const repo = yield* WorkflowRepository
+  const target = yield* driving.refreshTarget
+  if (Option.isNone(target)) return
+  const runner = target.value
+  // Adopt what this driver does not track yet (left by another instance, or before a restart);
+  // forget what the store no longer has here (cancelled, finished or moved by someone else).
+  const stored = yield* repo.listSubmittedOnRunner(driving.ref.id, RECONCILE_LIMIT)
+  const storedIds = new Set<string>(stored.map((w) => w.id))
+  for (const w of stored) {
+    if (Option.isNone(yield* driving.inFlight.get(w.id))) yield* driving.inFlight.put({ workflow: w, phase: "onRunner" })
+  }
+  for (const t of yield* driving.inFlight.all) {
+    if (t.phase === "onRunner" && !storedIds.has(t.workflow.id)) yield* driving.inFlight.remove(t.workflow.id)
+  }
+  // The queue first: a prompt that leaves it in between is then found in the history.
+  const snapshot = yield* gateway.queue(runner)
+  for (const t of yield* driving.inFlight.all) {
+    const id = t.workflow.id
+    if (t.phase !== "onRunner") continue
+    if (snapshot.running.includes(id)) {
+      yield* observe(id, 0)
+      continue
+    }
+    if (snapshot.pending.includes(id)) {
+      yield* observe(id, snapshot.pending.indexOf(id) + 1)
+      continue
+    }
+    const history = yield* gateway.history(runner, id)
+    if (Option.isSome(history)) {
+      if (yield* driving.inFlight.shift(id, ["onRunner"], "finishing")) yield* recordEnd(id, history.value)
+    } else if (t.workflow.status === "accepted" || t.workflow.status === "uploaded") {
+      // Claimed, but its post never arrived: the claim loop submits it again once its claim expires.
+      yield* driving.inFlight.remove(id)
+    } else {
+      yield* advance(id, () => [T.Failed({
+        error_node: null,
+        exception_type: "RunnerLost",
+        exception_message: "The runner no longer knows this prompt: it was restarted or the prompt was removed from its queue"
+      })])
+    }
+  }
+  // Prompts of workflows cancelled while the runner could not be told.
+  for (const id of [...snapshot.running, ...snapshot.pending]) {
+    if (Option.isSome(yield* driving.inFlight.get(id))) continue
+    const w = yield* repo.findById(id)
+    if (Option.isSome(w) && w.value.status === "cancelled" && (w.value.user_runner_id ?? w.value.managed_runner_id) === driving.ref.id) {
+      yield* Effect.ignore(gateway.cancel(runner, id))
+    }
+  }
+})

@@ -1,0 +1,157 @@
+/**
+ * Submitting one claimed workflow to this driver's runner: ask the runner first if an earlier
+ * claim may have posted it, upload its `$file` inputs, post the prompt (the workflow id as its
+ * `prompt_id`), and record `queued` (with `uploaded` in the same write when there were no files).
+ * A runner that does not answer is retried on the `retrySchedule`; then the workflow moves to
+ * another runner, or fails with `RunnerUnavailable` (MoveAway.ts).
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
+import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
+import { findPlaceholders, substitute } from "../workflows/Placeholders.js"
+import { isTerminal, type Workflow } from "../workflows/Workflow.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
+import { advance, endedAs } from "./Advance.js"
+import type { ClaimedWorkflow } from "./Dispatch.js"
+import { retrySchedule } from "./DispatcherOptions.js"
+import { Driving } from "./Driving.js"
+import { recordEnd } from "./Finish.js"
+import { transition } from "./Lifecycle.js"
+import { moveAway } from "./MoveAway.js"
+import { observe } from "./QueuePositions.js"
+
+/** A failed input: the stored upload is gone (the workflow cannot run anywhere). */
+const inputMissing = (placeholder: string) =>
+  T.Failed({ error_node: null, exception_type: "InputMissing", exception_message: `The uploaded file for ${placeholder} is no longer stored` })
+
+/**
+ * One attempt: where the prompt already is, or uploads and the post. `Done` when the workflow
+ * needs nothing more from this submission; runner errors fail the attempt (to be retried).
+ */
+const attempt = (w: Workflow, resubmit: boolean) =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    const gateway = yield* RunnerGateway
+    const blobs = yield* BlobStore
+    const target = yield* driving.target
+    if (Option.isNone(target) || target.value.status !== "active") return { _tag: "Disabled" as const }
+    const runner = target.value
+    if (resubmit) {
+      // An earlier claim may have posted it before a restart or a timeout: ask first.
+      const snapshot = yield* gateway.queue(runner)
+      if (snapshot.running.includes(w.id) || snapshot.pending.includes(w.id)) {
+        return { _tag: "OnRunner" as const, queueNumber: snapshot.running.includes(w.id) ? 0 : snapshot.pending.indexOf(w.id) + 1 }
+      }
+      const history = yield* gateway.history(runner, w.id)
+      if (Option.isSome(history)) return { _tag: "Finished" as const, history: history.value }
+    }
+    const values = new Map(w.workflow_params)
+    for (const [placeholder, key] of w.workflow_params) {
+      if (!placeholder.startsWith("$file(")) continue
+      const blob = yield* blobs.get(key)
+      if (Option.isNone(blob)) return { _tag: "Failed" as const, end: inputMissing(placeholder) }
+      const uploaded = yield* gateway.uploadInput(runner, {
+        filename: `${w.id}_${sanitizeFilename(key.split("/").pop() ?? "file")}`,
+        content_type: blob.value.content_type,
+        content: blob.value.stream
+      })
+      values.set(placeholder, inputReference(uploaded))
+    }
+    const hadFiles = w.workflow_params.some(([p]) => p.startsWith("$file("))
+    if (hadFiles) {
+      const up = yield* advance(w.id, (h) => h.status === "accepted" ? [T.Uploaded()] : undefined)
+      if (Option.isSome(up) && up.value._tag !== "Applied") return { _tag: "Gone" as const }
+    }
+    // Fencing: after a pause past the lease, another instance may drive this runner now.
+    if (!(yield* driving.lease.held)) return { _tag: "LeaseLost" as const }
+    const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
+    yield* gateway.submit(runner, {
+      prompt_id: w.id,
+      prompt: substitute(w.workflow_json, placeholders, values),
+      client_id: driving.lease.clientId,
+      extra_data: { wes_workflow_id: w.id }
+    })
+    return { _tag: "Posted" as const }
+  })
+
+/** The position a new prompt takes: behind what this driver knows to be waiting on the runner. */
+const estimatedPosition = Effect.flatMap(Driving, (d) =>
+  Effect.map(d.inFlight.all, (all) => 1 + all.filter((t) => t.phase !== "submitting" && t.workflow.status === "queued").length))
+
+/** Submits `claimed`; the driver calls it with the workflow tracked in phase `submitting`. */
+export const submit = (claimed: ClaimedWorkflow) =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    const gateway = yield* RunnerGateway
+    const repo = yield* WorkflowRepository
+    let w = claimed.workflow
+    let first = true
+    const once = Effect.suspend(() => {
+      if (first) {
+        first = false
+        return attempt(w, claimed.resubmit)
+      }
+      // A retry: the workflow may have been cancelled meanwhile, and a post may have arrived.
+      return Effect.flatMap(repo.findById(w.id), Option.match({
+        onNone: () => Effect.succeed({ _tag: "Gone" as const }),
+        onSome: (latest) => {
+          w = latest
+          return isTerminal(latest.status) ? Effect.succeed({ _tag: "Gone" as const }) : attempt(latest, true)
+        }
+      }))
+    })
+    const result = yield* once.pipe(
+      Effect.tapError((e) =>
+        e._tag === "StorageError" || e._tag === "PromptRejected"
+          ? Effect.void
+          : Effect.logWarning("runner call failed", { runner_id: driving.ref.id, workflow_id: w.id, error: e.message })
+      ),
+      Effect.retry({ schedule: retrySchedule(driving.options), while: (e) => e._tag === "RunnerUnreachable" || e._tag === "RunnerRequestFailed" }),
+      Effect.either
+    )
+    if (Either.isLeft(result)) {
+      const e = result.left
+      if (e._tag === "StorageError") return yield* Effect.fail(e)
+      if (e._tag === "PromptRejected") {
+        yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        return yield* driving.inFlight.remove(w.id)
+      }
+      return yield* moveAway(w, `runner is unreachable (${(e as RunnerError).message})`)
+    }
+    const r = result.right
+    switch (r._tag) {
+      case "Disabled":
+        return yield* moveAway(w, "the runner is disabled")
+      case "Gone":
+      case "LeaseLost":
+        return yield* driving.inFlight.remove(w.id)
+      case "Failed":
+        yield* transition(w.id, [r.end])
+        return yield* driving.inFlight.remove(w.id)
+      case "Finished":
+        yield* driving.inFlight.shift(w.id, ["submitting"], "finishing")
+        return yield* recordEnd(w.id, r.history)
+      case "OnRunner":
+        yield* driving.inFlight.shift(w.id, ["submitting"], "onRunner")
+        return yield* observe(w.id, r.queueNumber)
+      case "Posted": {
+        const position = yield* estimatedPosition
+        const advanced = yield* advance(w.id, (h) =>
+          h.status === "accepted"
+            ? [T.Uploaded(), T.Queued({ prompt_id: w.id, queue_number: position })]
+            : h.status === "uploaded"
+            ? [T.Queued({ prompt_id: w.id, queue_number: position })]
+            : undefined)
+        if (endedAs(advanced, "cancelled")) {
+          // Cancelled while it was being posted: take it off the runner again.
+          yield* driving.target.pipe(
+            Effect.flatMap(Option.match({ onNone: () => Effect.void, onSome: (t) => Effect.ignore(gateway.cancel(t, w.id)) }))
+          )
+        }
+        yield* driving.inFlight.shift(w.id, ["submitting"], "onRunner")
+      }
+    }
+  })

@@ -1,0 +1,217 @@
+/**
+ * Create and rerun: check the request, resolve its parameters, pick a runner, store the uploaded
+ * files, then one store write (the workflow, its first event and the wake-up of its runner's
+ * dispatcher, with the tier limits and the idempotency key checked atomically). Files stored for
+ * a create that does not happen are released with the request's scope.
+ */
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import type { User } from "../../accounts/Account.js"
+import { limitExceeded, TierPolicy } from "../../accounts/Tier.js"
+import { Scheduler } from "../../dispatch/Scheduler.js"
+import type { RunnerTarget } from "../../runners/Runner.js"
+import { BlobStore, inputBlobKey } from "../../shared/BlobStore.js"
+import { NotFound, type StorageError, ValidationError } from "../../shared/Errors.js"
+import { IdGenerator, isUuid, type ManagedRunnerId, type RunnerId, type WorkflowId } from "../../shared/Ids.js"
+import type { JsonObject } from "../../shared/Json.js"
+import { MAX_TAGS, normalizeTags, parseTagList } from "../../shared/Tags.js"
+import { requireText } from "../../shared/Validation.js"
+import { TemplateRepository } from "../../templates/TemplateRepository.js"
+import { findPlaceholders, isParamField, placeholderKey, type ResolvedParam, resolveParams, type SuppliedParam } from "../Placeholders.js"
+import { assignTo, type Workflow } from "../Workflow.js"
+import { validateWorkflowJson } from "../WorkflowJson.js"
+import { WorkflowRepository } from "../WorkflowRepository.js"
+import {
+  asFirstAnswered,
+  type CreateWorkflowInput,
+  IDEMPOTENCY_WINDOW,
+  type RerunWorkflowInput,
+  type UploadedFile
+} from "./Inputs.js"
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+const NAME_MAX = 200
+
+export const makeCreateWorkflow = Effect.gen(function*() {
+  const repo = yield* WorkflowRepository
+  const templates = yield* TemplateRepository
+  const blobs = yield* BlobStore
+  const policy = yield* TierPolicy
+  const scheduler = yield* Scheduler
+  const ids = yield* IdGenerator
+
+  const findOwned = (user: User, id: string) =>
+    (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))
+    )
+
+  const checkIdempotencyKey = (key: string | undefined) =>
+    key === undefined || IDEMPOTENCY_KEY.test(key)
+      ? Effect.void
+      : Effect.fail(ValidationError.field("Idempotency-Key", "must be 1-255 visible ASCII characters"))
+
+  /** The answer of an earlier request with the same key, if any. */
+  const priorRequest = (user: User, key: string | undefined) =>
+    Effect.gen(function*() {
+      yield* checkIdempotencyKey(key)
+      if (key === undefined) return Option.none<Workflow>()
+      const since = DateTime.subtractDuration(yield* DateTime.now, IDEMPOTENCY_WINDOW)
+      return Option.map(yield* repo.findByIdempotencyKey(user.id, key, since), asFirstAnswered)
+    })
+
+  const checkParamFields = (params: ReadonlyArray<SuppliedParam<UploadedFile>>) => {
+    const bad = params.find((p) => !isParamField(p.field))
+    return bad === undefined
+      ? Effect.void
+      : Effect.fail(ValidationError.field(bad.field, "is not a parameter field (names start with $ or #)"))
+  }
+
+  /** Stores a blob until the scope closes, and removes it then unless the scope succeeded. */
+  const storeScoped = (key: string, put: Effect.Effect<unknown, ValidationError | StorageError>) =>
+    Effect.acquireRelease(Effect.as(put, key), (k, exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(blobs.delete(k)))
+
+  /** Stores uploads and inherited files under the new workflow; the `workflow_params` pairs. */
+  const storeParams = (workflowId: string, resolved: ReadonlyArray<ResolvedParam<UploadedFile>>) =>
+    Effect.forEach(resolved, (r) =>
+      Effect.gen(function*() {
+        const key = placeholderKey(r.placeholder)
+        if (r.value._tag === "Upload") {
+          const file = r.value.file
+          const blobKey = inputBlobKey(workflowId, r.placeholder.name, file.filename)
+          yield* storeScoped(blobKey, blobs.put(blobKey, file.content, file.content_type))
+          return [key, blobKey] as const
+        }
+        if (r.placeholder.kind !== "file") return [key, r.value.value] as const
+        // A rerun inherits a file: the new workflow gets its own copy, since each workflow's
+        // inputs are deleted when it finishes.
+        const from = r.value.value
+        const name = r.placeholder.name
+        const blobKey = inputBlobKey(workflowId, name, from.split("/").pop() ?? "file")
+        yield* storeScoped(blobKey, Effect.filterOrFail(blobs.copy(from, blobKey), (copied) => copied, () =>
+          new ValidationError({
+            message: `Parameter validation failed: $${name} must be sent again, ` +
+              "the original workflow's upload was deleted when it finished",
+            details: [{ field: `$${name}`, message: "the original upload no longer exists; send the file again" }]
+          })))
+        return [key, blobKey] as const
+      }))
+
+  /** The shared tail of create and rerun: parameters, limits, runner, files, the one write. */
+  const submit = (
+    user: User,
+    spec: {
+      readonly name: string
+      readonly workflow_json: JsonObject
+      readonly tags: ReadonlyArray<string>
+      readonly params: ReadonlyArray<SuppliedParam<UploadedFile>>
+      readonly inherited: Workflow["workflow_params"]
+      readonly idempotency_key: string | undefined
+    }
+  ) =>
+    Effect.gen(function*() {
+      const placeholders = yield* findPlaceholders(spec.workflow_json)
+      const resolved = yield* resolveParams(placeholders, spec.params, spec.inherited)
+      const limits = policy.limitsFor(user.tier)
+      yield* policy.check(user.tier, "workflow_params", 0, resolved.length)
+      const now = yield* DateTime.now
+      const dayStart = DateTime.startOf(now, "day")
+      if (resolved.some((r) => r.value._tag === "Upload")) {
+        // Reject before storing up to 50 MB of files; the write re-checks atomically.
+        yield* policy.check(user.tier, "active_workflows", yield* repo.countActive(user.id))
+        yield* policy.check(user.tier, "workflows_per_day", yield* repo.countCreatedSince(user.id, dayStart))
+      }
+      const runner = yield* scheduler.choose(user, spec.tags)
+      const id = (yield* ids.next) as WorkflowId
+      return yield* Effect.scoped(Effect.gen(function*() {
+        const params = yield* storeParams(id, resolved)
+        return yield* repo.create(newWorkflow(id, user, spec, runner, params, now), {
+          limits: { active_workflows: limits.active_workflows, workflows_per_day: limits.workflows_per_day, day_start: dayStart },
+          idempotency_since: DateTime.subtractDuration(now, IDEMPOTENCY_WINDOW)
+        })
+      })).pipe(Effect.catchTags({
+        LimitReached: (e) => Effect.fail(limitExceeded(e.limit, user.tier, limits[e.limit])),
+        DuplicateIdempotencyKey: (e) => Effect.succeed(asFirstAnswered(e.existing))
+      }))
+    })
+
+  const create = (user: User, input: CreateWorkflowInput) =>
+    Effect.gen(function*() {
+      const prior = yield* priorRequest(user, input.idempotency_key)
+      if (Option.isSome(prior)) return prior.value
+      const name = yield* requireText("name", input.name, 1, NAME_MAX)
+      const hasJson = input.workflow_json !== undefined
+      const hasTemplate = input.template_id !== undefined && input.template_id !== ""
+      if (hasJson && hasTemplate) {
+        return yield* Effect.fail(ValidationError.field("template_id", "send either workflow_json or template_id, not both"))
+      }
+      if (!hasJson && !hasTemplate) return yield* Effect.fail(ValidationError.field("workflow_json", "is required"))
+      const definition = hasJson
+        ? input.workflow_json
+        : yield* (isUuid(input.template_id!) ? templates.findForUser(user.id, input.template_id!) : Effect.succeedNone).pipe(
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.template()), onSome: (t) => Effect.succeed(t.body) }))
+        )
+      const workflow_json = yield* validateWorkflowJson(definition)
+      const tags = yield* (input.tags === undefined || typeof input.tags === "string" ? parseTagList(input.tags) : normalizeTags(input.tags))
+      if (tags.length > MAX_TAGS) return yield* Effect.fail(ValidationError.field("tags", `at most ${MAX_TAGS} tags are allowed`))
+      const params = input.params ?? []
+      yield* checkParamFields(params)
+      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key })
+    })
+
+  const rerun = (user: User, id: string, input: RerunWorkflowInput) =>
+    Effect.gen(function*() {
+      yield* checkIdempotencyKey(input.idempotency_key)
+      const original = yield* findOwned(user, id)
+      const prior = yield* priorRequest(user, input.idempotency_key)
+      if (Option.isSome(prior)) return prior.value
+      const params = input.params ?? []
+      yield* checkParamFields(params)
+      return yield* submit(user, {
+        name: original.name,
+        workflow_json: original.workflow_json,
+        tags: original.tags,
+        params,
+        inherited: original.workflow_params,
+        idempotency_key: input.idempotency_key
+      })
+    })
+
+  return { create, rerun }
+})
+
+const newWorkflow = (
+  id: WorkflowId,
+  user: User,
+  spec: {
+    readonly name: string
+    readonly workflow_json: JsonObject
+    readonly tags: ReadonlyArray<string>
+    readonly idempotency_key: string | undefined
+  },
+  runner: RunnerTarget,
+  params: Workflow["workflow_params"],
+  now: DateTime.Utc
+): Workflow => ({
+  id,
+  user_id: user.id,
+  name: spec.name,
+  status: "accepted",
+  tags: spec.tags,
+  created_at: now,
+  updated_at: now,
+  started_at: null,
+  completed_at: null,
+  ...assignTo(runner.kind === "user" ? { kind: "user", id: runner.id as RunnerId } : { kind: "managed", id: runner.id as ManagedRunnerId }),
+  workflow_json: spec.workflow_json,
+  workflow_params: params,
+  prompt_id: null,
+  queue_number: null,
+  error_node: null,
+  exception_type: null,
+  exception_message: null,
+  idempotency_key: spec.idempotency_key ?? null,
+  dispatch_attempts: 0,
+  submitted_at: null
+})

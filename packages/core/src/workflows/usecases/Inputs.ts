@@ -1,0 +1,58 @@
+/** The inputs of the workflow use cases, and the answer a repeated idempotent request gets. */
+import * as Duration from "effect/Duration"
+import type * as Stream from "effect/Stream"
+import type { StorageError } from "../../shared/Errors.js"
+import type { PageInput } from "../../shared/Pagination.js"
+import type { SuppliedParam } from "../Placeholders.js"
+import type { Workflow } from "../Workflow.js"
+
+/** A file part of a request, ready to be streamed into the blob store. */
+export interface UploadedFile {
+  readonly filename: string
+  readonly content_type: string
+  readonly content: Stream.Stream<Uint8Array, StorageError>
+}
+
+export interface CreateWorkflowInput {
+  /** 1-200 characters. */
+  readonly name?: string | undefined
+  /** The parsed definition (API format). Exactly one of `workflow_json` and `template_id`. */
+  readonly workflow_json?: unknown
+  /** Start from one of the caller's templates instead. */
+  readonly template_id?: string | undefined
+  /** The comma-separated form field, or a list. */
+  readonly tags?: string | ReadonlyArray<string> | undefined
+  /** `$name` / `#name` fields. */
+  readonly params?: ReadonlyArray<SuppliedParam<UploadedFile>> | undefined
+  readonly idempotency_key?: string | undefined
+}
+
+export interface RerunWorkflowInput {
+  readonly params?: ReadonlyArray<SuppliedParam<UploadedFile>> | undefined
+  readonly idempotency_key?: string | undefined
+}
+
+export interface ListWorkflowsInput extends PageInput {
+  readonly status?: string | undefined
+  readonly tag?: string | undefined
+}
+
+/** How long an `Idempotency-Key` is remembered. */
+export const IDEMPOTENCY_WINDOW = Duration.hours(24)
+
+/**
+ * A repeat of an idempotent request gets the first response again: the workflow as it was when
+ * it was accepted, whatever it has become since.
+ */
+export const asFirstAnswered = (w: Workflow): Workflow => ({
+  ...w,
+  status: "accepted",
+  updated_at: w.created_at,
+  started_at: null,
+  completed_at: null,
+  prompt_id: null,
+  queue_number: null,
+  error_node: null,
+  exception_type: null,
+  exception_message: null
+})

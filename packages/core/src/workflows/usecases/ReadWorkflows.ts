@@ -1,0 +1,65 @@
+/** Reading workflows: one (detail), a page of the caller's (summaries), and their output files. */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { User } from "../../accounts/Account.js"
+import { BlobStore } from "../../shared/BlobStore.js"
+import { NotFound, type StorageError, ValidationError } from "../../shared/Errors.js"
+import { isUuid } from "../../shared/Ids.js"
+import { pageOf } from "../../shared/Pagination.js"
+import { normalizeTag } from "../../shared/Tags.js"
+import { type WorkflowOutput, WorkflowStatus } from "../Workflow.js"
+import { WorkflowRepository } from "../WorkflowRepository.js"
+import type { ListWorkflowsInput } from "./Inputs.js"
+
+const decodeStatus = Schema.decodeUnknownEither(WorkflowStatus)
+
+export const makeReadWorkflows = Effect.gen(function*() {
+  const repo = yield* WorkflowRepository
+  const blobs = yield* BlobStore
+
+  const get = (user: User, id: string) =>
+    (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))
+    )
+
+  const list = (user: User, input: ListWorkflowsInput) =>
+    Effect.gen(function*() {
+      const page = yield* pageOf(input)
+      let status: WorkflowStatus | undefined
+      if (input.status !== undefined && input.status !== "") {
+        const decoded = decodeStatus(input.status)
+        if (Either.isLeft(decoded)) {
+          return yield* Effect.fail(ValidationError.field("status", `must be one of ${WorkflowStatus.literals.join(", ")}`))
+        }
+        status = decoded.right
+      }
+      let tag: string | undefined
+      if (input.tag !== undefined && input.tag !== "") {
+        const normalized = normalizeTag(input.tag)
+        if (Either.isLeft(normalized)) return yield* Effect.fail(ValidationError.field("tag", normalized.left))
+        tag = normalized.right
+      }
+      return yield* repo.list(user.id, { ...page, status, tag })
+    })
+
+  const outputs = (user: User, id: string) =>
+    (isUuid(id) ? repo.findHeadForUser(user.id, id) : Effect.succeedNone).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(NotFound.workflow()),
+        onSome: (w): Effect.Effect<ReadonlyArray<WorkflowOutput>, NotFound | StorageError> => repo.listOutputs(w.id)
+      }))
+    )
+
+  const openOutput = (user: User, id: string, outputId: string) =>
+    Effect.gen(function*() {
+      const output = (yield* outputs(user, id)).find((o) => o.id === outputId)
+      if (output === undefined) return yield* Effect.fail(NotFound.output())
+      const blob = yield* blobs.get(output.blob_key)
+      if (Option.isNone(blob)) return yield* Effect.fail(NotFound.output())
+      return { output, blob: blob.value }
+    })
+
+  return { get, list, outputs, openOutput }
+})

@@ -1,0 +1,85 @@
+/**
+ * The workflows of the memory store and the indexes its operations read: by owner (newest
+ * first), unfinished ones per runner (oldest first), counts of unfinished work per user and per
+ * runner, idempotency keys, outputs and dispatch claims. Every change goes through `insert` or
+ * `replace`, which keep the indexes in step.
+ */
+import { isTerminal, runnerOf, type Workflow, type WorkflowOutput } from "@wes/core"
+import { IndexByOwner } from "./NewestFirst.js"
+
+const bump = (counts: Map<string, number>, key: string, by: number) => {
+  const n = (counts.get(key) ?? 0) + by
+  if (n === 0) counts.delete(key)
+  else counts.set(key, n)
+}
+
+/** A claim on a waiting workflow: who holds it, until when (epoch ms). */
+export interface Claim {
+  readonly owner: string
+  readonly until: number
+}
+
+export class WorkflowTable {
+  readonly byId = new Map<string, Workflow>()
+  readonly byUser = new IndexByOwner()
+  readonly activeByUser = new Map<string, number>()
+  readonly inFlightByRunner = new Map<string, number>()
+  /** Unfinished workflow ids per runner, in insertion (creation) order. */
+  readonly unfinishedByRunner = new Map<string, Set<string>>()
+  readonly outputs = new Map<string, Array<WorkflowOutput>>()
+  readonly claims = new Map<string, Claim>()
+  private readonly idempotency = new Map<string, string>()
+
+  insert(w: Workflow): void {
+    this.byId.set(w.id, w)
+    this.byUser.of(w.user_id).add(w.id, w.created_at)
+    if (w.idempotency_key !== null) this.idempotency.set(this.keyOf(w.user_id, w.idempotency_key), w.id)
+    this.account(w, 1)
+  }
+
+  replace(before: Workflow, after: Workflow): void {
+    this.account(before, -1)
+    this.byId.set(after.id, after)
+    this.account(after, 1)
+    if (isTerminal(after.status)) this.claims.delete(after.id)
+  }
+
+  byIdempotencyKey(userId: string, key: string): Workflow | undefined {
+    return this.byId.get(this.idempotency.get(this.keyOf(userId, key)) ?? "")
+  }
+
+  /** The user's workflows, newest first. */
+  newest(userId: string): Array<Workflow> {
+    const index = this.byUser.peek(userId)
+    return index === undefined ? [] : Array.from(index.newest(), (id) => this.byId.get(id)!)
+  }
+
+  addOutputs(outputs: ReadonlyArray<WorkflowOutput>): void {
+    for (const o of outputs) {
+      const list = this.outputs.get(o.workflow_id)
+      if (list === undefined) this.outputs.set(o.workflow_id, [o])
+      else list.push(o)
+    }
+  }
+
+  private keyOf(userId: string, key: string): string {
+    return `${userId}\u0000${key}`
+  }
+
+  /** Counts a workflow in (1) or out of (-1) the indexes of unfinished work. */
+  private account(w: Workflow, sign: 1 | -1): void {
+    if (isTerminal(w.status)) return
+    bump(this.activeByUser, w.user_id, sign)
+    const runner = runnerOf(w)?.id
+    if (runner === undefined) return
+    bump(this.inFlightByRunner, runner, sign)
+    let set = this.unfinishedByRunner.get(runner)
+    if (sign === 1) {
+      if (set === undefined) this.unfinishedByRunner.set(runner, (set = new Set()))
+      set.add(w.id)
+    } else if (set !== undefined) {
+      set.delete(w.id)
+      if (set.size === 0) this.unfinishedByRunner.delete(runner)
+    }
+  }
+}
