@@ -71,7 +71,7 @@ export const makeMemoryWorkflowRepository = (
         table.replace(current, after)
         if (plan.releaseClaim) table.claims.delete(after.id)
         table.addOutputs(outputs)
-        log.append(after.id, transitionEvents(plan, after, outputs), request.at)
+        log.append(after.id, transitionEvents(plan, after, outputs, request.events), request.at)
         const moved = runnerOf(after)
         if (plan.releaseClaim && moved !== undefined) wake(moved.id)
         return { _tag: "Applied" as const, workflow: headOf(after) }

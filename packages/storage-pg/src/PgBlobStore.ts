@@ -62,18 +62,34 @@ export const makePgBlobStore = Effect.gen(function*() {
       orStorageError("blobs.put (chunk)")
     )
 
-  /** Writes `content` as chunks of `blobId`, re-cut to BLOB_CHUNK_SIZE whatever the sizes that arrive. */
+  /**
+   * Writes `content` as chunks of `blobId`, re-cut to BLOB_CHUNK_SIZE whatever the sizes that
+   * arrive. Content that fits one chunk is not written but handed back (`held`): most outputs and
+   * inputs do, and then the whole put is one statement (`putSmall`).
+   */
   const writeChunks = (blobId: string, content: Stream.Stream<Uint8Array, StorageError>) =>
     Effect.gen(function*() {
       let pending: Array<Uint8Array> = []
       let pendingSize = 0
       let chunks = 0
       let size = 0
+      let held: Uint8Array | undefined
+      const write = (bytes: Uint8Array) => insertChunk(blobId, chunks++, bytes)
       const flush = Effect.suspend(() => {
         const bytes = concat(pending, pendingSize)
         pending = []
         pendingSize = 0
-        return insertChunk(blobId, chunks++, bytes)
+        // A second chunk: the first one, held so far, goes first.
+        if (held !== undefined) {
+          const first = held
+          held = undefined
+          return Effect.zipRight(write(first), write(bytes))
+        }
+        if (chunks === 0) {
+          held = bytes
+          return Effect.void
+        }
+        return write(bytes)
       })
       yield* Stream.runForEach(content, (piece) =>
         Effect.gen(function*() {
@@ -88,8 +104,26 @@ export const makePgBlobStore = Effect.gen(function*() {
           }
         }))
       if (pendingSize > 0) yield* flush
-      return { chunks, size }
+      return { chunks, size, held }
     })
+
+  /**
+   * A new key whose content fits one chunk: its row and chunk in one statement. False when the key
+   * exists already (a replacement takes the locked path).
+   */
+  const putSmall = (key: string, blobId: string, contentType: string, bytes: Uint8Array) =>
+    run(sql`WITH k AS (
+        INSERT INTO blobs (key, blob_id, content_type, size, chunks)
+        VALUES (${key}, ${blobId}, ${contentType}, ${bytes.length}, ${bytes.length === 0 ? 0 : 1})
+        ON CONFLICT (key) DO NOTHING RETURNING blob_id
+      ), c AS (
+        INSERT INTO blob_chunks (blob_id, n, data) SELECT blob_id, 0, ${asBuffer(bytes)} FROM k WHERE ${bytes.length} > 0
+      )
+      SELECT count(*)::int AS n FROM k`).pipe(
+      Effect.flatMap(readCount),
+      Effect.map((n) => n === 1),
+      orStorageError("blobs.put")
+    )
 
   /** Points `key` at `blobId` and drops the chunks it pointed at before. Call with the key's lock held. */
   const switchKey = (key: string, blobId: string, contentType: string, size: number, chunks: number) =>
@@ -129,9 +163,18 @@ export const makePgBlobStore = Effect.gen(function*() {
       if (!isSafeBlobKey(key)) return Effect.fail(invalidKey(key))
       const blobId = globalThis.crypto.randomUUID()
       return Effect.gen(function*() {
-        const { chunks, size } = yield* writeChunks(blobId, content)
-        yield* transaction(sql, "blobs.put")(Effect.zipRight(lockKey(key), switchKey(key, blobId, contentType, size, chunks)))
-        return size
+        const written = yield* writeChunks(blobId, content)
+        let chunks = written.chunks
+        if (written.held !== undefined) {
+          if (yield* putSmall(key, blobId, contentType, written.held)) return written.size
+          // The key exists: replace it like a large blob.
+          if (written.held.length > 0) {
+            yield* insertChunk(blobId, 0, written.held)
+            chunks = 1
+          }
+        }
+        yield* transaction(sql, "blobs.put")(Effect.zipRight(lockKey(key), switchKey(key, blobId, contentType, written.size, chunks)))
+        return written.size
       }).pipe(Effect.onError(() => discardChunks(blobId)))
     },
     get: (key) =>

@@ -111,6 +111,7 @@ const requestRow = (request: TransitionRequest, plan: TransitionPlan, events: Re
 
 /** The events of a plan as the statement builds them: given data, or the summary with an override. */
 const eventRows = (request: TransitionRequest, plan: TransitionPlan) => [
+  ...(request.events ?? []).map((e) => ({ type: e.type, data: e.data ?? null })),
   ...(request.outputs ?? []).map((o) => ({ type: "output", data: outputData(o) })),
   ...plan.events.map((e) =>
     e.type === "queue"

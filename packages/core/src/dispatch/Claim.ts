@@ -1,11 +1,14 @@
 /**
- * The claim loop of a driver: whenever it is woken (new work announced, a submission ended) or
- * `claimInterval` passes (claims of dead instances expire silently), it claims as many waiting
- * workflows as it has free submission slots (`concurrencyPerRunner`), in one store operation,
- * and submits each beside the loop. It returns once the runner has had no work for `idleAfter`.
- * Claims being submitted are renewed every third of their lease.
+ * The claim loop of a driver: whenever it is woken (new work announced) or `claimInterval` passes
+ * (claims of dead instances expire silently), it claims as many waiting workflows as it has free
+ * submission slots (`concurrencyPerRunner`), in one store operation, and submits each beside the
+ * loop. With every slot busy it waits for a submission to end instead; a claim that filled every
+ * slot is followed by another at once. So an idle runner costs one claim per wake-up. It returns
+ * once the runner has had no work for `idleAfter`. Claims being submitted are renewed every third
+ * of their lease.
  */
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -19,21 +22,23 @@ import { submit } from "./Submit.js"
 
 const headOf = ({ workflow_json: _, ...head }: Workflow) => head
 
-/** Submits one claimed workflow, then gives its claim back if it is still waiting and wakes the loop. */
+/** Submits one claimed workflow, then gives its claim back if it is still waiting, and frees its slot. */
 const submitClaimed = (claimed: ClaimedWorkflow) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const dispatch = yield* DispatchQueue
     const id = claimed.workflow.id
+    const recorded = yield* driving.inFlight.submitting(headOf(claimed.workflow))
     yield* driving.fork(
       "could not submit a workflow",
       submit(claimed).pipe(Effect.ensuring(Effect.gen(function*() {
+        yield* Deferred.succeed(recorded, undefined)
         const left = yield* driving.inFlight.get(id)
         if (Option.isSome(left) && left.value.phase === "submitting") {
           yield* driving.inFlight.remove(id)
           yield* Effect.ignore(dispatch.release([id], driving.owner))
         }
-        yield* Queue.offer(driving.wake, undefined)
+        yield* Queue.offer(driving.slotFreed, undefined)
       })))
     )
   })
@@ -52,14 +57,11 @@ export const claimLoop = Effect.gen(function*() {
       const claimed = yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs).pipe(
         Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
       )
-      for (const c of claimed) {
-        yield* driving.inFlight.put({ workflow: headOf(c.workflow), phase: "submitting" })
-        yield* submitClaimed(c)
-      }
+      for (const c of claimed) yield* submitClaimed(c)
       if (claimed.length > 0) idleSince = undefined
       if (claimed.length === free) continue
     }
-    const woke = yield* Queue.take(driving.wake).pipe(Effect.timeout(options.claimInterval), Effect.option)
+    const woke = yield* Queue.take(free > 0 ? driving.wake : driving.slotFreed).pipe(Effect.timeout(options.claimInterval), Effect.option)
     if (Option.isSome(woke) || (yield* driving.inFlight.all).length > 0) {
       idleSince = undefined
       continue

@@ -32,8 +32,10 @@ export interface DrivingShape {
   readonly target: Effect.Effect<Option.Option<RunnerTarget>, StorageError>
   /** Reads the runner again now. */
   readonly refreshTarget: Effect.Effect<Option.Option<RunnerTarget>, StorageError>
-  /** New work may be claimable (a wake-up, or a submission that ended). */
+  /** New work may be claimable (a wake-up from the dispatch queue). */
   readonly wake: Queue.Queue<void>
+  /** A submission ended: a submission slot is free again. */
+  readonly slotFreed: Queue.Queue<void>
   /** The runner's queue changed: positions are worth reading again. */
   readonly queueChanged: Queue.Queue<void>
   /** Compare everything in flight with the runner now (after a (re)connection). */
@@ -83,6 +85,7 @@ export const makeDriving = (
       target,
       refreshTarget,
       wake,
+      slotFreed: yield* Queue.sliding<void>(1),
       queueChanged: yield* Queue.sliding<void>(1),
       reconcileNow: yield* Queue.sliding<void>(1),
       fork

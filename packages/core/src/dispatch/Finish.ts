@@ -16,6 +16,7 @@ import { BlobStore, outputBlobKey } from "../shared/BlobStore.js"
 import { StorageError } from "../shared/Errors.js"
 import { IdGenerator, type OutputId, type WorkflowId } from "../shared/Ids.js"
 import { isTerminal, type WorkflowOutput, type WorkflowStatus } from "../workflows/Workflow.js"
+import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
 import type { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { WorkflowTransition } from "../workflows/WorkflowStatus.js"
 import { Driving } from "./Driving.js"
@@ -88,10 +89,10 @@ export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: P
 
 /**
  * Records the end `history` reports for a workflow this driver is finishing (phase `finishing`),
- * then lets go of it. A guard refused because the driver's copy of the status was behind is
+ * with the run events not written yet (`leading`, written first), then lets go of it. A guard refused because the driver's copy of the status was behind is
  * retried once from the status the store reported.
  */
-export const recordEnd = (id: string, history: PromptHistory) =>
+export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyArray<NewWorkflowEvent> = []) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const tracked = yield* driving.inFlight.get(id)
@@ -112,7 +113,7 @@ export const recordEnd = (id: string, history: PromptHistory) =>
     }
     let status = tracked.value.workflow.status
     for (let attempt = 0; attempt < 2; attempt++) {
-      const outcome = yield* transition(id, endSteps(id, status, history, end), { outputs })
+      const outcome = yield* transition(id, endSteps(id, status, history, end), { outputs, events: leading })
       if (outcome._tag !== "Refused" || isTerminal(outcome.status) || outcome.status === status) break
       status = outcome.status
     }
@@ -126,21 +127,32 @@ export const recordEnd = (id: string, history: PromptHistory) =>
  * before the submission that posted the prompt has recorded it, so Track passes `submitting` too.
  * No history yet: back to `onRunner`, and reconciliation looks again.
  */
-export const finish = (id: string, from: ReadonlyArray<Phase> = ["onRunner"]): Effect.Effect<
+export const finish = (
+  id: string,
+  from: ReadonlyArray<Phase> = ["onRunner"],
+  leading: ReadonlyArray<NewWorkflowEvent> = []
+): Effect.Effect<
   void,
   StorageError,
-  Driving | RunnerGateway | WorkflowRepository | BlobStore | IdGenerator
+  Driving | RunnerGateway | WorkflowRepository | WorkflowEventBus | BlobStore | IdGenerator
 > =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const gateway = yield* RunnerGateway
-    if (!(yield* driving.inFlight.shift(id, from, "finishing"))) return
+    const bus = yield* WorkflowEventBus
+    if (!(yield* driving.inFlight.shift(id, from, "finishing"))) {
+      if (leading.length > 0) yield* bus.publish(id, leading)
+      return
+    }
     const target = yield* driving.target
     const history = Option.isNone(target) ? Option.none<PromptHistory>() : yield* gateway.history(target.value, id).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
       Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
       Effect.option
     )
-    if (Option.isNone(history)) return yield* Effect.asVoid(driving.inFlight.shift(id, ["finishing"], "onRunner"))
-    yield* recordEnd(id, history.value)
+    if (Option.isNone(history)) {
+      if (leading.length > 0) yield* bus.publish(id, leading)
+      return yield* Effect.asVoid(driving.inFlight.shift(id, ["finishing"], "onRunner"))
+    }
+    yield* recordEnd(id, history.value, leading)
   }).pipe(Effect.onInterrupt(() => Effect.flatMap(Driving, (d) => Effect.asVoid(d.inFlight.shift(id, ["finishing"], "onRunner")))))

@@ -4,7 +4,13 @@
  * reconciliation (what another instance left behind), emptied when a workflow ends. Each entry
  * has a phase, and a phase change is atomic, so a workflow is submitted once and finished once
  * however many paths notice it at the same time.
+ *
+ * A runner may start a prompt before the submission that posted it has recorded it (the
+ * WebSocket beats the HTTP answer). Then the start is noted on the entry, the submission writes
+ * `running` with its own write, and the WebSocket's side waits for `recorded` instead of racing it.
  */
+import type * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
@@ -17,6 +23,10 @@ export type Phase = "submitting" | "onRunner" | "finishing"
 export interface Tracked {
   readonly workflow: WorkflowHead
   readonly phase: Phase
+  /** When the runner said it started the prompt, if that came while it was being submitted. */
+  readonly startedAt?: DateTime.Utc | undefined
+  /** Completed when the submission of this entry has written what it will write. */
+  readonly recorded?: Deferred.Deferred<void> | undefined
 }
 
 export interface InFlight {
@@ -25,10 +35,17 @@ export interface InFlight {
   readonly count: (phase: Phase) => Effect.Effect<number>
   /** Adds or replaces an entry. */
   readonly put: (tracked: Tracked) => Effect.Effect<void>
-  /** Replaces the record of an entry, keeping its phase (nothing when absent). */
+  /** Starts tracking a workflow this driver is about to submit. */
+  readonly submitting: (workflow: WorkflowHead) => Effect.Effect<Deferred.Deferred<void>>
+  /** Replaces the record of an entry, keeping the rest (nothing when absent). */
   readonly refresh: (workflow: WorkflowHead) => Effect.Effect<void>
   /** Moves an entry to `to` if its phase is one of `from`; true when it did. */
   readonly shift: (id: string, from: ReadonlyArray<Phase>, to: Phase) => Effect.Effect<boolean>
+  /**
+   * Notes that the runner started the prompt at `at`. While the entry is being submitted, the
+   * submission will write it: the answer is what to wait for before looking again.
+   */
+  readonly noteStart: (id: string, at: DateTime.Utc) => Effect.Effect<Option.Option<Deferred.Deferred<void>>>
   readonly remove: (id: string) => Effect.Effect<void>
 }
 
@@ -39,13 +56,23 @@ export const makeInFlight: Effect.Effect<InFlight> = Effect.map(
     all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
     count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
     put: (tracked) => Ref.update(ref, HashMap.set(tracked.workflow.id as string, tracked)),
-    refresh: (workflow) =>
-      Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ workflow, phase: t.phase }))),
+    submitting: (workflow) =>
+      Effect.flatMap(Deferred.make<void>(), (recorded) =>
+        Effect.as(Ref.update(ref, HashMap.set<string, Tracked>(workflow.id, { workflow, phase: "submitting", recorded })), recorded)),
+    refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
     shift: (id, from, to) =>
       Ref.modify(ref, (map) => {
         const current = HashMap.get(map, id)
         if (Option.isNone(current) || !from.includes(current.value.phase)) return [false, map]
-        return [true, HashMap.set(map, id, { workflow: current.value.workflow, phase: to })]
+        return [true, HashMap.set(map, id, { ...current.value, phase: to })]
+      }),
+    noteStart: (id, at) =>
+      Ref.modify(ref, (map) => {
+        const current = HashMap.get(map, id)
+        if (Option.isNone(current) || current.value.phase !== "submitting" || current.value.recorded === undefined) {
+          return [Option.none(), map]
+        }
+        return [Option.some(current.value.recorded), HashMap.set(map, id, { ...current.value, startedAt: at })]
       }),
     remove: (id) => Ref.update(ref, HashMap.remove(id))
   })

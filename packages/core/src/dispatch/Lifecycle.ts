@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import { BlobStore } from "../shared/BlobStore.js"
 import type { StorageError } from "../shared/Errors.js"
 import { isTerminal, type WorkflowHead, type WorkflowOutput } from "../workflows/Workflow.js"
+import type { NewWorkflowEvent } from "../workflows/WorkflowEvents.js"
 import { type TransitionOutcome, WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import type { WorkflowTransition } from "../workflows/WorkflowStatus.js"
 
@@ -29,6 +30,8 @@ export interface TransitionOptions {
   readonly owner?: string | undefined
   /** Outputs recorded with the move. */
   readonly outputs?: ReadonlyArray<WorkflowOutput> | undefined
+  /** Events logged first, when the move applies (run events that came just before it). */
+  readonly events?: ReadonlyArray<NewWorkflowEvent> | undefined
 }
 
 /**
@@ -43,7 +46,7 @@ export const transition = (
   Effect.gen(function*() {
     const repo = yield* WorkflowRepository
     const at = yield* DateTime.now
-    const outcome = yield* repo.transition({ id, steps, at, owner: options.owner, outputs: options.outputs })
+    const outcome = yield* repo.transition({ id, steps, at, owner: options.owner, outputs: options.outputs, events: options.events })
     if (outcome._tag === "Applied" && isTerminal(outcome.workflow.status)) yield* deleteInputs(outcome.workflow)
     return outcome
   })

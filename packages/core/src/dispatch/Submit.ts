@@ -21,7 +21,7 @@ import { Driving } from "./Driving.js"
 import { recordEnd } from "./Finish.js"
 import { transition } from "./Lifecycle.js"
 import { moveAway } from "./MoveAway.js"
-import { observe } from "./QueuePositions.js"
+import { observe, stepsTo } from "./QueuePositions.js"
 
 /** A failed input: the stored upload is gone (the workflow cannot run anywhere). */
 const inputMissing = (placeholder: string) =>
@@ -138,13 +138,10 @@ export const submit = (claimed: ClaimedWorkflow) =>
         yield* driving.inFlight.shift(w.id, ["submitting"], "onRunner")
         return yield* observe(w.id, r.queueNumber)
       case "Posted": {
-        const position = yield* estimatedPosition
-        const advanced = yield* advance(w.id, (h) =>
-          h.status === "accepted"
-            ? [T.Uploaded(), T.Queued({ prompt_id: w.id, queue_number: position })]
-            : h.status === "uploaded"
-            ? [T.Queued({ prompt_id: w.id, queue_number: position })]
-            : undefined)
+        // The runner may have started it already (its WebSocket said so while this was posting).
+        const startedAt = Option.flatMap(yield* driving.inFlight.get(w.id), (t) => Option.fromNullable(t.startedAt))
+        const position = Option.isSome(startedAt) ? 0 : yield* estimatedPosition
+        const advanced = yield* advance(w.id, (h) => stepsTo(h, position, Option.getOrUndefined(startedAt)))
         if (endedAs(advanced, "cancelled")) {
           // Cancelled while it was being posted: take it off the runner again.
           yield* driving.target.pipe(

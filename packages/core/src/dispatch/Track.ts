@@ -1,12 +1,18 @@
 /**
- * Following the runner's WebSocket: each event, in order, becomes what it means for a workflow
- * this driver tracks. `execution_start` -> running; `executing` / `progress` -> events on its
- * stream; `executing {node: null}` (the runner wrote the history) -> its end is recorded beside
- * the stream, so a slow output copy never holds up the next prompt's events. A (re)connection
- * asks for reconciliation, a queue change for fresh queue positions. Events of prompts this
- * driver does not track (another client's, or already finished) are ignored.
+ * Following the runner's WebSocket: events, in order, become what they mean for the workflows
+ * this driver tracks. `execution_start` -> running; `executing` / `progress` -> events on the
+ * workflow's stream; `executing {node: null}` (the runner wrote the history) -> its end is
+ * recorded beside the stream, so a slow output copy never holds up the next prompt's events. A
+ * (re)connection asks for reconciliation, a queue change for fresh queue positions. Events of
+ * prompts this driver does not track (another client's, or finished) are ignored.
+ *
+ * Events are taken as they have piled up (at most `CHUNK` at a time), never waited for: the run
+ * events of one workflow in a chunk are written together, and with the end when the chunk
+ * carries it. So a fast prompt costs one write for its whole run, and a slow one a write per
+ * event, as soon as it happens.
  */
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -18,37 +24,69 @@ import { Driving } from "./Driving.js"
 import { finish } from "./Finish.js"
 import { observe } from "./QueuePositions.js"
 
-/** Publishes an event of a tracked workflow's run. */
-const publish = (id: string, event: NewWorkflowEvent) =>
+/** Most events handled together; also how many may wait behind a slow write before the socket is paused. */
+export const CHUNK = 256
+
+/** How long a start waits for the submission that is recording the same prompt. */
+const SUBMISSION_WAIT = "10 seconds"
+
+/** `execution_start`: running, after the submission of the same prompt (if any) has recorded it. */
+const started = (id: string, at: DateTime.Utc | undefined) =>
   Effect.gen(function*() {
     const { inFlight } = yield* Driving
-    if (Option.isNone(yield* inFlight.get(id))) return
-    yield* Effect.flatMap(WorkflowEventBus, (bus) => bus.publish(id, [event]))
+    const submission = yield* inFlight.noteStart(id, at ?? (yield* DateTime.now))
+    if (Option.isSome(submission)) yield* Effect.ignore(Effect.timeout(Deferred.await(submission.value), SUBMISSION_WAIT))
+    yield* observe(id, 0, at)
   })
 
-/** What one runner event does. */
-export const handleEvent = (event: RunnerEvent) =>
+/** What a chunk of runner events does. */
+export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
   Effect.gen(function*() {
     const driving = yield* Driving
-    switch (event._tag) {
-      case "Connected":
-        return yield* Queue.offer(driving.reconcileNow, undefined)
-      case "QueueChanged":
-        return yield* Queue.offer(driving.queueChanged, undefined)
-      case "ExecutionStart":
-        return yield* observe(event.prompt_id, 0, event.timestamp === null ? undefined : DateTime.unsafeMake(event.timestamp))
-      case "Executing":
-        return event.prompt_id === null ? undefined : yield* publish(event.prompt_id, { type: "executing", data: { node: event.node } })
-      case "Progress":
-        return event.prompt_id === null
-          ? undefined
-          : yield* publish(event.prompt_id, { type: "progress", data: { node: event.node, value: event.value, max: event.max } })
-      case "PromptDone":
-        return yield* driving.fork("could not record the end of a prompt", finish(event.prompt_id, ["onRunner", "submitting"]))
-      default:
-        // Success, error and interruption are read from the history when `PromptDone` says it is written.
-        return undefined
+    const bus = yield* WorkflowEventBus
+    // One event's failure is logged and does not lose the rest of the chunk.
+    const logged = (what: string) => (e: { readonly message: string }) =>
+      Effect.logWarning(what, { runner_id: driving.ref.id, error: e.message })
+    /** Run events not written yet, per workflow, in order. */
+    const pending = new Map<string, Array<NewWorkflowEvent>>()
+    const note = (id: string | null, event: NewWorkflowEvent) =>
+      Effect.gen(function*() {
+        if (id === null || Option.isNone(yield* driving.inFlight.get(id))) return
+        const list = pending.get(id)
+        if (list === undefined) pending.set(id, [event])
+        else list.push(event)
+      })
+    for (const event of events) {
+      switch (event._tag) {
+        case "Connected":
+          yield* Queue.offer(driving.reconcileNow, undefined)
+          break
+        case "QueueChanged":
+          yield* Queue.offer(driving.queueChanged, undefined)
+          break
+        case "ExecutionStart":
+          yield* started(event.prompt_id, event.timestamp === null ? undefined : DateTime.unsafeMake(event.timestamp)).pipe(
+            Effect.catchAll(logged("could not record the start of a prompt"))
+          )
+          break
+        case "Executing":
+          yield* note(event.prompt_id, { type: "executing", data: { node: event.node } })
+          break
+        case "Progress":
+          yield* note(event.prompt_id, { type: "progress", data: { node: event.node, value: event.value, max: event.max } })
+          break
+        case "PromptDone": {
+          const leading = pending.get(event.prompt_id) ?? []
+          pending.delete(event.prompt_id)
+          yield* driving.fork("could not record the end of a prompt", finish(event.prompt_id, ["onRunner", "submitting"], leading))
+          break
+        }
+        default:
+          // Success, error and interruption are read from the history when `PromptDone` says it is written.
+          break
+      }
     }
+    for (const [id, run] of pending) yield* bus.publish(id, run).pipe(Effect.catchAll(logged("could not publish run events")))
   })
 
 /** Follows the runner's events until the driver stops (the gateway reconnects by itself). */
@@ -56,11 +94,13 @@ export const track = (target: RunnerTarget) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const gateway = yield* RunnerGateway
+    const events = yield* Queue.bounded<RunnerEvent>(CHUNK)
     yield* gateway.events(target, driving.lease.clientId).pipe(
-      Stream.runForEach((event) =>
-        handleEvent(event).pipe(
-          Effect.catchAll((e) => Effect.logWarning("could not handle a runner event", { runner_id: driving.ref.id, error: e.message }))
-        )
-      )
+      Stream.runForEach((event) => Queue.offer(events, event)),
+      Effect.forkScoped
+    )
+    yield* Queue.takeBetween(events, 1, CHUNK).pipe(
+      Effect.flatMap((chunk) => handleEvents(Array.from(chunk))),
+      Effect.forever
     )
   })

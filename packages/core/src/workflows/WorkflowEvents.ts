@@ -53,15 +53,17 @@ export const outputData = (o: WorkflowOutput): unknown =>
   })
 
 /**
- * The events a transition logs, given the workflow after it: one `output` per recorded output,
- * then the plan's own events (PostgreSQL builds the same list in SQL; the conformance suite holds
+ * The events a transition logs, given the workflow after it: the leading events it carries, one
+ * `output` per recorded output, then the plan's own events (PostgreSQL builds the same list in SQL; the conformance suite holds
  * the two together).
  */
 export const transitionEvents = (
   plan: TransitionPlan,
   after: WorkflowHead,
-  outputs: ReadonlyArray<WorkflowOutput>
+  outputs: ReadonlyArray<WorkflowOutput>,
+  leading: ReadonlyArray<NewWorkflowEvent> = []
 ): ReadonlyArray<NewWorkflowEvent> => [
+  ...leading,
   ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) })),
   ...plan.events.map((e): NewWorkflowEvent =>
     e.type === "queue" ? { type: "queue", data: e.data } : { type: e.type, data: summaryData({ ...after, ...e.override }) }

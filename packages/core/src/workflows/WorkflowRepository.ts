@@ -21,6 +21,7 @@ import {
   type WorkflowStatus,
   type WorkflowSummary
 } from "./Workflow.js"
+import type { NewWorkflowEvent } from "./WorkflowEvents.js"
 import type { WorkflowTransition } from "./WorkflowStatus.js"
 
 /** Filters of the workflow list. */
@@ -61,6 +62,8 @@ export interface TransitionRequest {
   readonly owner?: string | undefined
   /** Output files recorded with the move, each announced by an `output` event before its status events. */
   readonly outputs?: ReadonlyArray<WorkflowOutput> | undefined
+  /** Events logged before all others of the move, if it applies (run events that came just before it). */
+  readonly events?: ReadonlyArray<NewWorkflowEvent> | undefined
 }
 
 /** How a transition ended: applied (the workflow after it), refused by the guard, or no such workflow. */
