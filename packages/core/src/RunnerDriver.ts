@@ -23,6 +23,7 @@ import { StorageError } from "./Errors.js"
 import { IdGenerator, type ManagedRunnerId, type OutputId, type RunnerId } from "./Ids.js"
 import { transition } from "./Lifecycle.js"
 import { findPlaceholders, substitute } from "./Placeholders.js"
+import { advanceProgress, progressPercent, type PromptProgress, startProgress } from "./Progress.js"
 import type { RunnerTarget } from "./Runner.js"
 import {
   inputReference,
@@ -153,6 +154,8 @@ export const driveRunner = (
     const finishing = new Set<string>()
     /** Unfinished workflows of this runner as last seen (events for other prompts are ignored). */
     const known = new Set<string>()
+    /** Overall progress of the prompts running now (Progress.ts), for the percent on their events. */
+    const progress = new Map<string, PromptProgress>()
 
     const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.timeoutFail(effect, {
@@ -163,7 +166,10 @@ export const driveRunner = (
     const move = (id: string, event: WorkflowTransition) =>
       transition(id, event).pipe(
         Effect.map((t) => {
-          if (isTerminal(t.after.status)) known.delete(id)
+          if (isTerminal(t.after.status)) {
+            known.delete(id)
+            progress.delete(id)
+          }
           return Option.some(t.after)
         }),
         Effect.catchTags({
@@ -361,24 +367,50 @@ export const driveRunner = (
             const w = yield* repo.findById(event.prompt_id)
             if (Option.isNone(w) || !isOnThisRunner(w.value)) return
             known.add(w.value.id)
+            progress.set(w.value.id, startProgress(Object.keys(w.value.workflow_json)))
             if (w.value.status === "uploaded") {
               yield* move(w.value.id, WorkflowTransition.Queued({ prompt_id: w.value.id, queue_number: 0 }))
             }
             yield* move(w.value.id, WorkflowTransition.Started({ at: event.timestamp === null ? undefined : DateTime.unsafeMake(event.timestamp) }))
           })
-        case "Executing":
-          return event.prompt_id !== null && known.has(event.prompt_id) ? publish(event.prompt_id, "executing", { node: event.node }) : Effect.void
-        case "Progress":
-          return event.prompt_id !== null && known.has(event.prompt_id)
-            ? publish(event.prompt_id, "progress", { node: event.node, value: event.value, max: event.max })
+        case "Executing": {
+          const id = event.prompt_id
+          return id !== null && known.has(id)
+            ? Effect.flatMap(track(id, event), (percent) => publish(id, "executing", { node: event.node, percent }))
             : Effect.void
+        }
+        case "Progress": {
+          const id = event.prompt_id
+          return id !== null && known.has(id)
+            ? Effect.flatMap(track(id, event), (percent) => publish(id, "progress", { node: event.node, value: event.value, max: event.max, percent }))
+            : Effect.void
+        }
+        case "ExecutionCached":
+        case "ProgressState":
+        case "Executed":
+          return known.has(event.prompt_id) ? Effect.asVoid(track(event.prompt_id, event)) : Effect.void
         case "PromptDone":
-          return known.has(event.prompt_id) ? Effect.forkScoped(onPromptDone(event.prompt_id)).pipe(Effect.asVoid) : Effect.void
+          if (!known.has(event.prompt_id)) return Effect.void
+          progress.delete(event.prompt_id)
+          return Effect.forkScoped(onPromptDone(event.prompt_id)).pipe(Effect.asVoid)
         default:
           // Success, error and interruption are read from the history when `PromptDone` says it is written.
           return Effect.void
       }
     }
+
+    /** Advances a prompt's overall progress by `event` (its graph read once, e.g. after a takeover); the new percent. */
+    const track = (id: string, event: RunnerEvent) =>
+      Effect.gen(function*() {
+        let current = progress.get(id)
+        if (current === undefined) {
+          const w = yield* repo.findById(id)
+          current = startProgress(Option.isSome(w) ? Object.keys(w.value.workflow_json) : [])
+        }
+        const next = advanceProgress(current, event)
+        progress.set(id, next)
+        return progressPercent(next)
+      })
 
     const isOnThisRunner = (w: Workflow) => w.user_runner_id === ref.id || w.managed_runner_id === ref.id
 
