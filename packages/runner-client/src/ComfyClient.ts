@@ -143,6 +143,17 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
         if (response.status === 200) {
           return decodeAnswer(PromptAccepted)(runner, response, what).pipe(
             Effect.flatMap((ok) => {
+              if (ok.prompt_id !== p.prompt_id) {
+                // Servers before 0.3.45 mint their own id: WES could not follow the prompt. Take it back.
+                return cancel(runner, ok.prompt_id).pipe(
+                  Effect.catchAll((e) => Effect.logWarning(`could not withdraw prompt ${ok.prompt_id}: ${e.message}`)),
+                  Effect.zipRight(Effect.fail(rejected({
+                    error_type: "unsupported_runner",
+                    message: `The runner ignored the prompt id WES sent (it answered ${ok.prompt_id}): WES needs ComfyUI 0.3.45 or later`,
+                    error_node: null
+                  })))
+                )
+              }
               if (!hasNodeErrors(ok.node_errors)) return Effect.succeed({ prompt_id: ok.prompt_id, number: ok.number })
               // Some outputs were dropped: the prompt is invalid. Take it back before saying so.
               return cancel(runner, ok.prompt_id).pipe(

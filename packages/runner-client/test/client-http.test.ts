@@ -151,6 +151,19 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(badId.message).toContain("prompt_id must be a valid UUID")
     }))
 
+  it.scoped("refuses a runner that ignores the prompt id (ComfyUI before 0.3.45) and withdraws what it queued", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ promptIdMode: "ignored" })
+      fake.pauseQueue()
+      const gateway = yield* RunnerGateway
+      const id = uuid()
+      const error = yield* Effect.flip(gateway.submit(runnerFor(fake), { prompt_id: id, prompt: saveImageWorkflow(), client_id: "c", extra_data: {} }))
+      expect(error).toMatchObject({ _tag: "PromptRejected", error_type: "unsupported_runner", error_node: null })
+      expect(error.message).toContain("ComfyUI 0.3.45 or later")
+      expect(fake.submissions.at(-1)!.prompt_id).not.toBe(id)
+      expect(fake.state.pending).toEqual([])
+    }))
+
   it.scoped("treats a 200 with node_errors as PromptRejected and withdraws the queued prompt", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()

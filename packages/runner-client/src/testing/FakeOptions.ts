@@ -7,8 +7,12 @@ export interface FakeComfyUIOptions {
   readonly port?: number
   /** Directory holding input/, output/ and temp/ (default: a fresh temporary directory, deleted on close). */
   readonly rootDir?: string
-  /** `uuid` (default; newer ComfyUI): a client prompt_id must be a canonical lowercase UUID. `legacy` (0.3.45-0.3.64): any value is stringified. */
-  readonly promptIdMode?: "uuid" | "legacy"
+  /**
+   * `uuid` (default; newer ComfyUI): a client prompt_id must be a canonical lowercase UUID.
+   * `legacy` (0.3.45-0.3.64): any value is stringified. `ignored` (before 0.3.45): the server
+   * always mints its own id.
+   */
+  readonly promptIdMode?: "uuid" | "legacy" | "ignored"
   /** Error type for unknown or missing class types: `invalid_prompt` (default; 0.3.64) or `missing_node_type` (newer). */
   readonly unknownNodeError?: "invalid_prompt" | "missing_node_type"
   /** Cross-prompt output cache (default true); false mimics `--cache-none`. */

@@ -35,7 +35,7 @@ export interface RouteHost {
   readonly queue: PromptQueue
   readonly executor: Executor
   readonly settings: {
-    readonly promptIdMode: "uuid" | "legacy"
+    readonly promptIdMode: "uuid" | "legacy" | "ignored"
     readonly unknownNodeError: "invalid_prompt" | "missing_node_type"
     readonly version: string
     readonly maxUploadBytes: number
@@ -116,7 +116,7 @@ const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> =>
   }
 
   let promptId: string
-  if (requested === undefined || requested === null) promptId = crypto.randomUUID()
+  if (requested === undefined || requested === null || host.settings.promptIdMode === "ignored") promptId = crypto.randomUUID()
   else if (host.settings.promptIdMode === "legacy") promptId = pyStr(requested)
   else if (typeof requested === "string" && UUID.test(requested)) promptId = requested
   else {
