@@ -90,6 +90,10 @@ describe("running workflows", () => {
     expect(statuses).toEqual(["accepted", "uploaded", "queued", "running", "completed"])
     expect(events.filter((e) => e.event === "progress").map((e) => [e.data["value"], e.data["max"]])).toEqual([[1, 3], [2, 3], [3, 3]])
     expect(events.some((e) => e.event === "executing" && e.data["node"] === "2")).toBe(true)
+    // The overall percent: nodes finished out of 3, refined by node 2's steps.
+    expect(events.filter((e) => e.event === "executing" || e.event === "progress").map((e) => [e.event, e.data["percent"]])).toEqual([
+      ["executing", 0], ["executing", 33], ["progress", 44], ["progress", 55], ["progress", 66], ["executing", 66]
+    ])
     const outputEvents = events.filter((e) => e.event === "output")
     expect(outputEvents).toHaveLength(1)
     expect(events.at(-1)?.event).toBe("done")
