@@ -433,6 +433,7 @@ export class FakeComfyUI {
       executor: this.executor,
       settings: {
         promptIdMode: this.options.promptIdMode ?? "uuid",
+        createTime: this.options.createTime ?? false,
         unknownNodeError: this.options.unknownNodeError ?? "invalid_prompt",
         version: this.options.version ?? "0.3.64",
         maxUploadBytes: this.maxUploadBytes()
