@@ -94,6 +94,9 @@ type Deps =
   | AccountRepository
   | IdGenerator
 
+/** How long a submission waits for the runner's WebSocket to open first (once per driver). */
+const SOCKET_WAIT = Duration.seconds(5)
+
 const RUNNER_LOST: Omit<FailureDetails, "exception_message"> = { error_node: null, exception_type: "RunnerLost" }
 
 /** Reads of the runner's queue, shared by everyone who needs one taken after a given moment. */
@@ -156,6 +159,16 @@ export const driveRunner = (
     const known = new Set<string>()
     /** Overall progress of the prompts running now (Progress.ts), for the percent on their events. */
     const progress = new Map<string, PromptProgress>()
+    /**
+     * Done at the first `Connected` (or when waiting for it timed out once). ComfyUI drops the
+     * events of a client that is not connected: a prompt posted before the socket is open would
+     * run without any live event (seen on a real ComfyUI: the first workflow of an idle runner).
+     */
+    const socketOpen = yield* Deferred.make<void>()
+    const awaitSocket = Deferred.await(socketOpen).pipe(
+      Effect.timeout(SOCKET_WAIT),
+      Effect.catchAll(() => Deferred.succeed(socketOpen, undefined))
+    )
 
     const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.timeoutFail(effect, {
@@ -359,7 +372,7 @@ export const driveRunner = (
     const handleEvent = (event: RunnerEvent): Effect.Effect<void, unknown, Scope.Scope> => {
       switch (event._tag) {
         case "Connected":
-          return reconcile
+          return Effect.zipRight(Deferred.succeed(socketOpen, undefined), reconcile)
         case "QueueChanged":
           return Queue.offer(positionsDirty, undefined)
         case "ExecutionStart":
@@ -498,6 +511,7 @@ export const driveRunner = (
           if (Option.isNone(up)) return
           w = up.value
         }
+        yield* awaitSocket
         // Fencing: after a pause past the lease, another instance may drive this runner now.
         if (!(yield* lease.held)) return
         const marked = yield* move(w.id, WorkflowTransition.Submitting())

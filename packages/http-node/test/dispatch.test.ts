@@ -118,6 +118,18 @@ describe("running workflows", () => {
     expect(f.submissions[0]!.body).toMatchObject({ extra_data: { wes_workflow_id: w.id } })
   })
 
+  it("posts the first prompt of an idle runner once its WebSocket is open, so none of its live events is lost", async () => {
+    const f = await fake()
+    // ComfyUI drops events for a client that is not connected yet; a slow socket must not cost them.
+    f.slowUpgrades(600)
+    const u = await server.user("pro")
+    await addRunner(u, f)
+    const w = await submit(u, saveImageWorkflow({ prefix: "first" }))
+    const events = await follow(u, w.id, "0")
+    expect(events.filter((e) => e.event === "executing").map((e) => e.data["node"])).toEqual(["1", "2", "3"])
+    expect(events.at(-1)).toMatchObject({ event: "done", data: { status: "completed" } })
+  })
+
   it("records a node failure with error_node, exception_type and exception_message", async () => {
     const f = await fake()
     f.failNode({ classType: "ImageInvert", exceptionType: "torch.OutOfMemoryError", exceptionMessage: "CUDA out of memory" })
