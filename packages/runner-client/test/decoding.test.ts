@@ -2,7 +2,8 @@
 import type { RunnerTarget } from "@wes/core"
 import { decodeBinaryFrame, decodeFrame, outputFiles, toPromptHistory, toQueueSnapshot, websocketUrl } from "@wes/runner-client"
 import { describe, expect, it } from "vitest"
-import { rejection } from "../src/ComfyResponses.js"
+import * as Schema from "effect/Schema"
+import { HistoryEntry, rejection } from "../src/ComfyResponses.js"
 
 const runner = (endpoint: string): RunnerTarget => ({
   kind: "user", id: "r", name: "r", endpoint, headers: {}, tags: [], status: "active"
@@ -57,6 +58,44 @@ describe("history decoding", () => {
     expect(none.error?.exception_type).toBe("UnknownError")
     expect(toPromptHistory({ outputs: {}, status: { messages: [["execution_interrupted", { prompt_id: "p" }]] } })).toMatchObject({
       outcome: "interrupted", completed_at: null, error: null
+    })
+  })
+})
+
+describe("newer ComfyUI (2025-2026 servers, read from their source)", () => {
+  it("reads history entries whose file records carry media metadata and asset fields", () => {
+    const entry = {
+      prompt: [3, "p", {}, { client_id: "c", create_time: 1760000000000 }, ["9"]],
+      outputs: {
+        "9": {
+          images: [{
+            filename: "a_00001_.png", subfolder: "", type: "output",
+            metadata: { width: 512, height: 512, format: "png" },
+            asset: { id: "x", asset_hash: "blake3:00", mime_type: "image/png", size: 10, tags: ["output"] }
+          }],
+          animated: [false]
+        }
+      },
+      status: { status_str: "success", completed: true, messages: [["execution_start", { prompt_id: "p", timestamp: 1 }], ["execution_success", { prompt_id: "p", timestamp: 2 }]] },
+      meta: { "9": { node_id: "9", display_node: "9", parent_node: null, real_node_id: "9" } }
+    }
+    expect(toPromptHistory(Schema.decodeUnknownSync(HistoryEntry)(entry))).toEqual({
+      outcome: "success",
+      outputs: [{ node_id: "9", filename: "a_00001_.png", subfolder: "", type: "output" }],
+      started_at: 1,
+      completed_at: 2,
+      error: null
+    })
+  })
+
+  it("reads an executed message whose output files are enriched, and an ExecutionBlocked error", () => {
+    const output = { images: [{ filename: "a.png", subfolder: "", type: "output", metadata: { width: 1 } }] }
+    expect(decodeFrame(JSON.stringify({ type: "executed", data: { node: "9", display_node: "9", output, prompt_id: "p" } }))).toEqual({
+      _tag: "Event", event: { _tag: "Executed", prompt_id: "p", node: "9", output }
+    })
+    const blocked = { prompt_id: "p", node_id: "4", node_type: "X", executed: [], exception_message: "Execution Blocked: no", exception_type: "ExecutionBlocked", traceback: [], current_inputs: [], current_outputs: [] }
+    expect(decodeFrame(JSON.stringify({ type: "execution_error", data: blocked }))).toMatchObject({
+      event: { _tag: "ExecutionError", node_id: "4", exception_type: "ExecutionBlocked", exception_message: "Execution Blocked: no" }
     })
   })
 })
