@@ -120,9 +120,17 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
       (response) => Effect.asVoid(response.text.pipe(Effect.ignore))
     )
 
+  /**
+   * Deletes the prompt from the queue, then interrupts it only if the queue shows it running:
+   * before 0.3.57 `/interrupt` ignores its `prompt_id` and stops whatever runs, so cancelling a
+   * pending prompt must not send one. (A prompt that starts between the two is then running, and
+   * interrupted; from 0.3.57 the `prompt_id` makes the interrupt exact.)
+   */
   const cancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
     postEmpty(runner, "/queue", { delete: [promptId] }).pipe(
-      Effect.zipRight(postEmpty(runner, "/interrupt", { prompt_id: promptId }))
+      Effect.zipRight(getJson(runner, "/queue", QueueAnswer)),
+      Effect.flatMap((q) =>
+        toQueueSnapshot(q).running.includes(promptId) ? postEmpty(runner, "/interrupt", { prompt_id: promptId }) : Effect.void)
     )
 
   const submit = (runner: RunnerTarget, p: SubmitPrompt): Effect.Effect<Submitted, RunnerError | PromptRejected> => {

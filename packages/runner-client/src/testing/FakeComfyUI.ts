@@ -460,7 +460,9 @@ export class FakeComfyUI {
         this.changed()
       },
       interrupt: (promptId) => {
-        if (promptId === undefined || this.queue.running?.[1] === promptId) this.executor.interrupt()
+        // Before 0.3.57 the body is ignored: every interrupt stops whatever runs.
+        const global = promptId === undefined || this.options.globalInterrupt === true
+        if (global || this.queue.running?.[1] === promptId) this.executor.interrupt()
       },
       freeMemory: () => {
         if (this.queue.running === undefined) this.executor.resetCache()

@@ -13,6 +13,8 @@ export interface FakeComfyUIOptions {
    * always mints its own id.
    */
   readonly promptIdMode?: "uuid" | "legacy" | "ignored"
+  /** `/interrupt` ignores its `prompt_id` and stops whatever runs, as before 0.3.57 (default false). */
+  readonly globalInterrupt?: boolean
   /** Add `extra_data.create_time` to queued prompts as newer servers do (default false, as 0.3.64). */
   readonly createTime?: boolean
   /** Error type for unknown or missing class types: `invalid_prompt` (default; 0.3.64) or `missing_node_type` (newer). */
