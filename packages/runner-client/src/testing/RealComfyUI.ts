@@ -2,13 +2,15 @@
  * An unmodified ComfyUI for integration tests, installed and started by a setup script with the
  * interface of `shared/comfyui/setup.sh` (`install DIR`; `start DIR PORT` prints the pid once
  * `/system_stats` answers, the log goes to `DIR/comfyui-PORT.log`). Each instance runs on a free
- * port of 127.0.0.1; `kill` and `restart` reproduce a crash, `close` stops it for good. Started
- * processes are killed when this process exits, and each pid is also written to `pidDir` (when
- * given) so a test runner's teardown can kill what a crashed worker left behind.
+ * port of 127.0.0.1; `kill` and `restart` reproduce a crash, `close` stops it for good. No
+ * ComfyUI outlives the process that started it: they are killed when it exits, a detached
+ * watchdog kills each one within a second of that process dying by a signal (ComfyUI runs in
+ * the background of the start script, in a process group of its own, so Ctrl-C does not reach
+ * it), and each pid is written to `pidDir` (when given) for a test runner's teardown.
  *
  * Starting takes about 8 s on this kind of machine (2 CPU cores); installing the first time, 1-4 min.
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createServer } from "node:net"
 import * as os from "node:os"
@@ -32,11 +34,49 @@ export const locateComfyUISetup = (root: string, env: NodeJS.ProcessEnv = proces
   return { script, dir: env["WES_COMFYUI_DIR"] ?? path.join(os.homedir(), ".cache", "wes-comfyui") }
 }
 
+const failure = (script: string, args: ReadonlyArray<string>, why: string, stderr: string) =>
+  new Error(`${path.basename(script)} ${args.join(" ")} failed (${why}):\n${stderr.slice(-3000)}`)
+
 const run = (script: string, args: ReadonlyArray<string>, timeoutMs: number): Promise<string> =>
   new Promise((resolve, reject) => {
     execFile("bash", [script, ...args], { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error === null) resolve(stdout)
-      else reject(new Error(`${path.basename(script)} ${args.join(" ")} failed (${error.message}):\n${stderr.slice(-3000)}`))
+      else reject(failure(script, args, error.message, stderr))
+    })
+  })
+
+/**
+ * A detached shell that waits while both this process and the process group `group` live, and
+ * kills the group if this process is gone first (a once-a-second check: a watchdog, not a
+ * synchronisation).
+ */
+const watchdog = (group: number): void => {
+  const script = `while kill -s 0 ${process.pid} 2>/dev/null && kill -s 0 -- -${group} 2>/dev/null; do sleep 1; done; ` +
+    `kill -s 0 ${process.pid} 2>/dev/null || kill -s KILL -- -${group} 2>/dev/null`
+  spawn("sh", ["-c", script], { detached: true, stdio: "ignore" }).unref()
+}
+
+/**
+ * `setup.sh start` in a process group of its own, which the ComfyUI it starts in the background
+ * joins: signals to the test's group (Ctrl-C) do not reach it, and a watchdog kills the group if
+ * this process dies, from the first moment (ComfyUI exists seconds before the script prints its pid).
+ */
+const startDetached = (script: string, args: ReadonlyArray<string>, timeoutMs: number): Promise<string> =>
+  new Promise((resolve, reject) => {
+    const child = spawn("bash", [script, ...args], { detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    if (child.pid !== undefined) watchdog(child.pid)
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) signal(-child.pid, "SIGKILL")
+    }, timeoutMs)
+    child.on("error", (e) => reject(failure(script, args, e.message, stderr)))
+    child.on("close", (code, sig) => {
+      clearTimeout(timer)
+      if (code === 0) resolve(stdout)
+      else reject(failure(script, args, sig ?? `exit ${code}`, stderr))
     })
   })
 
@@ -153,7 +193,7 @@ export class RealComfyUI {
   }
 
   private async launch(): Promise<void> {
-    const out = await run(this.setup.script, ["start", this.setup.dir, String(this.port)], 5 * 60_000)
+    const out = await startDetached(this.setup.script, ["start", this.setup.dir, String(this.port)], 5 * 60_000)
     const pid = Number(out.trim().split("\n").at(-1))
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`setup.sh start printed no pid: ${out}`)
     this.current = pid
