@@ -32,7 +32,7 @@ describe.skipIf(setup === undefined)("WES restarted while ComfyUI runs its promp
 
     /** Runs a long prompt, stops `instance` with `signal` while it runs, starts `next`; the prompt must complete. */
     const restartDuring = async (instance: Instance, signal: NodeJS.Signals, next: string, u: TestUser, i: number) => {
-      const w = await createWorkflow(instance, u, blurChain(color + i, `${token}/restart${i}`, 8))
+      const w = await createWorkflow(instance, u, blurChain(color + i, `${token}/restart${i}`, 6))
       await waitStatus(instance, u, w.id, ["running"])
       instance.child.kill(signal)
       await instance.exited

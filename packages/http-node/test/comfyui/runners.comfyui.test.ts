@@ -14,10 +14,13 @@ describe.skipIf(setup === undefined)("WES with two real ComfyUI processes", () =
   let wes: Instance
 
   beforeAll(async () => {
-    // One at a time: a ComfyUI empties the temp directory they share when it starts.
-    alpha = await RealComfyUI.start(setup!)
-    beta = await RealComfyUI.start(setup!)
-    wes = await startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })
+    // Together: a ComfyUI empties the temp directory they share when it starts, but nothing here
+    // writes temp files.
+    ;[alpha, beta, wes] = await Promise.all([
+      RealComfyUI.start(setup!),
+      RealComfyUI.start(setup!),
+      startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })
+    ])
   })
   afterAll(async () => {
     await killAll()
@@ -48,7 +51,7 @@ describe.skipIf(setup === undefined)("WES with two real ComfyUI processes", () =
     const user = await createUser(wes)
     await addRunner(wes, user, "crashing", alpha.url)
     const { token, color } = unique()
-    const lost = await createWorkflow(wes, user, blurChain(color, `${token}/lost`, 10))
+    const lost = await createWorkflow(wes, user, blurChain(color, `${token}/lost`, 6))
     await waitStatus(wes, user, lost.id, ["running"])
     expect((await comfyQueue(alpha)).running).toEqual([lost.id])
 
