@@ -21,7 +21,8 @@ export const shared: UserConfig = {
   test: {
     include: ["test/**/*.test.ts"],
     // Serial suites restart the shared PostgreSQL server: they run alone (vitest.serial.config.ts).
-    exclude: ["**/node_modules/**", "**/dist/**", "test/**/*.serial.test.ts"],
+    // Real-ComfyUI suites run in `pnpm test:comfyui` (vitest.comfyui.config.ts).
+    exclude: ["**/node_modules/**", "**/dist/**", "test/**/*.serial.test.ts", "test/**/*.comfyui.test.ts"],
     setupFiles: [path.join(root, "vitest.setup.ts")],
     testTimeout: 30_000,
     hookTimeout: 30_000

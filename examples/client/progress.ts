@@ -61,12 +61,16 @@ export interface Terminal {
 const WIDTH = 30
 
 /**
- * Progress of one workflow from its events: nodes started out of the workflow's nodes, plus the
- * `value / max` steps of the node running now (ComfyUI reports steps for samplers and the like).
+ * Progress of one workflow from its events. WES puts the overall `percent` on `executing` and
+ * `progress` events (nodes finished out of the nodes to run, cached ones left out, refined by the
+ * running node's steps); a server without it gets an estimate from nodes started out of the
+ * workflow's nodes plus the `value / max` steps of the node running now.
  */
 export class ProgressBar {
   private readonly started = new Set<string>()
   private step = 0
+  /** The server's overall percent, once an event carried one. */
+  private percent: number | undefined
   private status = "accepted"
   private node: string | undefined
   private outputs = 0
@@ -76,12 +80,14 @@ export class ProgressBar {
 
   get fraction(): number {
     if (this.status === "completed") return 1
+    if (this.percent !== undefined) return Math.min(1, this.percent / 100)
     const done = Math.max(0, this.started.size - 1) + this.step
     return Math.min(1, done / Math.max(1, this.nodes))
   }
 
   update(event: SseEvent): void {
     const data = (typeof event.data === "object" && event.data !== null ? event.data : {}) as Record<string, unknown>
+    if ((event.event === "executing" || event.event === "progress") && typeof data["percent"] === "number") this.percent = data["percent"]
     switch (event.event) {
       case "status":
       case "done":

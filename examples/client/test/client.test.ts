@@ -132,4 +132,15 @@ describe("server-sent events", () => {
     expect(bar.fraction).toBe(1)
     expect(lines.at(-1)).toBe(`[${"#".repeat(30)}] 100% completed · 0 output(s)\n`)
   })
+
+  it("follow the server's overall percent when the events carry one (cached nodes left out by WES)", () => {
+    const lines: Array<string> = []
+    const bar = new ProgressBar(4, { isTTY: false, write: (l) => lines.push(l) })
+    bar.update({ id: "1", event: "executing", data: { node: "3", percent: 0 } })
+    bar.update({ id: "2", event: "progress", data: { node: "3", value: 1, max: 4, percent: 12 } })
+    expect(bar.fraction).toBeCloseTo(0.12)
+    expect(lines.at(-1)).toBe(`[${"#".repeat(4)}${".".repeat(26)}]  12% accepted · node 3 · 0 output(s)\n`)
+    bar.update({ id: "3", event: "executing", data: { node: "4", percent: 50 } })
+    expect(bar.fraction).toBeCloseTo(0.5)
+  })
 })

@@ -90,6 +90,10 @@ describe("running workflows", () => {
     expect(statuses).toEqual(["accepted", "uploaded", "queued", "running", "completed"])
     expect(events.filter((e) => e.event === "progress").map((e) => [e.data["value"], e.data["max"]])).toEqual([[1, 3], [2, 3], [3, 3]])
     expect(events.some((e) => e.event === "executing" && e.data["node"] === "2")).toBe(true)
+    // The overall percent: nodes finished out of 3, refined by node 2's steps.
+    expect(events.filter((e) => e.event === "executing" || e.event === "progress").map((e) => [e.event, e.data["percent"]])).toEqual([
+      ["executing", 0], ["executing", 33], ["progress", 44], ["progress", 55], ["progress", 66], ["executing", 66]
+    ])
     const outputEvents = events.filter((e) => e.event === "output")
     expect(outputEvents).toHaveLength(1)
     expect(events.at(-1)?.event).toBe("done")
@@ -112,6 +116,18 @@ describe("running workflows", () => {
     expect(Array.from(bytes.slice(0, 8))).toEqual([137, 80, 78, 71, 13, 10, 26, 10])
     expect(f.submissions.filter((s) => s.prompt_id === w.id)).toHaveLength(1)
     expect(f.submissions[0]!.body).toMatchObject({ extra_data: { wes_workflow_id: w.id } })
+  })
+
+  it("posts the first prompt of an idle runner once its WebSocket is open, so none of its live events is lost", async () => {
+    const f = await fake()
+    // ComfyUI drops events for a client that is not connected yet; a slow socket must not cost them.
+    f.slowUpgrades(600)
+    const u = await server.user("pro")
+    await addRunner(u, f)
+    const w = await submit(u, saveImageWorkflow({ prefix: "first" }))
+    const events = await follow(u, w.id, "0")
+    expect(events.filter((e) => e.event === "executing").map((e) => e.data["node"])).toEqual(["1", "2", "3"])
+    expect(events.at(-1)).toMatchObject({ event: "done", data: { status: "completed" } })
   })
 
   it("records a node failure with error_node, exception_type and exception_message", async () => {

@@ -120,9 +120,17 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
       (response) => Effect.asVoid(response.text.pipe(Effect.ignore))
     )
 
+  /**
+   * Deletes the prompt from the queue, then interrupts it only if the queue shows it running:
+   * before 0.3.57 `/interrupt` ignores its `prompt_id` and stops whatever runs, so cancelling a
+   * pending prompt must not send one. (A prompt that starts between the two is then running, and
+   * interrupted; from 0.3.57 the `prompt_id` makes the interrupt exact.)
+   */
   const cancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
     postEmpty(runner, "/queue", { delete: [promptId] }).pipe(
-      Effect.zipRight(postEmpty(runner, "/interrupt", { prompt_id: promptId }))
+      Effect.zipRight(getJson(runner, "/queue", QueueAnswer)),
+      Effect.flatMap((q) =>
+        toQueueSnapshot(q).running.includes(promptId) ? postEmpty(runner, "/interrupt", { prompt_id: promptId }) : Effect.void)
     )
 
   const submit = (runner: RunnerTarget, p: SubmitPrompt): Effect.Effect<Submitted, RunnerError | PromptRejected> => {
@@ -143,6 +151,17 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
         if (response.status === 200) {
           return decodeAnswer(PromptAccepted)(runner, response, what).pipe(
             Effect.flatMap((ok) => {
+              if (ok.prompt_id !== p.prompt_id) {
+                // Servers before 0.3.45 mint their own id: WES could not follow the prompt. Take it back.
+                return cancel(runner, ok.prompt_id).pipe(
+                  Effect.catchAll((e) => Effect.logWarning(`could not withdraw prompt ${ok.prompt_id}: ${e.message}`)),
+                  Effect.zipRight(Effect.fail(rejected({
+                    error_type: "unsupported_runner",
+                    message: `The runner ignored the prompt id WES sent (it answered ${ok.prompt_id}): WES needs ComfyUI 0.3.45 or later`,
+                    error_node: null
+                  })))
+                )
+              }
               if (!hasNodeErrors(ok.node_errors)) return Effect.succeed({ prompt_id: ok.prompt_id, number: ok.number })
               // Some outputs were dropped: the prompt is invalid. Take it back before saying so.
               return cancel(runner, ok.prompt_id).pipe(

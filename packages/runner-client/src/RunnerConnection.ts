@@ -2,7 +2,8 @@
  * A runner's WebSocket (`/ws?clientId=...`) as a never-ending `Stream<RunnerEvent>`: reconnects
  * with capped, jittered exponential backoff, and only once the previous socket is really closed
  * (ComfyUI unregisters a new socket that reuses the id of a half-open one); a ping heartbeat
- * detects silent dead sockets; `Connected` follows every (re)connect and `Disconnected` every loss.
+ * detects silent dead sockets; `Connected` follows every (re)connect and `Disconnected` every loss
+ * or failed attempt.
  *
  * It uses the `ws` package directly: the standard WebSocket API behind `Socket.WebSocketConstructor`
  * can neither set headers on the upgrade (proxy auth) nor send pings.
@@ -19,7 +20,7 @@ import * as Random from "effect/Random"
 import * as Stream from "effect/Stream"
 import { WebSocket } from "ws"
 import { baseUrl } from "./RunnerHttp.js"
-import { decodeFrame } from "./RunnerMessages.js"
+import { decodeBinaryFrame, decodeFrame, FEATURE_FLAGS_MESSAGE } from "./RunnerMessages.js"
 
 /** Timing and buffering of the runner WebSocket. */
 export interface RunnerConnectionOptions {
@@ -67,12 +68,17 @@ const settingsOf = (o: RunnerConnectionOptions): Settings => ({
 export const websocketUrl = (runner: RunnerTarget, clientId: string): string =>
   `${baseUrl(runner).replace(/^http/i, "ws")}/ws?clientId=${encodeURIComponent(clientId)}`
 
+/** A `ws` message payload as one Buffer (`ws` delivers Buffers unless told otherwise). */
+const toBuffer = (data: Buffer | ArrayBuffer | ReadonlyArray<Buffer>): Buffer =>
+  Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer)
+
 /**
- * One socket's life, bridged from `ws` callbacks: text frames wait in a bounded inbox for the
- * pump; the first of close, error, heartbeat failure or overflow ends it.
+ * One socket's life, bridged from `ws` callbacks: frames wait in a bounded inbox for the pump;
+ * the first of close, error, heartbeat failure or overflow ends it. On open it announces the
+ * client's feature flags (servers before 0.3.45 ignore the message).
  */
 class Session {
-  readonly inbox: Array<string> = []
+  readonly inbox: Array<string | Buffer> = []
   readonly opened = Deferred.unsafeMake<boolean>(FiberId.none)
   readonly ended = Deferred.unsafeMake<string>(FiberId.none)
   reason: string | undefined
@@ -81,16 +87,19 @@ class Session {
   private wake: (() => void) | undefined
 
   constructor(readonly ws: WebSocket, inboxSize: number) {
-    ws.on("open", () => Deferred.unsafeDone(this.opened, Exit.succeed(true)))
+    ws.on("open", () => {
+      ws.send(FEATURE_FLAGS_MESSAGE)
+      Deferred.unsafeDone(this.opened, Exit.succeed(true))
+    })
     ws.on("message", (data, isBinary) => {
       this.alive = true
-      // Binary frames are previews (types 1, 3, 4): nothing the service needs.
-      if (isBinary || this.reason !== undefined) return
+      if (this.reason !== undefined) return
       if (this.inbox.length >= inboxSize) {
         this.end("event buffer overflow: the consumer is too slow", true)
         return
       }
-      this.inbox.push(String(data))
+      // Binary frames (previews) keep their bytes only until decoded: at most `inboxSize` frames.
+      this.inbox.push(isBinary ? toBuffer(data) : String(data))
       this.notify()
     })
     ws.on("pong", () => {
@@ -172,13 +181,13 @@ const heartbeat = (session: Session, s: Settings): Effect.Effect<void> =>
 const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerTarget): Effect.Effect<void> =>
   Effect.gen(function*() {
     while (true) {
-      const text = session.inbox.shift()
-      if (text === undefined) {
+      const frame = session.inbox.shift()
+      if (frame === undefined) {
         if (session.reason !== undefined) return
         yield* session.more
         continue
       }
-      const decoded = decodeFrame(text)
+      const decoded = typeof frame === "string" ? decodeFrame(frame) : decodeBinaryFrame(frame)
       if (decoded._tag === "Event") yield* Queue.offer(out, decoded.event)
       else if (decoded._tag === "Malformed") {
         yield* Effect.logDebug(`runner ${runner.name}: ignoring a malformed WebSocket message (${decoded.reason})`)
@@ -245,6 +254,8 @@ export const runnerEvents = (
           yield* Queue.offer(out, { _tag: "Disconnected", reason: result.reason })
         } else {
           yield* Effect.logDebug(`runner ${runner.name}: WebSocket connect failed: ${result.reason}`)
+          // Said too, so that whoever waits for the socket to open knows it did not.
+          yield* Queue.offer(out, { _tag: "Disconnected", reason: result.reason })
         }
         yield* Effect.sleep(yield* backoff(attempt, s))
         attempt++

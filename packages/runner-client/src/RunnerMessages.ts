@@ -1,7 +1,9 @@
 /**
- * ComfyUI's JSON WebSocket messages (comfyui-protocol.md section 6.3) decoded with
- * `effect/Schema` into `RunnerEvent`s. Unknown types (custom nodes, `logs`, `progress_state`, ...)
- * are ignored; extra fields are tolerated, since newer servers add some.
+ * ComfyUI's WebSocket frames (comfyui-protocol.md sections 6.3 and 6.4) decoded with
+ * `effect/Schema` into `RunnerEvent`s: the JSON messages of 0.3.x and later (`progress_state` and
+ * `execution_cached` included) and the binary preview frames (type 1, and type 4 with its JSON
+ * metadata). Unknown types (custom nodes, `logs`, `feature_flags`, ...) are ignored; extra fields
+ * are tolerated, since newer servers add some (`activity` in `progress_state`, `metadata` on files).
  */
 import type { RunnerEvent } from "@wes/core"
 import * as Either from "effect/Either"
@@ -19,6 +21,16 @@ const Status = message("status", {
   status: Schema.Struct({ exec_info: Schema.Struct({ queue_remaining: Schema.Number }) })
 })
 const ExecutionStart = message("execution_start", { prompt_id: Schema.String, timestamp: Timestamp })
+const ExecutionCached = message("execution_cached", { prompt_id: Schema.String, nodes: Schema.Array(NodeId) })
+const NodeState = Schema.Struct({
+  state: Schema.Literal("pending", "running", "finished", "error"),
+  value: Schema.Number,
+  max: Schema.Number
+})
+const ProgressState = message("progress_state", {
+  prompt_id: Schema.String,
+  nodes: Schema.Record({ key: Schema.String, value: NodeState })
+})
 const Executing = message("executing", {
   node: Schema.NullOr(NodeId),
   prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
@@ -44,6 +56,8 @@ const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schem
 export const RunnerMessage = Schema.Union(
   Status,
   ExecutionStart,
+  ExecutionCached,
+  ProgressState,
   Executing,
   Progress,
   Executed,
@@ -53,7 +67,7 @@ export const RunnerMessage = Schema.Union(
 )
 export type RunnerMessage = typeof RunnerMessage.Type
 
-const KNOWN = new Set(["status", "execution_start", "executing", "progress", "executed", "execution_success", "execution_error", "execution_interrupted"])
+const KNOWN = new Set(["status", "execution_start", "execution_cached", "progress_state", "executing", "progress", "executed", "execution_success", "execution_error", "execution_interrupted"])
 
 /** A message as a `RunnerEvent`; undefined for the ones that carry nothing for the service. */
 export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
@@ -62,6 +76,14 @@ export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
       return { _tag: "QueueChanged", queue_remaining: m.data.status.exec_info.queue_remaining }
     case "execution_start":
       return { _tag: "ExecutionStart", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
+    case "execution_cached":
+      return { _tag: "ExecutionCached", prompt_id: m.data.prompt_id, nodes: m.data.nodes }
+    case "progress_state":
+      return {
+        _tag: "ProgressState",
+        prompt_id: m.data.prompt_id,
+        nodes: Object.entries(m.data.nodes).map(([node, n]) => ({ node, state: n.state, value: n.value, max: n.max }))
+      }
     case "executing":
       if (m.data.node !== null) return { _tag: "Executing", prompt_id: m.data.prompt_id, node: m.data.node }
       // `executing {node: null}` after the history write; very old servers sent it without prompt_id.
@@ -113,3 +135,43 @@ export const decodeFrame = (text: string): Decoded => {
     }
   })
 }
+
+const PreviewMetadata = Schema.parseJson(Schema.Struct({
+  prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
+  node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
+  image_type: Schema.optionalWith(Schema.String, { default: () => "image/png" })
+}))
+const decodePreviewMetadata = Schema.decodeUnknownEither(PreviewMetadata)
+
+/** Binary event types (protocol.py `BinaryEventTypes`): 1 preview, 3 text, 4 preview with metadata. */
+const PREVIEW_IMAGE = 1
+const PREVIEW_IMAGE_WITH_METADATA = 4
+
+/**
+ * Decodes one binary frame (uint32 BE event type, then its payload): previews become `Preview`
+ * events, other types (3, text of API nodes; custom types) are ignored.
+ */
+export const decodeBinaryFrame = (frame: Uint8Array): Decoded => {
+  if (frame.length < 8) return { _tag: "Malformed", reason: `binary frame of ${frame.length} bytes` }
+  const view = new DataView(frame.buffer, frame.byteOffset, frame.byteLength)
+  const type = view.getUint32(0)
+  if (type === PREVIEW_IMAGE) {
+    const format = view.getUint32(4)
+    const image_type = format === 2 ? "image/png" : format === 1 ? "image/jpeg" : "application/octet-stream"
+    return { _tag: "Event", event: { _tag: "Preview", prompt_id: null, node: null, image_type, size: frame.length - 8 } }
+  }
+  if (type !== PREVIEW_IMAGE_WITH_METADATA) return { _tag: "Ignored" }
+  const length = view.getUint32(4)
+  if (8 + length > frame.length) return { _tag: "Malformed", reason: `preview metadata of ${length} bytes in a frame of ${frame.length}` }
+  const json = new TextDecoder().decode(frame.subarray(8, 8 + length))
+  return Either.match(decodePreviewMetadata(json), {
+    onLeft: (e) => ({ _tag: "Malformed", reason: `preview metadata: ${e.message}` }),
+    onRight: (m) => ({
+      _tag: "Event",
+      event: { _tag: "Preview", prompt_id: m.prompt_id, node: m.node_id, image_type: m.image_type, size: frame.length - 8 - length }
+    })
+  })
+}
+
+/** The first message a client sends: announces that it reads type 4 previews (prompt and node named). */
+export const FEATURE_FLAGS_MESSAGE = JSON.stringify({ type: "feature_flags", data: { supports_preview_metadata: true } })

@@ -12,4 +12,4 @@ export { type RunnerConnectionOptions, runnerEvents, websocketUrl } from "./Runn
 /** The gateway layers and their options. */
 export { makeRunnerGateway, RunnerGatewayLive, RunnerGatewayNode, type RunnerGatewayOptions } from "./RunnerGatewayLive.js"
 /** WebSocket message decoding. */
-export { decodeFrame, type Decoded, RunnerMessage, toRunnerEvent } from "./RunnerMessages.js"
+export { decodeBinaryFrame, decodeFrame, type Decoded, FEATURE_FLAGS_MESSAGE, RunnerMessage, toRunnerEvent } from "./RunnerMessages.js"

@@ -1,6 +1,7 @@
 /**
  * @wes/runner-client/testing: a protocol-faithful fake ComfyUI server (HTTP + WebSocket on
- * 127.0.0.1) with fault hooks and request logs, for tests of anything that talks to runners.
+ * 127.0.0.1) with fault hooks and request logs, for tests of anything that talks to runners;
+ * and `RealComfyUI`, an unmodified ComfyUI started by a setup script, for integration tests.
  */
 export {
   type ConnectionRecord,
@@ -17,3 +18,5 @@ export {
 /** A solid-colour PNG (to upload as an input image). */
 export { inspectImage, solidPng } from "./testing/Png.js"
 export { loadImageWorkflow, saveImageWorkflow, slowWorkflow, textWorkflow } from "./testing/Workflows.js"
+/** An unmodified ComfyUI started by a setup script (integration tests against the real thing). */
+export { type ComfyUISetup, installComfyUI, killRecorded, locateComfyUISetup, RealComfyUI } from "./testing/RealComfyUI.js"

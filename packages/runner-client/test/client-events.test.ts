@@ -36,6 +36,13 @@ const watch = (stream: Stream.Stream<RunnerEvent>): Effect.Effect<{
     return { seen, until }
   })
 
+/** A `ProgressState` event of nodes without steps (value 0 of 1 while running, 1 of 1 when finished). */
+const states = (promptId: string, nodes: Record<string, "running" | "finished">): RunnerEvent => ({
+  _tag: "ProgressState",
+  prompt_id: promptId,
+  nodes: Object.entries(nodes).map(([node, state]) => ({ node, state, value: state === "finished" ? 1 : 0, max: 1 }))
+})
+
 const is = (tag: Tag) => (e: RunnerEvent) => e._tag === tag
 const doneOf = (id: string) => (e: RunnerEvent) => e._tag === "PromptDone" && e.prompt_id === id
 const post = (fake: FakeComfyUI, body: unknown) =>
@@ -58,8 +65,14 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
         { _tag: "QueueChanged", queue_remaining: 1 },
         { _tag: "QueueChanged", queue_remaining: 1 },
         { _tag: "ExecutionStart", prompt_id: id, timestamp: expect.any(Number) },
+        { _tag: "ExecutionCached", prompt_id: id, nodes: [] },
+        states(id, { "1": "running" }),
         { _tag: "Executing", prompt_id: id, node: "1" },
+        states(id, { "1": "finished" }),
+        states(id, { "1": "finished", "2": "running" }),
         { _tag: "Executing", prompt_id: id, node: "2" },
+        states(id, { "1": "finished", "2": "finished" }),
+        states(id, { "1": "finished", "2": "finished", "3": "running" }),
         { _tag: "Executing", prompt_id: id, node: "3" },
         {
           _tag: "Executed",
@@ -67,6 +80,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
           node: "3",
           output: { images: [{ filename: "run_00001_.png", subfolder: "wes", type: "output" }] }
         },
+        states(id, { "1": "finished", "2": "finished", "3": "finished" }),
         { _tag: "ExecutionSuccess", prompt_id: id, timestamp: expect.any(Number) },
         { _tag: "QueueChanged", queue_remaining: 0 },
         { _tag: "PromptDone", prompt_id: id }
@@ -105,6 +119,20 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* gateway.cancel(runnerFor(fake), stopped)
       expect(yield* events.until(is("ExecutionInterrupted"))).toEqual({ _tag: "ExecutionInterrupted", prompt_id: stopped })
       yield* events.until(doneOf(stopped))
+    }))
+
+  it.scoped("announces supports_preview_metadata, so previews arrive as type 4 frames naming prompt and node", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ previews: true })
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-p"))
+      yield* events.until(is("Connected"))
+      const id = uuid()
+      yield* post(fake, { prompt: slowWorkflow({ seconds: 0.02, steps: 2 }), prompt_id: id, client_id: "wes-p" })
+      yield* events.until(doneOf(id))
+      const previews = events.seen.filter(is("Preview"))
+      expect(previews).toHaveLength(2)
+      for (const p of previews) expect(p).toMatchObject({ _tag: "Preview", prompt_id: id, node: "2", image_type: "image/png" })
     }))
 
   it.scoped("sends the runner's custom headers on the WebSocket upgrade", () =>

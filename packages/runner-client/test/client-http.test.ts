@@ -151,6 +151,19 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(badId.message).toContain("prompt_id must be a valid UUID")
     }))
 
+  it.scoped("refuses a runner that ignores the prompt id (ComfyUI before 0.3.45) and withdraws what it queued", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ promptIdMode: "ignored" })
+      fake.pauseQueue()
+      const gateway = yield* RunnerGateway
+      const id = uuid()
+      const error = yield* Effect.flip(gateway.submit(runnerFor(fake), { prompt_id: id, prompt: saveImageWorkflow(), client_id: "c", extra_data: {} }))
+      expect(error).toMatchObject({ _tag: "PromptRejected", error_type: "unsupported_runner", error_node: null })
+      expect(error.message).toContain("ComfyUI 0.3.45 or later")
+      expect(fake.submissions.at(-1)!.prompt_id).not.toBe(id)
+      expect(fake.state.pending).toEqual([])
+    }))
+
   it.scoped("treats a 200 with node_errors as PromptRejected and withdraws the queued prompt", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
@@ -175,7 +188,29 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       })
       expect(fake.submissions.at(-1)!.status).toBe(200)
       expect(fake.state.pending).toEqual([])
-      expect(fake.requests.slice(-2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /queue", "POST /interrupt"])
+      // Deleted from the queue; not running, so no interrupt.
+      expect(fake.requests.slice(-2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /queue", "GET /queue"])
+    }))
+
+  it.scoped("cancels a pending prompt without interrupting the running one, even where /interrupt is global (before 0.3.57)", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped({ globalInterrupt: true })
+      fake.hold()
+      const gateway = yield* RunnerGateway
+      const runner = runnerFor(fake)
+      const running = uuid()
+      const pending = uuid()
+      yield* gateway.submit(runner, { prompt_id: running, prompt: saveImageWorkflow({ prefix: "run" }), client_id: "c", extra_data: {} })
+      yield* wait(() => fake.whenRunning(running))
+      yield* gateway.submit(runner, { prompt_id: pending, prompt: saveImageWorkflow({ prefix: "pend" }), client_id: "c", extra_data: {} })
+      yield* gateway.cancel(runner, pending)
+      expect(fake.state.pending).toEqual([])
+      expect(fake.state.running).toBe(running)
+      expect(fake.requests.some((r) => r.path === "/interrupt")).toBe(false)
+      yield* gateway.cancel(runner, running)
+      yield* wait(() => fake.whenFinished(running))
+      const history = Option.getOrThrow(yield* gateway.history(runner, running))
+      expect(history.outcome).toBe("interrupted")
     }))
 
   it.scoped("reads the queue: running ids and pending ids in execution order", () =>

@@ -1,8 +1,9 @@
 /** Decoding of ComfyUI's answers and WebSocket frames, on shapes the fake does not produce. */
 import type { RunnerTarget } from "@wes/core"
-import { decodeFrame, outputFiles, toPromptHistory, toQueueSnapshot, websocketUrl } from "@wes/runner-client"
+import { decodeBinaryFrame, decodeFrame, outputFiles, toPromptHistory, toQueueSnapshot, websocketUrl } from "@wes/runner-client"
 import { describe, expect, it } from "vitest"
-import { rejection } from "../src/ComfyResponses.js"
+import * as Schema from "effect/Schema"
+import { HistoryEntry, rejection } from "../src/ComfyResponses.js"
 
 const runner = (endpoint: string): RunnerTarget => ({
   kind: "user", id: "r", name: "r", endpoint, headers: {}, tags: [], status: "active"
@@ -61,6 +62,44 @@ describe("history decoding", () => {
   })
 })
 
+describe("newer ComfyUI (2025-2026 servers, read from their source)", () => {
+  it("reads history entries whose file records carry media metadata and asset fields", () => {
+    const entry = {
+      prompt: [3, "p", {}, { client_id: "c", create_time: 1760000000000 }, ["9"]],
+      outputs: {
+        "9": {
+          images: [{
+            filename: "a_00001_.png", subfolder: "", type: "output",
+            metadata: { width: 512, height: 512, format: "png" },
+            asset: { id: "x", asset_hash: "blake3:00", mime_type: "image/png", size: 10, tags: ["output"] }
+          }],
+          animated: [false]
+        }
+      },
+      status: { status_str: "success", completed: true, messages: [["execution_start", { prompt_id: "p", timestamp: 1 }], ["execution_success", { prompt_id: "p", timestamp: 2 }]] },
+      meta: { "9": { node_id: "9", display_node: "9", parent_node: null, real_node_id: "9" } }
+    }
+    expect(toPromptHistory(Schema.decodeUnknownSync(HistoryEntry)(entry))).toEqual({
+      outcome: "success",
+      outputs: [{ node_id: "9", filename: "a_00001_.png", subfolder: "", type: "output" }],
+      started_at: 1,
+      completed_at: 2,
+      error: null
+    })
+  })
+
+  it("reads an executed message whose output files are enriched, and an ExecutionBlocked error", () => {
+    const output = { images: [{ filename: "a.png", subfolder: "", type: "output", metadata: { width: 1 } }] }
+    expect(decodeFrame(JSON.stringify({ type: "executed", data: { node: "9", display_node: "9", output, prompt_id: "p" } }))).toEqual({
+      _tag: "Event", event: { _tag: "Executed", prompt_id: "p", node: "9", output }
+    })
+    const blocked = { prompt_id: "p", node_id: "4", node_type: "X", executed: [], exception_message: "Execution Blocked: no", exception_type: "ExecutionBlocked", traceback: [], current_inputs: [], current_outputs: [] }
+    expect(decodeFrame(JSON.stringify({ type: "execution_error", data: blocked }))).toMatchObject({
+      event: { _tag: "ExecutionError", node_id: "4", exception_type: "ExecutionBlocked", exception_message: "Execution Blocked: no" }
+    })
+  })
+})
+
 describe("queue decoding", () => {
   it("orders pending items by number, then prompt_id, whatever the heap layout", () => {
     expect(toQueueSnapshot({
@@ -107,8 +146,49 @@ describe("WebSocket frame decoding", () => {
     })
   })
 
+  it("maps progress_state and execution_cached, keeping what newer servers add out of the way", () => {
+    const nodes = {
+      "3": { value: 1, max: 1, state: "finished", node_id: "3", prompt_id: "p", display_node_id: "3", parent_node_id: null, real_node_id: "3" },
+      "4": { value: 5, max: 20, state: "running", node_id: "4", prompt_id: "p", display_node_id: "4", parent_node_id: null, real_node_id: "4", activity: "loading" }
+    }
+    expect(decodeFrame(JSON.stringify({ type: "progress_state", data: { prompt_id: "p", nodes } }))).toEqual({
+      _tag: "Event",
+      event: {
+        _tag: "ProgressState",
+        prompt_id: "p",
+        nodes: [{ node: "3", state: "finished", value: 1, max: 1 }, { node: "4", state: "running", value: 5, max: 20 }]
+      }
+    })
+    expect(decodeFrame(JSON.stringify({ type: "execution_cached", data: { nodes: ["1", 2], prompt_id: "p", timestamp: 1 } }))).toEqual({
+      _tag: "Event", event: { _tag: "ExecutionCached", prompt_id: "p", nodes: ["1", "2"] }
+    })
+    expect(decodeFrame(JSON.stringify({ type: "progress_state", data: { prompt_id: "p", nodes: { "1": { state: "odd", value: 0, max: 1 } } } }))._tag)
+      .toBe("Malformed")
+  })
+
+  it("decodes binary previews: type 1 by format, type 4 with its metadata; ignores text frames", () => {
+    const frame = (type: number, head: number, rest: Uint8Array) => {
+      const b = Buffer.alloc(8 + rest.length)
+      b.writeUInt32BE(type, 0)
+      b.writeUInt32BE(head, 4)
+      b.set(rest, 8)
+      return b
+    }
+    const image = new Uint8Array(100)
+    expect(decodeBinaryFrame(frame(1, 1, image))).toEqual({
+      _tag: "Event", event: { _tag: "Preview", prompt_id: null, node: null, image_type: "image/jpeg", size: 100 }
+    })
+    const meta = Buffer.from(JSON.stringify({ node_id: "4", prompt_id: "p", display_node_id: "4", parent_node_id: null, real_node_id: "4", image_type: "image/png" }))
+    expect(decodeBinaryFrame(frame(4, meta.length, Buffer.concat([meta, image])))).toEqual({
+      _tag: "Event", event: { _tag: "Preview", prompt_id: "p", node: "4", image_type: "image/png", size: 100 }
+    })
+    expect(decodeBinaryFrame(frame(3, 1, Buffer.from("4hello")))).toEqual({ _tag: "Ignored" })
+    expect(decodeBinaryFrame(frame(4, 1000, image))._tag).toBe("Malformed")
+    expect(decodeBinaryFrame(new Uint8Array(3))._tag).toBe("Malformed")
+  })
+
   it("ignores unknown types and an executing null without prompt_id; reports malformed frames", () => {
-    expect(decodeFrame(JSON.stringify({ type: "progress_state", data: {} }))).toEqual({ _tag: "Ignored" })
+    expect(decodeFrame(JSON.stringify({ type: "feature_flags", data: { supports_preview_metadata: true } }))).toEqual({ _tag: "Ignored" })
     expect(decodeFrame(JSON.stringify({ type: "logs", data: { entries: [] } }))).toEqual({ _tag: "Ignored" })
     expect(decodeFrame(JSON.stringify({ type: "executing", data: { node: null } }))).toEqual({ _tag: "Ignored" })
     expect(decodeFrame("nope")._tag).toBe("Malformed")

@@ -148,7 +148,8 @@ describe("fake ComfyUI: queue", () => {
       executed: ["1"],
       exception_type: "torch.OutOfMemoryError",
       exception_message: "out of memory\n",
-      current_outputs: []
+      // Every node of the prompt, as ComfyUI 0.3.64 lists them (recordings/node-error).
+      current_outputs: ["1", "2", "3"]
     })
     expect(Array.isArray(data.traceback)).toBe(true)
     expect(data.current_inputs).toHaveProperty("image")

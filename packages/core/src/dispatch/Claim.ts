@@ -28,7 +28,7 @@ const submitClaimed = (claimed: ClaimedWorkflow) =>
     const driving = yield* Driving
     const dispatch = yield* DispatchQueue
     const id = claimed.workflow.id
-    const recorded = yield* driving.inFlight.submitting(headOf(claimed.workflow))
+    const recorded = yield* driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json))
     yield* driving.fork(
       "could not submit a workflow",
       submit(claimed).pipe(Effect.ensuring(Effect.gen(function*() {

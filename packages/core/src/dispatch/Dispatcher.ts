@@ -73,14 +73,16 @@ const make = (options: DispatcherOptions) =>
         Effect.provide(context)
       )
 
-    /** Wakes the driver of `ref`, or starts one. */
+    /** Wakes the driver of `ref`, or starts one (atomically: two scans at once start one driver, with one wake-up queue). */
     const start = (ref: RunnerRef) =>
       Effect.gen(function*() {
-        const existing = HashMap.get(yield* Ref.get(wakes), ref.id as string)
-        if (Option.isSome(existing)) return yield* Queue.offer(existing.value, undefined)
-        const wake = yield* Queue.sliding<void>(1)
-        yield* Ref.update(wakes, HashMap.set(ref.id as string, wake))
-        yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake), { onlyIfMissing: true })
+        const fresh = yield* Queue.sliding<void>(1)
+        const wake = yield* Ref.modify(wakes, (map) => {
+          const existing = HashMap.get(map, ref.id as string)
+          return Option.isSome(existing) ? [existing.value, map] : [fresh, HashMap.set(map, ref.id as string, fresh)]
+        })
+        if (wake !== fresh) return yield* Queue.offer(wake, undefined)
+        yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake))
       })
 
     const scan = repo.unfinishedRunners.pipe(

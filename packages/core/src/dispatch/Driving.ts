@@ -7,6 +7,7 @@
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import type * as Option from "effect/Option"
@@ -40,6 +41,13 @@ export interface DrivingShape {
   readonly queueChanged: Queue.Queue<void>
   /** Compare everything in flight with the runner now (after a (re)connection). */
   readonly reconcileNow: Queue.Queue<void>
+  /**
+   * Done at the runner's first `Connected` (or `Disconnected`: the attempt failed). ComfyUI drops
+   * the events of a client that is not connected, so a prompt posted before would run without a
+   * live event (seen on a real ComfyUI: the first workflow of an idle runner); submissions wait for
+   * it (`awaitSocket`).
+   */
+  readonly socketOpen: Deferred.Deferred<void>
   /**
    * Runs `effect` beside the part that calls it, for the life of the driver (a slow end of a
    * prompt must not hold up the events of the next); a failure is logged with `what`.
@@ -88,6 +96,17 @@ export const makeDriving = (
       slotFreed: yield* Queue.sliding<void>(1),
       queueChanged: yield* Queue.sliding<void>(1),
       reconcileNow: yield* Queue.sliding<void>(1),
+      socketOpen: yield* Deferred.make<void>(),
       fork
     }
   })
+
+/** How long a submission waits for the runner's WebSocket to open, once per driver. */
+export const SOCKET_WAIT = Duration.seconds(5)
+
+/** Waits until the runner's WebSocket is open (at most `SOCKET_WAIT`, after which nobody waits again). */
+export const awaitSocket = Effect.flatMap(Driving, ({ socketOpen }) =>
+  Deferred.await(socketOpen).pipe(
+    Effect.timeout(SOCKET_WAIT),
+    Effect.catchAll(() => Deferred.succeed(socketOpen, undefined))
+  ))

@@ -16,6 +16,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { WorkflowHead } from "../workflows/Workflow.js"
+import type { PromptProgress } from "./Progress.js"
 
 /** Being submitted by this driver; on the runner (queued or running there); having its end recorded. */
 export type Phase = "submitting" | "onRunner" | "finishing"
@@ -27,6 +28,10 @@ export interface Tracked {
   readonly startedAt?: DateTime.Utc | undefined
   /** Completed when the submission of this entry has written what it will write. */
   readonly recorded?: Deferred.Deferred<void> | undefined
+  /** The ids of the nodes of its graph (for the overall progress), when known. */
+  readonly nodes?: ReadonlyArray<string> | undefined
+  /** The overall progress of its run (Progress.ts), once it started. */
+  readonly progress?: PromptProgress | undefined
 }
 
 export interface InFlight {
@@ -35,10 +40,12 @@ export interface InFlight {
   readonly count: (phase: Phase) => Effect.Effect<number>
   /** Adds or replaces an entry. */
   readonly put: (tracked: Tracked) => Effect.Effect<void>
-  /** Starts tracking a workflow this driver is about to submit. */
-  readonly submitting: (workflow: WorkflowHead) => Effect.Effect<Deferred.Deferred<void>>
+  /** Starts tracking a workflow this driver is about to submit (`nodes`: its graph's node ids). */
+  readonly submitting: (workflow: WorkflowHead, nodes: ReadonlyArray<string>) => Effect.Effect<Deferred.Deferred<void>>
   /** Replaces the record of an entry, keeping the rest (nothing when absent). */
   readonly refresh: (workflow: WorkflowHead) => Effect.Effect<void>
+  /** Changes an entry (nothing when absent). */
+  readonly update: (id: string, f: (tracked: Tracked) => Tracked) => Effect.Effect<void>
   /** Moves an entry to `to` if its phase is one of `from`; true when it did. */
   readonly shift: (id: string, from: ReadonlyArray<Phase>, to: Phase) => Effect.Effect<boolean>
   /**
@@ -56,10 +63,11 @@ export const makeInFlight: Effect.Effect<InFlight> = Effect.map(
     all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
     count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
     put: (tracked) => Ref.update(ref, HashMap.set(tracked.workflow.id as string, tracked)),
-    submitting: (workflow) =>
+    submitting: (workflow, nodes) =>
       Effect.flatMap(Deferred.make<void>(), (recorded) =>
-        Effect.as(Ref.update(ref, HashMap.set<string, Tracked>(workflow.id, { workflow, phase: "submitting", recorded })), recorded)),
+        Effect.as(Ref.update(ref, HashMap.set<string, Tracked>(workflow.id, { workflow, phase: "submitting", recorded, nodes })), recorded)),
     refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
+    update: (id, f) => Ref.update(ref, (map) => HashMap.modify(map, id, f)),
     shift: (id, from, to) =>
       Ref.modify(ref, (map) => {
         const current = HashMap.get(map, id)

@@ -17,7 +17,7 @@ import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
 import { advance, endedAs } from "./Advance.js"
 import type { ClaimedWorkflow } from "./Dispatch.js"
 import { retrySchedule } from "./DispatcherOptions.js"
-import { Driving } from "./Driving.js"
+import { awaitSocket, Driving } from "./Driving.js"
 import { recordEnd } from "./Finish.js"
 import { transition } from "./Lifecycle.js"
 import { moveAway } from "./MoveAway.js"
@@ -65,6 +65,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
       const up = yield* advance(w.id, (h) => h.status === "accepted" ? [T.Uploaded()] : undefined)
       if (Option.isSome(up) && up.value._tag !== "Applied") return { _tag: "Gone" as const }
     }
+    yield* awaitSocket
     // Fencing: after a pause past the lease, another instance may drive this runner now.
     if (!(yield* driving.lease.held)) return { _tag: "LeaseLost" as const }
     const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])

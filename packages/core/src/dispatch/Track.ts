@@ -1,7 +1,8 @@
 /**
  * Following the runner's WebSocket: events, in order, become what they mean for the workflows
  * this driver tracks. `execution_start` -> running; `executing` / `progress` -> events on the
- * workflow's stream; `executing {node: null}` (the runner wrote the history) -> its end is
+ * workflow's stream, with the prompt's overall percent (Progress.ts, also fed by
+ * `execution_cached`, `progress_state` and `executed`); `executing {node: null}` (the runner wrote the history) -> its end is
  * recorded beside the stream, so a slow output copy never holds up the next prompt's events. A
  * (re)connection asks for reconciliation, a queue change for fresh queue positions. Events of
  * prompts this driver does not track (another client's, or finished) are ignored.
@@ -20,8 +21,10 @@ import * as Stream from "effect/Stream"
 import type { RunnerTarget } from "../runners/Runner.js"
 import { type RunnerEvent, RunnerGateway } from "../runners/RunnerGateway.js"
 import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { Driving } from "./Driving.js"
 import { finish } from "./Finish.js"
+import { advanceProgress, progressPercent, startProgress } from "./Progress.js"
 import { observe } from "./QueuePositions.js"
 
 /** Most events handled together; also how many may wait behind a slow write before the socket is paused. */
@@ -30,10 +33,34 @@ export const CHUNK = 256
 /** How long a start waits for the submission that is recording the same prompt. */
 const SUBMISSION_WAIT = "10 seconds"
 
+/** The node ids of a tracked workflow's graph: noted when it was claimed, else read once (an inherited prompt). */
+const graphOf = (id: string) =>
+  Effect.gen(function*() {
+    const { inFlight } = yield* Driving
+    const tracked = yield* inFlight.get(id)
+    if (Option.isSome(tracked) && tracked.value.nodes !== undefined) return tracked.value.nodes
+    const w = yield* Effect.flatMap(WorkflowRepository, (repo) => repo.findById(id))
+    return Option.match(w, { onNone: () => [], onSome: (x) => Object.keys(x.workflow_json) })
+  })
+
+/** Advances a tracked prompt's overall progress by `event`; its percent. */
+const progressed = (id: string, event: RunnerEvent) =>
+  Effect.gen(function*() {
+    const { inFlight } = yield* Driving
+    const tracked = yield* inFlight.get(id)
+    const current = Option.flatMap(tracked, (t) => Option.fromNullable(t.progress))
+    const next = advanceProgress(Option.isSome(current) ? current.value : startProgress(yield* graphOf(id)), event)
+    yield* inFlight.update(id, (t) => ({ ...t, progress: next }))
+    return progressPercent(next)
+  })
+
 /** `execution_start`: running, after the submission of the same prompt (if any) has recorded it. */
 const started = (id: string, at: DateTime.Utc | undefined) =>
   Effect.gen(function*() {
     const { inFlight } = yield* Driving
+    if (Option.isNone(yield* inFlight.get(id))) return
+    const progress = startProgress(yield* graphOf(id))
+    yield* inFlight.update(id, (t) => ({ ...t, progress }))
     const submission = yield* inFlight.noteStart(id, at ?? (yield* DateTime.now))
     if (Option.isSome(submission)) yield* Effect.ignore(Effect.timeout(Deferred.await(submission.value), SUBMISSION_WAIT))
     yield* observe(id, 0, at)
@@ -49,17 +76,26 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
       Effect.logWarning(what, { runner_id: driving.ref.id, error: e.message })
     /** Run events not written yet, per workflow, in order. */
     const pending = new Map<string, Array<NewWorkflowEvent>>()
-    const note = (id: string | null, event: NewWorkflowEvent) =>
+    const tracked = (id: string | null): Effect.Effect<boolean> =>
+      id === null ? Effect.succeed(false) : Effect.map(driving.inFlight.get(id), Option.isSome)
+    /** A run event of a tracked prompt, with its overall percent, to write with the chunk. */
+    const note = (id: string | null, event: RunnerEvent, data: (percent: number) => NewWorkflowEvent) =>
       Effect.gen(function*() {
-        if (id === null || Option.isNone(yield* driving.inFlight.get(id))) return
+        if (id === null || !(yield* tracked(id))) return
+        const written = data(yield* progressed(id, event))
         const list = pending.get(id)
-        if (list === undefined) pending.set(id, [event])
-        else list.push(event)
+        if (list === undefined) pending.set(id, [written])
+        else list.push(written)
       })
     for (const event of events) {
       switch (event._tag) {
         case "Connected":
+          yield* Deferred.succeed(driving.socketOpen, undefined)
           yield* Queue.offer(driving.reconcileNow, undefined)
+          break
+        case "Disconnected":
+          // The socket did not open (or closed): nothing to wait for before posting.
+          yield* Deferred.succeed(driving.socketOpen, undefined)
           break
         case "QueueChanged":
           yield* Queue.offer(driving.queueChanged, undefined)
@@ -70,10 +106,22 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           )
           break
         case "Executing":
-          yield* note(event.prompt_id, { type: "executing", data: { node: event.node } })
+          yield* note(event.prompt_id, event, (percent) => ({ type: "executing", data: { node: event.node, percent } }))
+            .pipe(Effect.catchAll(logged("could not follow a prompt's progress")))
           break
         case "Progress":
-          yield* note(event.prompt_id, { type: "progress", data: { node: event.node, value: event.value, max: event.max } })
+          yield* note(event.prompt_id, event, (percent) => ({
+            type: "progress",
+            data: { node: event.node, value: event.value, max: event.max, percent }
+          })).pipe(Effect.catchAll(logged("could not follow a prompt's progress")))
+          break
+        case "ExecutionCached":
+        case "ProgressState":
+        case "Executed":
+          // They only move the percent that the next executing / progress event carries.
+          if (yield* tracked(event.prompt_id)) {
+            yield* Effect.asVoid(progressed(event.prompt_id, event)).pipe(Effect.catchAll(logged("could not follow a prompt's progress")))
+          }
           break
         case "PromptDone": {
           const leading = pending.get(event.prompt_id) ?? []

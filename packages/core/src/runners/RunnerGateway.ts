@@ -105,12 +105,24 @@ export interface Download {
   readonly stream: Stream.Stream<Uint8Array, RunnerError>
 }
 
+/** One node of a `progress_state` message (ComfyUI 0.3.45 and later; pending nodes are never listed). */
+export interface NodeProgressState {
+  readonly node: string
+  readonly state: "pending" | "running" | "finished" | "error"
+  readonly value: number
+  readonly max: number
+}
+
 /** An event of a runner's WebSocket, decoded (comfyui-protocol.md section 6). */
 export type RunnerEvent =
   | { readonly _tag: "Connected" }
   | { readonly _tag: "Disconnected"; readonly reason: string }
   | { readonly _tag: "QueueChanged"; readonly queue_remaining: number }
   | { readonly _tag: "ExecutionStart"; readonly prompt_id: string; readonly timestamp: number | null }
+  /** `execution_cached`: the prompt's nodes whose outputs are cached; they will not run. */
+  | { readonly _tag: "ExecutionCached"; readonly prompt_id: string; readonly nodes: ReadonlyArray<string> }
+  /** `progress_state`: every started node of the prompt with its state and step progress (cumulative). */
+  | { readonly _tag: "ProgressState"; readonly prompt_id: string; readonly nodes: ReadonlyArray<NodeProgressState> }
   | { readonly _tag: "Executing"; readonly prompt_id: string | null; readonly node: string }
   | { readonly _tag: "Progress"; readonly prompt_id: string | null; readonly node: string | null; readonly value: number; readonly max: number }
   | { readonly _tag: "Executed"; readonly prompt_id: string; readonly node: string; readonly output: unknown }
@@ -124,6 +136,18 @@ export type RunnerEvent =
     readonly exception_message: string
   }
   | { readonly _tag: "ExecutionInterrupted"; readonly prompt_id: string }
+  /**
+   * A binary preview frame: type 1 (format only, no attribution) or type 4 (ComfyUI 0.3.45 and
+   * later, after the client announced `supports_preview_metadata`: prompt and node named). The
+   * image itself is not kept.
+   */
+  | {
+    readonly _tag: "Preview"
+    readonly prompt_id: string | null
+    readonly node: string | null
+    readonly image_type: string
+    readonly size: number
+  }
   /** `executing {node: null}`: the prompt is done and its history has been written. */
   | { readonly _tag: "PromptDone"; readonly prompt_id: string }
 

@@ -22,6 +22,7 @@ export {
 export {
   type Download,
   inputReference,
+  type NodeProgressState,
   type OutputFile,
   type PromptHistory,
   PromptRejected,

@@ -277,7 +277,8 @@ export class Executor {
             exception_type: ex.pyType,
             traceback: ex.traceback(`nodes.py`),
             current_inputs: currentInputs,
-            current_outputs: cachedNodes
+            // `caches.outputs.all_node_ids()`: every node of the prompt, cached or not.
+            current_outputs: Object.keys(prompt)
           }, false)
         }
         break

@@ -70,6 +70,7 @@ export class FakeComfyUI {
   private requiredHeaders: Readonly<Record<string, string>>
   private httpFailure: number | undefined
   private httpDelayMs = 0
+  private upgradeDelayMs = 0
   private refusing: "close" | "reset" | undefined
   private held = false
   private workerPaused = false
@@ -307,10 +308,16 @@ export class FakeComfyUI {
     this.httpDelayMs = ms
   }
 
-  /** Ends `failHttp` and `slowHttp`. */
+  /** Delays every WebSocket upgrade by `ms` (a proxy slow to open sockets) until `restoreHttp`. */
+  slowUpgrades(ms: number): void {
+    this.upgradeDelayMs = ms
+  }
+
+  /** Ends `failHttp`, `slowHttp` and `slowUpgrades`. */
   restoreHttp(): void {
     this.httpFailure = undefined
     this.httpDelayMs = 0
+    this.upgradeDelayMs = 0
   }
 
   /** Requires these headers on every request and upgrade (401 without them); `{}` to stop. */
@@ -433,6 +440,7 @@ export class FakeComfyUI {
       executor: this.executor,
       settings: {
         promptIdMode: this.options.promptIdMode ?? "uuid",
+        createTime: this.options.createTime ?? false,
         unknownNodeError: this.options.unknownNodeError ?? "invalid_prompt",
         version: this.options.version ?? "0.3.64",
         maxUploadBytes: this.maxUploadBytes()
@@ -452,7 +460,9 @@ export class FakeComfyUI {
         this.changed()
       },
       interrupt: (promptId) => {
-        if (promptId === undefined || this.queue.running?.[1] === promptId) this.executor.interrupt()
+        // Before 0.3.57 the body is ignored: every interrupt stops whatever runs.
+        const global = promptId === undefined || this.options.globalInterrupt === true
+        if (global || this.queue.running?.[1] === promptId) this.executor.interrupt()
       },
       freeMemory: () => {
         if (this.queue.running === undefined) this.executor.resetCache()
@@ -515,7 +525,11 @@ export class FakeComfyUI {
     if (missingHeader(req.headers, this.requiredHeaders)) return refuse(401, "Unauthorized")
     if (this.httpFailure !== undefined) return refuse(this.httpFailure, "Injected Failure")
     if (originMismatch(req.headers)) return refuse(403, "Forbidden")
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.connected(ws, url, req.headers))
+    const accept = () => this.wss.handleUpgrade(req, socket, head, (ws) => this.connected(ws, url, req.headers))
+    if (this.upgradeDelayMs === 0) return accept()
+    void sleep(this.upgradeDelayMs, this.abort.signal).then(() => {
+      if (!socket.destroyed) accept()
+    }, () => socket.destroy())
   }
 
   private connected(ws: WebSocket, url: URL, headers: http.IncomingHttpHeaders): void {

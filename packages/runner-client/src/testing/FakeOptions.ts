@@ -7,8 +7,16 @@ export interface FakeComfyUIOptions {
   readonly port?: number
   /** Directory holding input/, output/ and temp/ (default: a fresh temporary directory, deleted on close). */
   readonly rootDir?: string
-  /** `uuid` (default; newer ComfyUI): a client prompt_id must be a canonical lowercase UUID. `legacy` (0.3.45-0.3.64): any value is stringified. */
-  readonly promptIdMode?: "uuid" | "legacy"
+  /**
+   * `uuid` (default; newer ComfyUI): a client prompt_id must be a canonical lowercase UUID.
+   * `legacy` (0.3.45-0.3.64): any value is stringified. `ignored` (before 0.3.45): the server
+   * always mints its own id.
+   */
+  readonly promptIdMode?: "uuid" | "legacy" | "ignored"
+  /** `/interrupt` ignores its `prompt_id` and stops whatever runs, as before 0.3.57 (default false). */
+  readonly globalInterrupt?: boolean
+  /** Add `extra_data.create_time` to queued prompts as newer servers do (default false, as 0.3.64). */
+  readonly createTime?: boolean
   /** Error type for unknown or missing class types: `invalid_prompt` (default; 0.3.64) or `missing_node_type` (newer). */
   readonly unknownNodeError?: "invalid_prompt" | "missing_node_type"
   /** Cross-prompt output cache (default true); false mimics `--cache-none`. */

@@ -92,13 +92,18 @@ export class PromptQueue {
     return item
   }
 
-  /** Removes the first pending item with this id (then re-heapifies); whether one was found. */
-  delete(promptId: string): boolean {
+  /**
+   * Removes the first pending item with this id (then re-heapifies). Returns how many `status`
+   * broadcasts ComfyUI makes for it: 0 when not found, 2 for the only pending item (it wipes the
+   * queue, which broadcasts, then broadcasts again), else 1.
+   */
+  delete(promptId: string): number {
     const i = this.heap.findIndex((item) => item[1] === promptId)
-    if (i < 0) return false
+    if (i < 0) return 0
+    const only = this.heap.length === 1
     this.heap.splice(i, 1)
     for (let k = (this.heap.length >> 1) - 1; k >= 0; k--) this.siftUp(k)
-    return true
+    return only ? 2 : 1
   }
 
   clear(): void {

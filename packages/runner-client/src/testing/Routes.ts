@@ -35,7 +35,9 @@ export interface RouteHost {
   readonly queue: PromptQueue
   readonly executor: Executor
   readonly settings: {
-    readonly promptIdMode: "uuid" | "legacy"
+    readonly promptIdMode: "uuid" | "legacy" | "ignored"
+    /** Newer servers add `extra_data.create_time` (ms) to queued prompts; 0.3.64 does not. */
+    readonly createTime: boolean
     readonly unknownNodeError: "invalid_prompt" | "missing_node_type"
     readonly version: string
     readonly maxUploadBytes: number
@@ -116,7 +118,7 @@ const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> =>
   }
 
   let promptId: string
-  if (requested === undefined || requested === null) promptId = crypto.randomUUID()
+  if (requested === undefined || requested === null || host.settings.promptIdMode === "ignored") promptId = crypto.randomUUID()
   else if (host.settings.promptIdMode === "legacy") promptId = pyStr(requested)
   else if (typeof requested === "string" && UUID.test(requested)) promptId = requested
   else {
@@ -139,7 +141,7 @@ const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> =>
     return json({ error: valid.error, node_errors: valid.nodeErrors }, 400)
   }
   for (const key of SENSITIVE) delete extraData[key]
-  extraData.create_time = Date.now()
+  if (host.settings.createTime) extraData.create_time = Date.now()
   try {
     host.enqueue([number, promptId, prompt as Record<string, unknown>, extraData, valid.outputs])
   } catch (e) {
@@ -161,7 +163,10 @@ const postQueue = (host: RouteHost, req: RouteRequest): Reply => {
   }
   if ("delete" in body) {
     if (!Array.isArray(body.delete)) throw new PyError("TypeError", "'int' object is not iterable")
-    for (const id of body.delete) if (typeof id === "string" && host.queue.delete(id)) host.broadcastStatus()
+    for (const id of body.delete) {
+      if (typeof id !== "string") continue
+      for (let n = host.queue.delete(id); n > 0; n--) host.broadcastStatus()
+    }
   }
   return empty(200)
 }

@@ -1,0 +1,34 @@
+/**
+ * The recordings checked against the real ComfyUI: each scenario is run on a fresh, unmodified
+ * ComfyUI and must give the stored recording again, so a change in what ComfyUI sends is noticed
+ * (and the fake's test, which compares the fake with the same recordings, stays meaningful).
+ * `WES_RECORD=1 pnpm test:comfyui` rewrites the recordings instead.
+ */
+import { RealComfyUI } from "@wes/runner-client/testing"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { comfyUISetup } from "../comfyui/context.js"
+import { record, scenarios } from "./scenarios.js"
+import { readRecording, RECORDED_VERSION, writeRecording } from "./stored.js"
+
+const setup = comfyUISetup()
+const rewrite = process.env["WES_RECORD"] === "1"
+
+describe.skipIf(setup === undefined)(`ComfyUI ${RECORDED_VERSION} recordings`, () => {
+  let comfy: RealComfyUI
+  beforeAll(async () => {
+    comfy = await RealComfyUI.start(setup!)
+    const stats = await (await fetch(`${comfy.url}/system_stats`)).json() as { system: { comfyui_version: string } }
+    expect(stats.system.comfyui_version).toBe(RECORDED_VERSION)
+  })
+  afterAll(async () => {
+    await comfy?.close()
+  })
+
+  for (const scenario of scenarios) {
+    it(`${scenario.name}: ComfyUI still sends what is recorded`, async () => {
+      const recording = await record(comfy.url, scenario)
+      if (rewrite) writeRecording(recording)
+      else expect(recording).toEqual(readRecording(scenario.name))
+    })
+  }
+})

@@ -1,0 +1,166 @@
+/**
+ * The scenarios recorded against ComfyUI 0.3.64 and replayed against the fake: each drives a
+ * server through one `Session` (one WebSocket client, HTTP exchanges in a fixed order, waiting
+ * for the frames that end each step, so the recording does not depend on timing). Node inputs
+ * differ between scenarios so that nothing one leaves in ComfyUI's cache is reused by another.
+ */
+import { solidPng } from "@wes/runner-client/testing"
+import { type Recording, Session } from "./Recorder.js"
+
+type Graph = Record<string, { readonly class_type: string; readonly inputs: Record<string, unknown> }>
+
+export interface Scenario {
+  readonly name: string
+  /** Under `/api` (the prefix every route also has). */
+  readonly api?: boolean
+  readonly featureFlags?: boolean
+  readonly run: (s: Session) => Promise<void>
+}
+
+const empty = (color: number, size = 64, batch = 1) =>
+  ({ class_type: "EmptyImage", inputs: { width: size, height: size, batch_size: batch, color } })
+const invert = (from: string) => ({ class_type: "ImageInvert", inputs: { image: [from, 0] } })
+const save = (from: string, prefix: string) => ({ class_type: "SaveImage", inputs: { images: [from, 0], filename_prefix: prefix } })
+
+/** EmptyImage -> ImageInvert -> SaveImage. */
+const smoke = (color: number, prefix: string): Graph => ({ "1": empty(color), "2": invert("1"), "3": save("2", prefix) })
+
+/** A file of the prompt's history outputs, as `/view` parameters. */
+const viewPath = (history: unknown, promptId: string, node: string, index = 0): string => {
+  const entry = (history as Record<string, { outputs: Record<string, Record<string, Array<Record<string, string>>>> }>)[promptId]
+  const file = Object.values(entry?.outputs[node] ?? {}).flat()[index]
+  if (file === undefined) throw new Error(`no output file ${index} of node ${node}`)
+  return `/view?${new URLSearchParams({ filename: file["filename"]!, subfolder: file["subfolder"]!, type: file["type"]! })}`
+}
+
+/** Runs `graph` to its end and reads its history; returns the history answer. */
+const runToEnd = async (s: Session, label: string, graph: Graph) => {
+  const id = s.promptId(label)
+  await s.submit(id, graph)
+  await s.done(id)
+  return { id, history: (await s.request("GET", `/history/${id}`)).json }
+}
+
+export const scenarios: ReadonlyArray<Scenario> = [
+  {
+    name: "smoke",
+    run: async (s) => {
+      const { id, history } = await runToEnd(s, "A", smoke(0x0000ff, `${s.run}/smoke`))
+      await s.request("GET", "/queue")
+      await s.request("GET", viewPath(history, id, "3"))
+    }
+  },
+  {
+    name: "api-prefix",
+    api: true,
+    run: async (s) => {
+      const { id, history } = await runToEnd(s, "A", smoke(0x00ff00, `${s.run}/api`))
+      await s.request("GET", viewPath(history, id, "3"))
+    }
+  },
+  {
+    name: "cached-rerun",
+    run: async (s) => {
+      const graph = smoke(0xff0000, `${s.run}/cached`)
+      await runToEnd(s, "A", graph)
+      // The same graph again: every node is cached; the output node replays its UI, no new file.
+      await runToEnd(s, "B", graph)
+    }
+  },
+  {
+    name: "load-image",
+    run: async (s) => {
+      await s.upload(`${s.run}_in.png`, solidPng(8, 8, 0x336699), "wes")
+      const { id, history } = await runToEnd(s, "A", {
+        "1": { class_type: "LoadImage", inputs: { image: `wes/${s.run}_in.png` } },
+        "2": invert("1"),
+        "3": save("2", `${s.run}/loaded`)
+      })
+      await s.request("GET", viewPath(history, id, "3"))
+    }
+  },
+  {
+    name: "outputs",
+    run: async (s) => {
+      // One output node per prompt: ComfyUI runs several output nodes in the order of a Python set,
+      // which varies between processes. The shared EmptyImage is cached after the first prompt.
+      const images = empty(0x123456, 32, 2)
+      const batch = await runToEnd(s, "batch", { "1": images, "2": save("1", `${s.run}/batch`) })
+      await s.request("GET", viewPath(batch.history, batch.id, "2", 1))
+      const animated = await runToEnd(s, "animated", {
+        "1": images,
+        "2": { class_type: "SaveAnimatedWEBP", inputs: { images: ["1", 0], filename_prefix: `${s.run}/anim`, fps: 6, lossless: false, quality: 80, method: "default" } }
+      })
+      await s.request("GET", viewPath(animated.history, animated.id, "2"))
+      const preview = await runToEnd(s, "preview", { "1": images, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } })
+      await s.request("GET", viewPath(preview.history, preview.id, "2", 1))
+    }
+  },
+  {
+    name: "rejected",
+    run: async (s) => {
+      await s.submit(s.promptId("unknown"), { "1": { class_type: "NoSuchNode", inputs: {} }, "2": save("1", `${s.run}/x`) })
+      await s.submit(s.promptId("missing"), { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1 } }, "2": save("1", `${s.run}/x`) })
+      await s.submit(s.promptId("bad-value"), {
+        "1": { class_type: "EmptyImage", inputs: { width: 0, height: 8, batch_size: 1, color: 0 } },
+        "2": { class_type: "ImageScale", inputs: { image: ["1", 0], upscale_method: "foo", width: 8, height: 8, crop: "disabled" } },
+        "3": save("2", `${s.run}/x`)
+      })
+      await s.submit(s.promptId("no-outputs"), { "1": empty(0x010203), "2": invert("1") })
+      await s.request("POST", "/prompt", { client_id: s.clientId })
+    }
+  },
+  {
+    name: "node-error",
+    run: async (s) => {
+      await s.upload(`${s.run}_bad.png`, new TextEncoder().encode("not an image"), "wes")
+      await runToEnd(s, "A", {
+        "1": { class_type: "LoadImage", inputs: { image: `wes/${s.run}_bad.png` } },
+        "2": invert("1"),
+        "3": save("2", `${s.run}/bad`)
+      })
+    }
+  },
+  {
+    name: "cancel",
+    run: async (s) => {
+      // A chain of blurs runs for seconds; interrupts land between nodes.
+      const chain = (prefix: string): Graph => {
+        const g: Graph = { "1": empty(0x445566, 768) }
+        for (let i = 2; i <= 7; i++) g[String(i)] = { class_type: "ImageBlur", inputs: { image: [String(i - 1), 0], blur_radius: 31, sigma: 5 } }
+        g["8"] = save("7", prefix)
+        return g
+      }
+      const running = s.promptId("running")
+      const queued = s.promptId("queued")
+      await s.submit(running, chain(`${s.run}/running`))
+      await s.executing(running, "2")
+      await s.submit(queued, chain(`${s.run}/queued`))
+      await s.request("POST", "/queue", { delete: [queued] })
+      await s.request("POST", "/interrupt", { prompt_id: running })
+      await s.done(running)
+      await s.request("GET", `/history/${running}`)
+      await s.request("GET", `/history/${queued}`)
+      await s.request("GET", "/queue")
+    }
+  },
+  {
+    name: "feature-flags",
+    featureFlags: true,
+    run: async (s) => {
+      await s.request("GET", "/features")
+    }
+  }
+]
+
+/** Runs `scenario` against the server at `url` and returns its normalised recording. */
+export const record = async (url: string, scenario: Scenario): Promise<Recording> => {
+  const s = new Session(scenario.api === true ? `${url}/api` : url)
+  try {
+    await s.connect({ featureFlags: scenario.featureFlags === true })
+    await scenario.run(s)
+    return s.recording(scenario.name)
+  } finally {
+    await s.close()
+  }
+}
