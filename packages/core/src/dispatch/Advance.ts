@@ -2,7 +2,8 @@
  * Moving a tracked workflow forward from where the driver last saw it. The steps depend on the
  * status (a driver that missed `queued` writes it together with `running`); when the store
  * refuses because another path moved the workflow first, the steps are worked out again from
- * the status the store reported (twice at most). The driver's copy follows every outcome.
+ * the status the store reported (twice at most). The driver's copy follows every outcome, and
+ * lets go of a workflow that ended.
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -32,7 +33,9 @@ export const advance = (
       if (steps === undefined) return Option.none<TransitionOutcome>()
       const outcome = yield* transition(id, steps, options)
       if (outcome._tag === "Applied") {
-        yield* inFlight.refresh(outcome.workflow)
+        // An ended workflow is no longer in flight here.
+        if (isTerminal(outcome.workflow.status)) yield* inFlight.remove(id)
+        else yield* inFlight.refresh(outcome.workflow)
         return Option.some(outcome)
       }
       if (outcome._tag === "Missing" || isTerminal(outcome.status) || outcome.status === current.status) {

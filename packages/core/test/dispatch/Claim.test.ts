@@ -1,0 +1,131 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  AccountRepository,
+  BlobStore,
+  type ClaimedWorkflow,
+  DispatchQueue,
+  IdGenerator,
+  RunnerGateway,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
+import { claimLoop, renewClaims } from "../../src/dispatch/Claim.js"
+import { Driving } from "../../src/dispatch/Driving.js"
+import { drivingLayer, FakeWorkflows, schedulerFor, workflowOn } from "./harness.js"
+
+/** Waiting work the arranged `claim` hands out, oldest first, and the limit of every claim. */
+class Waiting {
+  readonly limits: Array<number> = []
+  constructor(readonly left: Array<ReturnType<typeof workflowOn>>) {}
+  readonly claim = (_runner: string, _owner: string, limit: number) =>
+    Effect.sync((): ReadonlyArray<ClaimedWorkflow> => {
+      this.limits.push(limit)
+      return this.left.splice(0, limit).map((workflow) => ({ workflow, resubmit: false }))
+    })
+}
+
+const layerFor = (
+  store: FakeWorkflows,
+  queue: Partial<DispatchQueue["Type"]>,
+  gateway: Partial<RunnerGateway["Type"]>,
+  repo: Partial<WorkflowRepository["Type"]> = {}
+) =>
+  Layer.mergeAll(
+    Layer.mock(WorkflowRepository, { transition: store.transition, ...repo }),
+    Layer.mock(DispatchQueue, queue),
+    Layer.mock(RunnerGateway, gateway),
+    Layer.mock(BlobStore, {}),
+    Layer.mock(WorkflowEventBus, {}),
+    Layer.mock(IdGenerator, {}),
+    Layer.mock(AccountRepository, {})
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+
+describe("Claim", () => {
+  it.effect("claims as many workflows as it has free slots, claims again at once when that filled them, and then waits for a slot", () => {
+    const ws = Array.from({ length: 6 }, () => workflowOn())
+    const store = new FakeWorkflows(ws)
+    const waiting = new Waiting(ws.slice())
+    const gate = Effect.runSync(Deferred.make<void>())
+    const posted: Array<string> = []
+    return Effect.gen(function*() {
+      const loop = yield* Effect.fork(claimLoop)
+      for (let i = 0; i < 50 && posted.length < 4; i++) yield* Effect.yieldNow()
+      // Four slots (concurrencyPerRunner): one claim of 4, all busy posting.
+      expect(waiting.limits).toEqual([4])
+      expect(posted).toHaveLength(4)
+      yield* Deferred.succeed(gate, undefined)
+      for (let i = 0; i < 100 && posted.length < 6; i++) yield* Effect.yieldNow()
+      expect(posted).toHaveLength(6)
+      expect(ws.every((w) => store.status(w.id) === "queued")).toBe(true)
+      // Each submission that ended freed a slot; the claims that followed asked for what was free.
+      expect(waiting.limits[0]).toBe(4)
+      expect(waiting.limits.slice(1).every((n) => n >= 1 && n <= 4)).toBe(true)
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(layerFor(store, { claim: waiting.claim, release: () => Effect.void }, {
+      submit: (_, p) =>
+        Effect.sync(() => posted.push(p.prompt_id)).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+    })))
+  })
+
+  it.effect("stops once the runner has had nothing to do for idleAfter", () => {
+    const store = new FakeWorkflows()
+    const waiting = new Waiting([])
+    return Effect.gen(function*() {
+      const loop = yield* Effect.fork(claimLoop)
+      yield* TestClock.adjust("9 seconds")
+      expect(Option.isNone(yield* Fiber.poll(loop))).toBe(true)
+      yield* TestClock.adjust("3 seconds")
+      expect(Option.isSome(yield* Fiber.poll(loop))).toBe(true)
+      // One claim per claimInterval (1 s) while idle: claims of dead instances expire silently.
+      expect(waiting.limits.length).toBeGreaterThanOrEqual(10)
+    }).pipe(Effect.provide(layerFor(store, { claim: waiting.claim }, {}, {
+      countInFlight: (ids) => Effect.succeed(new Map(ids.map((id) => [id, 0])))
+    })))
+  })
+
+  it.effect("keeps running while the runner still has unfinished work elsewhere in its queue", () => {
+    const store = new FakeWorkflows()
+    const waiting = new Waiting([])
+    return Effect.gen(function*() {
+      const loop = yield* Effect.fork(claimLoop)
+      yield* TestClock.adjust("60 seconds")
+      expect(Option.isNone(yield* Fiber.poll(loop))).toBe(true)
+      yield* Fiber.interrupt(loop)
+    }).pipe(Effect.provide(layerFor(store, { claim: waiting.claim }, {}, {
+      countInFlight: (ids) => Effect.succeed(new Map(ids.map((id) => [id, 1])))
+    })))
+  })
+
+  it.effect("renews the claims of the workflows being submitted every third of their lease", () => {
+    const store = new FakeWorkflows()
+    const renewed: Array<ReadonlyArray<string>> = []
+    const w = workflowOn()
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      yield* driving.inFlight.submitting(w, [])
+      const fiber = yield* Effect.fork(renewClaims)
+      yield* TestClock.adjust("9 seconds")
+      expect(renewed).toEqual([[w.id]])
+      yield* TestClock.adjust("1 second")
+      expect(renewed).toEqual([[w.id], [w.id]])
+      yield* driving.inFlight.remove(w.id)
+      yield* TestClock.adjust("10 seconds")
+      // Nothing being submitted: nothing to renew.
+      expect(renewed).toHaveLength(2)
+      yield* Fiber.interrupt(fiber)
+    }).pipe(Effect.provide(layerFor(store, {
+      renew: (ids, owner, leaseMs) => {
+        expect([owner, leaseMs]).toEqual(["instance-a", 30_000])
+        return Effect.sync(() => void renewed.push(ids))
+      }
+    }, {})))
+  })
+})
+
+

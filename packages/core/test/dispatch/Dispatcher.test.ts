@@ -1,0 +1,56 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  AccountRepository,
+  BlobStore,
+  Dispatcher,
+  DispatchQueue,
+  IdGenerator,
+  type RunnerRef,
+  RunnerGateway,
+  RunnerOwnership,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import { RUNNER, schedulerFor } from "./harness.js"
+
+const ref: RunnerRef = { kind: "user", id: RUNNER as never }
+
+describe("Dispatcher", () => {
+  it.scoped("starts one driver per runner however many scans and wake-ups find it at once, and scans on a schedule", () => {
+    const acquired: Array<string> = []
+    let scans = 0
+    const held = Effect.runSync(Deferred.make<void>())
+    const layer = Dispatcher.layer({ scanInterval: "2 seconds" }).pipe(
+      Layer.provide(Layer.mergeAll(
+        Layer.mock(WorkflowRepository, { unfinishedRunners: Effect.sync(() => scans++).pipe(Effect.as([ref])) }),
+        Layer.mock(DispatchQueue, { wakeups: Stream.make(RUNNER, RUNNER, "*") }),
+        // Taking the lease blocks: the driver is still starting while the others look.
+        Layer.mock(RunnerOwnership, {
+          instanceId: "instance-a",
+          acquire: (id) => Effect.sync(() => acquired.push(id)).pipe(Effect.zipRight(Deferred.await(held)), Effect.as(Option.none()))
+        }),
+        Layer.mock(WorkflowEventBus, {}),
+        Layer.mock(BlobStore, {}),
+        Layer.mock(RunnerGateway, {}),
+        Layer.mock(AccountRepository, {}),
+        Layer.mock(IdGenerator, {}),
+        schedulerFor()
+      ))
+    )
+    return Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher
+      yield* Effect.all([dispatcher.scan, dispatcher.scan, dispatcher.scan], { concurrency: "unbounded" })
+      yield* TestClock.adjust("4 seconds")
+      expect(acquired).toEqual([RUNNER])
+      expect(yield* dispatcher.driven).toEqual([RUNNER])
+      // The scan repeats every scanInterval (plus the three asked for and the wake-ups that name no driven runner).
+      expect(scans).toBeGreaterThanOrEqual(3 + 2)
+    }).pipe(Effect.provide(layer))
+  })
+})

@@ -1,0 +1,140 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  BlobStore,
+  IdGenerator,
+  type NewWorkflowEvent,
+  type PromptHistory,
+  RunnerGateway,
+  RunnerUnreachable,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
+import { Fixtures } from "@wes/core/testing"
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import * as Fiber from "effect/Fiber"
+import { Driving } from "../../src/dispatch/Driving.js"
+import { finish } from "../../src/dispatch/Finish.js"
+import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
+
+const image = { node_id: "9", filename: "out_00001_.png", subfolder: "", type: "output" }
+
+const layerFor = (
+  store: FakeWorkflows,
+  gateway: Partial<RunnerGateway["Type"]>,
+  extra: { readonly blobs?: Partial<BlobStore["Type"]>; readonly published?: Array<ReadonlyArray<NewWorkflowEvent>> } = {}
+) =>
+  Layer.mergeAll(
+    Layer.mock(WorkflowRepository, { transition: store.transition }),
+    Layer.mock(RunnerGateway, gateway),
+    Layer.mock(BlobStore, extra.blobs ?? {}),
+    Layer.mock(WorkflowEventBus, extra.published === undefined ? {} : {
+      publish: (_, events) => Effect.sync(() => void extra.published!.push(events)).pipe(Effect.as([]))
+    }),
+    Layer.mock(IdGenerator, { next: Effect.sync(() => Fixtures.uuid()) })
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+
+const onRunner = (w: ReturnType<typeof workflowOn>) =>
+  Effect.flatMap(Driving, ({ inFlight }) => inFlight.put({ workflow: headOf(w), phase: "onRunner" }))
+
+const history = (over: Partial<PromptHistory>): PromptHistory => ({
+  outcome: "success",
+  outputs: [],
+  started_at: 1_000,
+  completed_at: 2_000,
+  error: null,
+  ...over
+})
+
+describe("Finish", () => {
+  it.effect("copies the outputs, then records them with the end (and the steps it did not see) in one write, at the runner's times", () => {
+    const w = workflowOn({ status: "queued" })
+    const store = new FakeWorkflows([w])
+    const stored: Array<string> = []
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* finish(w.id)
+      expect(store.moves).toEqual(["Started+Completed"])
+      expect(store.byId.get(w.id)).toMatchObject({
+        status: "completed",
+        started_at: DateTime.unsafeMake(1_000),
+        completed_at: DateTime.unsafeMake(2_000)
+      })
+      const outputs = store.requests[0]!.outputs!
+      expect(outputs.map((o) => [o.node_id, o.filename, o.content_type, o.size])).toEqual([["9", "out_00001_.png", "image/png", 3]])
+      expect(stored).toEqual([outputs[0]!.blob_key])
+    }).pipe(Effect.provide(layerFor(store, {
+      history: () => Effect.succeed(Option.some(history({ outputs: [image] }))),
+      download: () => Effect.succeed({ content_type: "image/png", stream: Stream.make(new Uint8Array([1, 2, 3])) })
+    }, {
+      blobs: {
+        put: (key, content) => Effect.map(Stream.runCollect(content), (chunks) => {
+          stored.push(key)
+          return Array.from(chunks).reduce((n, c) => n + c.length, 0)
+        })
+      }
+    })))
+  })
+
+  it.effect("fails a run whose outputs cannot be copied with OutputUnavailable, after retries", () => {
+    const w = workflowOn({ status: "running" })
+    const store = new FakeWorkflows([w])
+    let downloads = 0
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      const fiber = yield* Effect.fork(finish(w.id))
+      yield* TestClock.adjust("5 seconds")
+      yield* Fiber.join(fiber)
+      expect(downloads).toBe(3)
+      expect(store.byId.get(w.id)).toMatchObject({ status: "failed", exception_type: "OutputUnavailable" })
+    }).pipe(Effect.provide(layerFor(store, {
+      history: () => Effect.succeed(Option.some(history({ outputs: [image] }))),
+      download: () => Effect.suspend(() => {
+        downloads++
+        return Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connection reset" }))
+      })
+    })))
+  })
+
+  it.effect("records the runner's node and exception of a failed run", () => {
+    const w = workflowOn({ status: "running" })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* finish(w.id)
+      expect(store.byId.get(w.id)).toMatchObject({
+        status: "failed",
+        error_node: "4",
+        exception_type: "torch.OutOfMemoryError",
+        exception_message: "CUDA out of memory"
+      })
+    }).pipe(Effect.provide(layerFor(store, {
+      history: () =>
+        Effect.succeed(Option.some(history({
+          outcome: "error",
+          error: { node_id: "4", exception_type: "torch.OutOfMemoryError", exception_message: "CUDA out of memory" }
+        })))
+    })))
+  })
+
+  it.effect("without a history yet, leaves the workflow on the runner for reconciliation and still publishes its run events", () => {
+    const w = workflowOn({ status: "running" })
+    const store = new FakeWorkflows([w])
+    const published: Array<ReadonlyArray<NewWorkflowEvent>> = []
+    const run = [{ type: "executing" as const, data: { node: "1", percent: 0 } }]
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      const fiber = yield* Effect.fork(finish(w.id, ["onRunner"], run))
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(fiber)
+      expect(store.moves).toEqual([])
+      expect(published).toEqual([run])
+      const tracked = yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id))
+      expect(Option.map(tracked, (t) => t.phase)).toEqual(Option.some("onRunner"))
+    }).pipe(Effect.provide(layerFor(store, { history: () => Effect.succeedNone }, { published })))
+  })
+})

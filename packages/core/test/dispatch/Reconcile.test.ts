@@ -1,0 +1,92 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  BlobStore,
+  IdGenerator,
+  type PromptHistory,
+  RunnerGateway,
+  WorkflowEventBus,
+  WorkflowRepository,
+  WorkflowTransition
+} from "@wes/core"
+import { Fixtures } from "@wes/core/testing"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Driving } from "../../src/dispatch/Driving.js"
+import { stepsTo } from "../../src/dispatch/QueuePositions.js"
+import { reconcile } from "../../src/dispatch/Reconcile.js"
+import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
+
+const finished: PromptHistory = { outcome: "success", outputs: [], started_at: 1_000, completed_at: 2_000, error: null }
+
+const layerFor = (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]>) =>
+  Layer.mergeAll(
+    Layer.mock(WorkflowRepository, {
+      transition: store.transition,
+      findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))),
+      listSubmittedOnRunner: () =>
+        Effect.succeed(Array.from(store.byId.values()).filter((w) =>
+          (w.status === "queued" || w.status === "running" || (w.status !== "cancelled" && w.submitted_at !== null)) &&
+          w.user_runner_id === runner.id
+        ).map(headOf))
+    }),
+    Layer.mock(RunnerGateway, gateway),
+    Layer.mock(WorkflowEventBus, {}),
+    Layer.mock(BlobStore, {}),
+    Layer.mock(IdGenerator, {})
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+
+describe("Reconcile", () => {
+  it.effect("compares what may be on the runner with its queue and history: position, end, lost, or left to the claims", () => {
+    const waiting = workflowOn({ status: "queued", prompt_id: "x", queue_number: 1 })
+    const ended = workflowOn({ status: "running", started_at: Fixtures.at(1) })
+    const lost = workflowOn({ status: "queued", queue_number: 3 })
+    const claimedOnly = workflowOn({ status: "accepted", submitted_at: Fixtures.at(2) })
+    const store = new FakeWorkflows([waiting, ended, lost, claimedOnly])
+    return Effect.gen(function*() {
+      yield* reconcile
+      expect(store.byId.get(waiting.id)).toMatchObject({ status: "queued", queue_number: 2 })
+      expect(store.byId.get(ended.id)).toMatchObject({ status: "completed" })
+      expect(store.byId.get(lost.id)).toMatchObject({ status: "failed", exception_type: "RunnerLost" })
+      // Claimed by an instance that died before posting: the claim loop submits it again, no write here.
+      expect(store.byId.get(claimedOnly.id)).toMatchObject({ status: "accepted" })
+      expect(store.moves.sort()).toEqual(["Completed", "Failed", "QueueMoved"])
+      // What ended is no longer tracked; what is on the runner is.
+      const tracked = (yield* Effect.flatMap(Driving, (d) => d.inFlight.all)).map((t) => t.workflow.id)
+      expect(tracked).toEqual([waiting.id])
+    }).pipe(Effect.provide(layerFor(store, {
+      queue: () => Effect.succeed({ running: ["someone else's"], pending: ["another", waiting.id] }),
+      history: (_, id) => Effect.succeed(id === ended.id ? Option.some(finished) : Option.none())
+    })))
+  })
+
+  it.effect("removes from the runner's queue the prompt of a workflow cancelled while the runner could not be told", () => {
+    const cancelled = workflowOn({ status: "cancelled", completed_at: Fixtures.at(3) })
+    const store = new FakeWorkflows([cancelled])
+    const removed: Array<string> = []
+    return Effect.gen(function*() {
+      yield* reconcile
+      expect(removed).toEqual([cancelled.id])
+      expect(store.moves).toEqual([])
+    }).pipe(Effect.provide(layerFor(store, {
+      queue: () => Effect.succeed({ running: [], pending: [cancelled.id] }),
+      cancel: (_, id) => Effect.sync(() => void removed.push(id))
+    })))
+  })
+})
+
+describe("QueuePositions.stepsTo", () => {
+  const at = Fixtures.at(9)
+  const head = (over: Parameters<typeof workflowOn>[0]) => headOf(workflowOn(over))
+  it("walks a workflow the driver last saw earlier to where the runner has it, in one chain", () => {
+    const tags = (w: ReturnType<typeof head>, position: number) => stepsTo(w, position, at)?.map((s) => s._tag)
+    expect(tags(head({ status: "accepted" }), 0)).toEqual(["Uploaded", "Queued", "Started"])
+    expect(tags(head({ status: "uploaded" }), 0)).toEqual(["Queued", "Started"])
+    expect(tags(head({ status: "queued" }), 0)).toEqual(["Started"])
+    expect(tags(head({ status: "running" }), 0)).toBeUndefined()
+    expect(tags(head({ status: "accepted" }), 3)).toEqual(["Uploaded", "Queued"])
+    expect(tags(head({ status: "queued", queue_number: 3 }), 3)).toBeUndefined()
+    expect(stepsTo(head({ status: "queued", queue_number: 3 }), 1, at)).toEqual([WorkflowTransition.QueueMoved({ queue_number: 1 })])
+    expect(tags(head({ status: "completed" }), 0)).toBeUndefined()
+  })
+})

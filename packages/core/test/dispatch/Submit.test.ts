@@ -1,0 +1,204 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  AccountRepository,
+  BlobStore,
+  IdGenerator,
+  PromptRejected,
+  RunnerGateway,
+  RunnerUnreachable,
+  type SubmitPrompt,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
+import { Fixtures } from "@wes/core/testing"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import { Driving, type DrivingShape } from "../../src/dispatch/Driving.js"
+import { submit } from "../../src/dispatch/Submit.js"
+import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
+
+const definition = { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: "$text(color)" } } }
+
+/** The services a submission uses: the store map, the gateway's arranged calls, blobs and accounts unused. */
+const layerFor = (
+  store: FakeWorkflows,
+  gateway: Partial<RunnerGateway["Type"]>,
+  over: { readonly blobs?: Partial<BlobStore["Type"]>; readonly driving?: Parameters<typeof drivingLayer>[0] } = {}
+) =>
+  Layer.mergeAll(
+    Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
+    Layer.mock(RunnerGateway, gateway),
+    Layer.mock(BlobStore, over.blobs ?? {}),
+    Layer.mock(WorkflowEventBus, {}),
+    Layer.mock(IdGenerator, {}),
+    Layer.mock(AccountRepository, {})
+  ).pipe(Layer.provideMerge(drivingLayer(over.driving)), Layer.provideMerge(schedulerFor()))
+
+/** Tracks `w` as the claim loop does before submitting it. */
+const claimedNow = (w: ReturnType<typeof workflowOn>) =>
+  Effect.flatMap(Driving, ({ inFlight }) => inFlight.submitting(headOf(w), Object.keys(w.workflow_json)))
+
+describe("Submit", () => {
+  it.effect("posts the substituted prompt under the workflow id and the lease's client id, and records uploaded and queued in one write", () => {
+    const w = workflowOn({ workflow_json: definition, workflow_params: [["$text(color)", "7"]] })
+    const store = new FakeWorkflows([w])
+    const posted: Array<SubmitPrompt> = []
+    const gateway = { submit: (_: unknown, p: SubmitPrompt) => Effect.sync(() => posted.push(p)).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 })) }
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(posted).toEqual([{
+        prompt_id: w.id,
+        prompt: { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: "7" } } },
+        client_id: "wes-test-client",
+        extra_data: { wes_workflow_id: w.id }
+      }])
+      expect(store.moves).toEqual(["Uploaded+Queued"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "queued", prompt_id: w.id, queue_number: 1 })
+      const tracked = yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id))
+      expect(Option.map(tracked, (t) => t.phase)).toEqual(Option.some("onRunner"))
+    }).pipe(Effect.provide(layerFor(store, gateway)))
+  })
+
+  it.effect("writes running with the same write when the runner started the prompt while it was being posted", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    const startedAt = Fixtures.at(7)
+    let driving: DrivingShape | undefined
+    return Effect.gen(function*() {
+      driving = yield* Driving
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(store.moves).toEqual(["Uploaded+Queued+Started"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "running", started_at: startedAt, queue_number: 0 })
+    }).pipe(Effect.provide(layerFor(store, {
+      // The WebSocket's execution_start arrives while the POST is answered.
+      submit: (_, p) => Effect.suspend(() => driving!.inFlight.noteStart(p.prompt_id, startedAt)).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+    })))
+  })
+
+  it.effect("records a prompt the runner rejects as invalid, with the runner's reason", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(store.byId.get(w.id)).toMatchObject({
+        status: "invalid",
+        error_node: "1",
+        exception_type: "prompt_outputs_failed_validation",
+        exception_message: "Required input is missing: color"
+      })
+    }).pipe(Effect.provide(layerFor(store, {
+      submit: () =>
+        Effect.fail(new PromptRejected({
+          runner_id: runner.id,
+          error_type: "prompt_outputs_failed_validation",
+          message: "Required input is missing: color",
+          error_node: "1"
+        }))
+    })))
+  })
+
+  it.effect("retries an unreachable runner with growing, capped delays (asking first whether the post arrived), then fails the workflow when no other runner can take it", () => {
+    const w = workflowOn({ dispatch_attempts: 2 })
+    const store = new FakeWorkflows([w])
+    const attempts: Array<number> = []
+    let asked = 0
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      const fiber = yield* Effect.fork(submit({ workflow: w, resubmit: false }))
+      // Four attempts (options.submitAttempts), 1-2 s, 2-4 s, 4-8 s apart (jittered down to half).
+      for (let i = 0; i < 20 && attempts.length < 4; i++) yield* TestClock.adjust("1 second")
+      yield* Fiber.join(fiber)
+      expect(attempts).toHaveLength(4)
+      const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!)
+      expect(gaps[0]).toBeGreaterThanOrEqual(500)
+      expect(gaps[1]!).toBeGreaterThan(gaps[0]!)
+      expect(gaps[2]!).toBeLessThanOrEqual(8_000)
+      expect(store.byId.get(w.id)).toMatchObject({ status: "failed", exception_type: "RunnerUnavailable" })
+      expect(asked).toBe(3)
+    }).pipe(Effect.provide(layerFor(store, {
+      submit: () =>
+        Effect.flatMap(Effect.clockWith((c) => c.currentTimeMillis), (now) => {
+          attempts.push(now)
+          return Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED" }))
+        }),
+      // A post that timed out may have arrived: every retry asks first.
+      queue: () => Effect.sync(() => asked++).pipe(Effect.as({ running: [], pending: [] })),
+      history: () => Effect.succeedNone
+    })))
+  })
+
+  it.effect("asks the runner before posting again what an earlier claim may have posted, and posts nothing when it has it", () => {
+    const w = workflowOn({ status: "uploaded", submitted_at: Fixtures.at(1) })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: true })
+      expect(store.moves).toEqual(["Queued"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "queued", queue_number: 2 })
+    }).pipe(Effect.provide(layerFor(store, {
+      queue: () => Effect.succeed({ running: ["someone-else"], pending: ["other", w.id] })
+      // no submit: posting again would fail the test (Layer.mock dies on it)
+    })))
+  })
+
+  it.effect("does not post once the lease may be lost (another instance may drive the runner)", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    const lost = { clientId: "c", lost: Effect.never, held: Effect.succeed(false) }
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(store.moves).toEqual([])
+    }).pipe(Effect.provide(layerFor(store, {}, { driving: { lease: lost } })))
+  })
+
+  it.effect("waits for the runner's WebSocket to open before a driver's first post, at most 5 seconds", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    let postedAt = -1
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      const fiber = yield* Effect.fork(submit({ workflow: w, resubmit: false }))
+      yield* TestClock.adjust("4 seconds")
+      expect(postedAt).toBe(-1)
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(fiber)
+      expect(postedAt).toBe(Duration.toMillis("5 seconds"))
+    }).pipe(Effect.provide(layerFor(store, {
+      submit: (_, p) =>
+        Effect.flatMap(Effect.clockWith((c) => c.currentTimeMillis), (now) => {
+          postedAt = now
+          return Effect.succeed({ prompt_id: p.prompt_id, number: 1 })
+        })
+    }, { driving: { socketClosed: true } })))
+  })
+
+  it.effect("uploads a file parameter first and posts the runner's name for it", () => {
+    const w = workflowOn({
+      workflow_json: { "1": { class_type: "LoadImage", inputs: { image: "$file(photo)" } } },
+      workflow_params: [["$file(photo)", "inputs/x/photo/cat.png"]]
+    })
+    const store = new FakeWorkflows([w])
+    const posted: Array<SubmitPrompt> = []
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(posted[0]!.prompt).toEqual({ "1": { class_type: "LoadImage", inputs: { image: `wes/${w.id}_cat.png` } } })
+      expect(store.moves).toEqual(["Uploaded", "Queued"])
+    }).pipe(Effect.provide(layerFor(store, {
+      uploadInput: (_, file) => Effect.succeed({ name: file.filename, subfolder: "wes", type: "input" }),
+      submit: (_, p) => Effect.sync(() => posted.push(p)).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+    }, {
+      blobs: { get: () => Effect.succeed(Option.some({ size: 3, content_type: "image/png", stream: Stream.make(new Uint8Array([1, 2, 3])) })) }
+    })))
+  })
+})
+

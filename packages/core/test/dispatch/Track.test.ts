@@ -1,0 +1,145 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  BlobStore,
+  IdGenerator,
+  type NewWorkflowEvent,
+  RunnerGateway,
+  type RunnerEvent,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
+import { Fixtures } from "@wes/core/testing"
+import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { Driving } from "../../src/dispatch/Driving.js"
+import { handleEvents } from "../../src/dispatch/Track.js"
+import { drivingLayer, FakeWorkflows, headOf, schedulerFor, workflowOn } from "./harness.js"
+
+const graph = {
+  "1": { class_type: "EmptyImage", inputs: {} },
+  "2": { class_type: "SaveImage", inputs: { images: ["1", 0] } }
+}
+
+const success = { outcome: "success" as const, outputs: [], started_at: 1_000, completed_at: 2_000, error: null }
+
+const layerFor = (
+  store: FakeWorkflows,
+  arranged: {
+    readonly gateway?: Partial<RunnerGateway["Type"]>
+    readonly published?: Array<readonly [string, ReadonlyArray<NewWorkflowEvent>]>
+  } = {}
+) =>
+  Layer.mergeAll(
+    Layer.mock(WorkflowRepository, { transition: store.transition }),
+    Layer.mock(RunnerGateway, arranged.gateway ?? {}),
+    Layer.mock(WorkflowEventBus, arranged.published === undefined ? {} : {
+      publish: (id, events) => Effect.sync(() => arranged.published!.push([id, events])).pipe(Effect.as([]))
+    }),
+    Layer.mock(BlobStore, {}),
+    Layer.mock(IdGenerator, {})
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+
+/** Puts `w` on the runner as this driver's (queued there). */
+const onRunner = (w: ReturnType<typeof workflowOn>) =>
+  Effect.flatMap(Driving, ({ inFlight }) => inFlight.put({ workflow: headOf(w), phase: "onRunner", nodes: Object.keys(w.workflow_json) }))
+
+/** Lets forked parts (the end of a prompt) run until `done` holds. */
+const eventually = (done: () => boolean) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 200 && !done(); i++) yield* Effect.yieldNow()
+    expect(done()).toBe(true)
+  })
+
+const executing = (id: string, node: string): RunnerEvent => ({ _tag: "Executing", prompt_id: id, node })
+
+describe("Track", () => {
+  it.effect("writes the run events that arrive with a prompt's end together with that end: one write", () => {
+    const w = workflowOn({ status: "running", workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* handleEvents([executing(w.id, "1"), executing(w.id, "2"), { _tag: "PromptDone", prompt_id: w.id }])
+      yield* eventually(() => store.status(w.id) === "completed")
+      expect(store.moves).toEqual(["Completed"])
+      expect(store.requests[0]!.events).toEqual([
+        { type: "executing", data: { node: "1", percent: 0 } },
+        { type: "executing", data: { node: "2", percent: 50 } }
+      ])
+      expect(Option.isNone(yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id)))).toBe(true)
+    }).pipe(Effect.provide(layerFor(store, { gateway: { history: () => Effect.succeed(Option.some(success)) } })))
+  })
+
+  it.effect("publishes the run events of a prompt still running once per batch, with the overall percent", () => {
+    const w = workflowOn({ status: "running", workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    const published: Array<readonly [string, ReadonlyArray<NewWorkflowEvent>]> = []
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* handleEvents([
+        { _tag: "ExecutionCached", prompt_id: w.id, nodes: [] },
+        executing(w.id, "1"),
+        { _tag: "Executed", prompt_id: w.id, node: "1", output: null },
+        executing(w.id, "2"),
+        { _tag: "Progress", prompt_id: w.id, node: "2", value: 5, max: 10 }
+      ])
+      yield* handleEvents([executing(w.id, "2")])
+      expect(published).toEqual([
+        [w.id, [
+          { type: "executing", data: { node: "1", percent: 0 } },
+          { type: "executing", data: { node: "2", percent: 50 } },
+          { type: "progress", data: { node: "2", value: 5, max: 10, percent: 75 } }
+        ]],
+        [w.id, [{ type: "executing", data: { node: "2", percent: 75 } }]]
+      ])
+      expect(store.moves).toEqual([])
+    }).pipe(Effect.provide(layerFor(store, { published })))
+  })
+
+  it.effect("ignores events of prompts it does not track (another client's, or finished)", () => {
+    const store = new FakeWorkflows()
+    const stranger = Fixtures.uuid()
+    return Effect.gen(function*() {
+      yield* handleEvents([
+        { _tag: "ExecutionStart", prompt_id: stranger, timestamp: null },
+        executing(stranger, "1"),
+        { _tag: "Progress", prompt_id: stranger, node: "1", value: 1, max: 2 },
+        { _tag: "PromptDone", prompt_id: stranger }
+      ])
+      yield* Effect.yieldNow()
+      // Any write or runner call would have failed the test: the mocks arrange none.
+      expect(store.requests).toEqual([])
+    }).pipe(Effect.provide(layerFor(store)))
+  })
+
+  it.effect("a start seen while the prompt is being submitted waits for the submission, which writes it", () => {
+    const w = workflowOn({ workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      const recorded = yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
+      const handling = yield* Effect.fork(handleEvents([{ _tag: "ExecutionStart", prompt_id: w.id, timestamp: 5_000 }]))
+      yield* Effect.yieldNow()
+      expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.startedAt)).toEqual(Option.some(DateTime.unsafeMake(5_000)))
+      expect(yield* Fiber.poll(handling)).toEqual(Option.none())
+      // The submission writes uploaded, queued and running in one write, then says so.
+      yield* store.transition({ id: w.id, steps: [{ _tag: "Uploaded" }, { _tag: "Queued", prompt_id: w.id, queue_number: 0 }, { _tag: "Started" }], at: Fixtures.at(1) })
+      yield* driving.inFlight.refresh(headOf(store.byId.get(w.id)!))
+      yield* Deferred.succeed(recorded, undefined)
+      yield* Fiber.join(handling)
+      expect(store.moves).toEqual(["Uploaded+Queued+Started"])
+    }).pipe(Effect.provide(layerFor(store)))
+  })
+
+  it.effect("a (re)connection asks for reconciliation and opens the way for the first post", () =>
+    Effect.gen(function*() {
+      const driving = yield* Driving
+      yield* handleEvents([{ _tag: "Connected" }, { _tag: "QueueChanged", queue_remaining: 2 }])
+      expect(yield* Deferred.isDone(driving.socketOpen)).toBe(true)
+      expect(yield* driving.reconcileNow.size).toBe(1)
+      expect(yield* driving.queueChanged.size).toBe(1)
+    }).pipe(Effect.provide(layerFor(new FakeWorkflows()))))
+})
