@@ -88,11 +88,20 @@ export const b1: Benchmark = {
       }
       const g = summarize(results.graphile.map((r) => r.latency))
       const rows: Array<Row> = []
-      for (const [store, target] of [["memory", { p50: 3, p99: 10 }], ["postgres", { p50: 5, p99: 15 }]] as const) {
+      for (const [store, target] of [["memory", { p50: 2, p99: 8 }], ["postgres", { p50: 5, p99: 15 }]] as const) {
         const s = summarize(results[store].map((r) => r.latency))
         const answer = summarize(results[store].map((r) => r.answer))
         rows.push(
-          { bench: "B1", metric: `${store}: p50 submit -> /prompt (ms)`, wes: fmt(s.p50, 2), peer: fmt(g.p50, 2), ratio: ratio(s.p50, g.p50), target: `<= ${target.p50} ms`, met: verdict(s.p50 <= target.p50) },
+          // Memory: also below graphile-worker's own add -> start in the same run.
+          {
+            bench: "B1",
+            metric: `${store}: p50 submit -> /prompt (ms)`,
+            wes: fmt(s.p50, 2),
+            peer: fmt(g.p50, 2),
+            ratio: ratio(s.p50, g.p50),
+            target: store === "memory" ? `<= ${target.p50} ms and < peer` : `<= ${target.p50} ms`,
+            met: verdict(s.p50 <= target.p50 && (store !== "memory" || s.p50 < g.p50))
+          },
           { bench: "B1", metric: `${store}: p99 (ms)`, wes: fmt(s.p99, 2), peer: fmt(g.p99, 2), ratio: ratio(s.p99, g.p99), target: `<= ${target.p99} ms`, met: verdict(s.p99 <= target.p99) },
           { bench: "B1", metric: `${store}: max (ms)`, wes: fmt(s.max, 2), peer: fmt(g.max, 2), ratio: "", target: "", met: "n/a" },
           { bench: "B1", metric: `${store}: p50 until the 201 (ms)`, wes: fmt(answer.p50, 2), peer: "", ratio: "", target: "", met: "n/a" }

@@ -104,9 +104,14 @@ export const makeDriving = (
 /** How long a submission waits for the runner's WebSocket to open, once per driver. */
 export const SOCKET_WAIT = Duration.seconds(5)
 
-/** Waits until the runner's WebSocket is open (at most `SOCKET_WAIT`, after which nobody waits again). */
+/**
+ * Waits until the runner's WebSocket is open (at most `SOCKET_WAIT`, after which nobody waits
+ * again). Once open, a look at the Deferred: a timeout costs a fiber and a timer per call.
+ */
 export const awaitSocket = Effect.flatMap(Driving, ({ socketOpen }) =>
-  Deferred.await(socketOpen).pipe(
-    Effect.timeout(SOCKET_WAIT),
-    Effect.catchAll(() => Deferred.succeed(socketOpen, undefined))
-  ))
+  Effect.flatMap(Deferred.isDone(socketOpen), (open) =>
+    open ? Effect.void : Deferred.await(socketOpen).pipe(
+      Effect.timeout(SOCKET_WAIT),
+      Effect.catchAll(() => Deferred.succeed(socketOpen, undefined)),
+      Effect.asVoid
+    )))
