@@ -44,35 +44,34 @@ const submitClaimed = (claimed: ClaimedWorkflow) =>
   })
 
 /** Claims and submits until the runner has been idle for `idleAfter`. */
-export const claimLoop = Effect.gen(function*() {
+export const claimLoop = Effect.scoped(Effect.gen(function*() {
   const driving = yield* Driving
   const dispatch = yield* DispatchQueue
   const repo = yield* WorkflowRepository
   const { options } = driving
   const leaseMs = Duration.toMillis(options.claimLease)
+  // A tick every claimInterval stands in for a wake-up (no timeout per wait: each costs a fiber and a timer).
+  yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(options.claimInterval)))
   let idleSince: number | undefined
   for (;;) {
     const free = options.concurrencyPerRunner - (yield* driving.inFlight.count("submitting"))
-    if (free > 0) {
-      const claimed = yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs).pipe(
-        Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
-      )
-      for (const c of claimed) yield* submitClaimed(c)
-      if (claimed.length > 0) idleSince = undefined
-      if (claimed.length === free) continue
+    const claimed = free <= 0 ? [] : yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs).pipe(
+      Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
+    )
+    for (const c of claimed) yield* submitClaimed(c)
+    if (claimed.length > 0 && claimed.length === free) continue
+    if (claimed.length > 0 || free <= 0 || (yield* driving.inFlight.all).length > 0) idleSince = undefined
+    else {
+      // Nothing claimed, nothing in flight: idle, unless the store still has unfinished work here.
+      const now = yield* Clock.currentTimeMillis
+      const load = yield* repo.countInFlight([driving.ref.id]).pipe(Effect.orElseSucceed(() => new Map([[driving.ref.id, 1]])))
+      if ((load.get(driving.ref.id) ?? 0) > 0) idleSince = undefined
+      else if (idleSince === undefined) idleSince = now
+      else if (now - idleSince >= Duration.toMillis(options.idleAfter)) return
     }
-    const woke = yield* Queue.take(free > 0 ? driving.wake : driving.slotFreed).pipe(Effect.timeout(options.claimInterval), Effect.option)
-    if (Option.isSome(woke) || (yield* driving.inFlight.all).length > 0) {
-      idleSince = undefined
-      continue
-    }
-    const now = yield* Clock.currentTimeMillis
-    const load = yield* repo.countInFlight([driving.ref.id]).pipe(Effect.orElseSucceed(() => new Map([[driving.ref.id, 1]])))
-    if ((load.get(driving.ref.id) ?? 0) > 0) idleSince = undefined
-    else if (idleSince === undefined) idleSince = now
-    else if (now - idleSince >= Duration.toMillis(options.idleAfter)) return
+    yield* Queue.take(free > 0 ? driving.wake : driving.slotFreed)
   }
-})
+}))
 
 /** Renews the claims of the workflows being submitted, every third of the lease. */
 export const renewClaims = Effect.gen(function*() {
