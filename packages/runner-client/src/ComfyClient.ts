@@ -1,11 +1,9 @@
 /**
  * ComfyUI's HTTP API as typed operations (comfyui-protocol.md sections 2-7): probe, upload,
- * submit, queue, history, cancel and download. Every call carries the runner's headers, has a
- * timeout and fails with core's runner errors.
+ * submit, queue, history, cancel and download. Every call carries the runner's headers, has one
+ * timeout (undici's) and fails with core's runner errors.
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import { Readable } from "node:stream"
 import {
   type Download,
   type OutputFile,
@@ -15,6 +13,7 @@ import {
   type RunnerError,
   type RunnerInfo,
   type RunnerTarget,
+  type RunnerUnreachable,
   type StorageError,
   type SubmitPrompt,
   type Submitted,
@@ -22,10 +21,12 @@ import {
 } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import type { Dispatcher } from "undici"
 import {
   hasNodeErrors,
   HistoryAnswer,
@@ -43,11 +44,26 @@ import {
   UploadAnswer
 } from "./ComfyResponses.js"
 import { multipartUpload } from "./MultipartUpload.js"
-import { describeCause, exchange, exchangeOk, readJson, statusFailure, unexpectedBody, unreachable } from "./RunnerHttp.js"
+import {
+  type Answer,
+  describeCause,
+  isTimeout,
+  type Limits,
+  open,
+  readJson,
+  send,
+  sendOk,
+  statusFailure,
+  unexpectedBody,
+  unreachable
+} from "./RunnerHttp.js"
 
 /** Timeouts and upload settings of the HTTP client. */
 export interface ComfyClientOptions {
-  /** Whole-exchange limit of ordinary calls (default 30 s). */
+  /**
+   * Limit of ordinary calls (default 30 s): for connecting, for the answer's headers, and between
+   * bytes of its body.
+   */
   readonly requestTimeout?: Duration.DurationInput
   /** Limit of an upload, body included (default 10 minutes). */
   readonly uploadTimeout?: Duration.DurationInput
@@ -77,15 +93,20 @@ export interface ComfyClient {
 }
 
 /** Decodes a JSON answer with `schema`; a mismatch means the endpoint is not a working ComfyUI. */
-const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>) =>
-(runner: RunnerTarget, response: HttpClientResponse.HttpClientResponse, what: string) =>
-  readJson(runner, what, response).pipe(
-    Effect.flatMap((body) =>
-      Schema.decodeUnknown(schema)(body).pipe(
-        Effect.mapError(() => unexpectedBody(runner, what, response.status, JSON.stringify(body)))
-      )
-    )
-  )
+const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema)
+  return (runner: RunnerTarget, answer: Answer): Effect.Effect<A, RunnerUnreachable> =>
+    Effect.flatMap(readJson(runner, answer), (body) =>
+      Either.mapLeft(decode(body), () => unexpectedBody(runner, answer.what, answer.status, JSON.stringify(body))))
+}
+
+const queueAnswer = decodeAnswer(QueueAnswer)
+const historyAnswer = decodeAnswer(HistoryAnswer)
+const systemStats = decodeAnswer(SystemStats)
+const promptAccepted = decodeAnswer(PromptAccepted)
+const uploadAnswer = decodeAnswer(UploadAnswer)
+const decodeRefused = Schema.decodeUnknownEither(PromptRefused)
+const decodeHistoryEntry = Schema.decodeUnknownEither(HistoryEntry)
 
 /** Strips path components so a user's file name cannot pick a directory on the runner. */
 const safeFilename = (name: string): string => {
@@ -93,32 +114,25 @@ const safeFilename = (name: string): string => {
   return base === "" || base === "." || base === ".." ? "input" : base
 }
 
-/** Builds the HTTP operations on `http`. */
-export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClientOptions = {}): ComfyClient => {
+/** Builds the HTTP operations on `dispatcher` (a keep-alive undici `Agent`, see `RunnerGatewayNode`). */
+export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOptions = {}): ComfyClient => {
   const requestTimeout = options.requestTimeout ?? Duration.seconds(30)
   const uploadTimeout = options.uploadTimeout ?? Duration.minutes(10)
   const idleTimeout = options.downloadIdleTimeout ?? Duration.seconds(60)
   const subfolder = options.uploadSubfolder ?? "wes"
   const overwrite = options.uploadOverwrite ?? false
+  const ordinary: Limits = { headers: requestTimeout, body: requestTimeout, named: requestTimeout }
+  // The whole upload is bounded; undici's own timers cannot fire first.
+  const upload: Limits = { headers: uploadTimeout, body: uploadTimeout, whole: uploadTimeout, named: uploadTimeout }
+  const download: Limits = { headers: requestTimeout, body: idleTimeout, named: requestTimeout }
+  const stalled = `download stalled for ${Duration.format(Duration.decode(idleTimeout))}`
 
-  const getJson = <A, I>(runner: RunnerTarget, path: string, schema: Schema.Schema<A, I>) =>
-    exchangeOk(
-      http,
-      runner,
-      HttpClientRequest.get(path).pipe(HttpClientRequest.acceptJson),
-      requestTimeout,
-      (response, what) => decodeAnswer(schema)(runner, response, what)
-    )
+  const getJson = <A>(runner: RunnerTarget, path: string, decode: (runner: RunnerTarget, answer: Answer) => Effect.Effect<A, RunnerUnreachable>) =>
+    Effect.flatMap(sendOk(dispatcher, runner, { method: "GET", path, acceptJson: true }, ordinary), (answer) => decode(runner, answer))
 
-  const postEmpty = (runner: RunnerTarget, path: string, body: unknown) =>
-    exchangeOk(
-      http,
-      runner,
-      HttpClientRequest.post(path).pipe(HttpClientRequest.bodyUnsafeJson(body)),
-      requestTimeout,
-      // The answer is an empty 200; reading it only frees the connection, so a read failure changes nothing.
-      (response) => Effect.asVoid(response.text.pipe(Effect.ignore))
-    )
+  // The answer is an empty 200, read (and dropped) by `send`.
+  const postEmpty = (runner: RunnerTarget, path: string, json: unknown) =>
+    Effect.asVoid(sendOk(dispatcher, runner, { method: "POST", path, json }, ordinary))
 
   /**
    * Deletes the prompt from the queue, then interrupts it only if the queue shows it running:
@@ -128,13 +142,13 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
    */
   const cancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
     postEmpty(runner, "/queue", { delete: [promptId] }).pipe(
-      Effect.zipRight(getJson(runner, "/queue", QueueAnswer)),
+      Effect.zipRight(getJson(runner, "/queue", queueAnswer)),
       Effect.flatMap((q) =>
         toQueueSnapshot(q).running.includes(promptId) ? postEmpty(runner, "/interrupt", { prompt_id: promptId }) : Effect.void)
     )
 
   const submit = (runner: RunnerTarget, p: SubmitPrompt): Effect.Effect<Submitted, RunnerError | PromptRejected> => {
-    const body = {
+    const json = {
       prompt: p.prompt,
       prompt_id: p.prompt_id,
       client_id: p.client_id,
@@ -142,52 +156,39 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
     }
     const rejected = (r: { error_type: string; message: string; error_node: string | null }) =>
       new PromptRejected({ runner_id: runner.id, ...r })
-    return exchange(
-      http,
-      runner,
-      HttpClientRequest.post("/prompt").pipe(HttpClientRequest.acceptJson, HttpClientRequest.bodyUnsafeJson(body)),
-      requestTimeout,
-      (response, what): Effect.Effect<Submitted, RunnerError | PromptRejected> => {
-        if (response.status === 200) {
-          return decodeAnswer(PromptAccepted)(runner, response, what).pipe(
-            Effect.flatMap((ok) => {
-              if (ok.prompt_id !== p.prompt_id) {
-                // Servers before 0.3.45 mint their own id: WES could not follow the prompt. Take it back.
-                return cancel(runner, ok.prompt_id).pipe(
-                  Effect.catchAll((e) => Effect.logWarning(`could not withdraw prompt ${ok.prompt_id}: ${e.message}`)),
-                  Effect.zipRight(Effect.fail(rejected({
-                    error_type: "unsupported_runner",
-                    message: `The runner ignored the prompt id WES sent (it answered ${ok.prompt_id}): WES needs ComfyUI 0.3.45 or later`,
-                    error_node: null
-                  })))
-                )
-              }
-              if (!hasNodeErrors(ok.node_errors)) return Effect.succeed({ prompt_id: ok.prompt_id, number: ok.number })
-              // Some outputs were dropped: the prompt is invalid. Take it back before saying so.
-              return cancel(runner, ok.prompt_id).pipe(
-                Effect.catchAll((e) =>
-                  Effect.logWarning(`could not withdraw partially invalid prompt ${ok.prompt_id}: ${e.message}`)
-                ),
-                Effect.zipRight(Effect.fail(rejected(partialRejection(ok.node_errors))))
-              )
-            })
+    const accepted = (answer: Answer): Effect.Effect<Submitted, RunnerError | PromptRejected> =>
+      Effect.flatMap(promptAccepted(runner, answer), (ok) => {
+        if (ok.prompt_id !== p.prompt_id) {
+          // Servers before 0.3.45 mint their own id: WES could not follow the prompt. Take it back.
+          return cancel(runner, ok.prompt_id).pipe(
+            Effect.catchAll((e) => Effect.logWarning(`could not withdraw prompt ${ok.prompt_id}: ${e.message}`)),
+            Effect.zipRight(Effect.fail(rejected({
+              error_type: "unsupported_runner",
+              message: `The runner ignored the prompt id WES sent (it answered ${ok.prompt_id}): WES needs ComfyUI 0.3.45 or later`,
+              error_node: null
+            })))
           )
         }
-        if (response.status === 400) {
-          return readJson(runner, what, response).pipe(
-            Effect.catchAll(() => statusFailure(runner, what, response)),
-            Effect.flatMap((json) =>
-              Schema.decodeUnknown(PromptRefused)(json).pipe(
-                Effect.matchEffect({
-                  onFailure: () => statusFailure(runner, what, response),
-                  onSuccess: (refused) => Effect.fail(rejected(rejection(refused)))
-                })
-              )
-            )
-          )
-        }
-        return statusFailure(runner, what, response)
-      }
+        if (!hasNodeErrors(ok.node_errors)) return Effect.succeed({ prompt_id: ok.prompt_id, number: ok.number })
+        // Some outputs were dropped: the prompt is invalid. Take it back before saying so.
+        return cancel(runner, ok.prompt_id).pipe(
+          Effect.catchAll((e) => Effect.logWarning(`could not withdraw partially invalid prompt ${ok.prompt_id}: ${e.message}`)),
+          Effect.zipRight(Effect.fail(rejected(partialRejection(ok.node_errors))))
+        )
+      })
+    // A 400 is ComfyUI's refusal when it has the refusal's shape; anything else is a plain status failure.
+    const refused = (answer: Answer): Effect.Effect<never, RunnerError | PromptRejected> =>
+      readJson(runner, answer).pipe(
+        Effect.flatMap((body) => decodeRefused(body)),
+        Effect.matchEffect({
+          onFailure: () => Effect.fail(statusFailure(runner, answer)),
+          onSuccess: (r) => Effect.fail(rejected(rejection(r)))
+        })
+      )
+    return Effect.flatMap(
+      send(dispatcher, runner, { method: "POST", path: "/prompt", acceptJson: true, json }, ordinary),
+      (answer) =>
+        answer.status === 200 ? accepted(answer) : answer.status === 400 ? refused(answer) : Effect.fail(statusFailure(runner, answer))
     )
   }
 
@@ -199,17 +200,10 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
         fields: { type: "input", subfolder, overwrite: overwrite ? "true" : "false" },
         file: { field: "image", filename: safeFilename(file.filename), contentType: file.content_type, content }
       })
-      const request = HttpClientRequest.post("/upload/image").pipe(
-        HttpClientRequest.acceptJson,
-        HttpClientRequest.bodyStream(body, { contentType })
-      )
-      return yield* exchangeOk(
-        http,
-        runner,
-        request,
-        uploadTimeout,
-        (response, what) => decodeAnswer(UploadAnswer)(runner, response, what).pipe(Effect.map(toUploadedInput))
-      ).pipe(
+      // Pulled chunk by chunk as undici writes; aborting the request destroys it, which stops the stream.
+      const stream = Readable.from(Stream.toAsyncIterableRuntime(body, yield* Effect.runtime<never>()))
+      return yield* sendOk(dispatcher, runner, { method: "POST", path: "/upload/image", acceptJson: true, stream: { body: stream, contentType } }, upload).pipe(
+        Effect.flatMap((answer) => Effect.map(uploadAnswer(runner, answer), toUploadedInput)),
         // A failing content stream surfaces as a transport error of the request: report the real cause.
         Effect.catchAll((e): Effect.Effect<never, RunnerError | StorageError> =>
           Effect.flatMap(Ref.get(storageFailure), (storage): Effect.Effect<never, RunnerError | StorageError> =>
@@ -219,42 +213,28 @@ export const makeComfyClient = (http: HttpClient.HttpClient, options: ComfyClien
     })
 
   return {
-    probe: (runner) => getJson(runner, "/system_stats", SystemStats).pipe(Effect.map(toRunnerInfo)),
+    probe: (runner) => Effect.map(getJson(runner, "/system_stats", systemStats), toRunnerInfo),
     uploadInput,
     submit,
-    queue: (runner) => getJson(runner, "/queue", QueueAnswer).pipe(Effect.map(toQueueSnapshot)),
+    queue: (runner) => Effect.map(getJson(runner, "/queue", queueAnswer), toQueueSnapshot),
     history: (runner, promptId) =>
-      getJson(runner, `/history/${encodeURIComponent(promptId)}`, HistoryAnswer).pipe(
-        Effect.flatMap((answer) => {
-          if (!Object.hasOwn(answer, promptId)) return Effect.succeed(Option.none())
-          return Schema.decodeUnknown(HistoryEntry)(answer[promptId]).pipe(
-            Effect.mapError(() =>
-              unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))
-            ),
-            Effect.map((entry) => Option.some(toPromptHistory(entry)))
-          )
-        })
-      ),
+      Effect.flatMap(getJson(runner, `/history/${encodeURIComponent(promptId)}`, historyAnswer), (answer) => {
+        if (!Object.hasOwn(answer, promptId)) return Effect.succeed(Option.none())
+        return decodeHistoryEntry(answer[promptId]).pipe(
+          Either.mapLeft(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
+          Either.map((entry) => Option.some(toPromptHistory(entry)))
+        )
+      }),
     cancel,
     download: (runner, file) =>
-      exchangeOk(
-        http,
-        runner,
-        HttpClientRequest.get("/view").pipe(
-          HttpClientRequest.setUrlParams({ filename: file.filename, subfolder: file.subfolder, type: file.type })
-        ),
-        requestTimeout,
-        (response, what) =>
-          Effect.succeed<Download>({
-            content_type: response.headers["content-type"] ?? "application/octet-stream",
-            stream: response.stream.pipe(
-              Stream.mapError((e) => unreachable(runner, `${what}: download broke off: ${describeCause(e.cause ?? e)}`)),
-              Stream.timeoutFail(
-                () => unreachable(runner, `${what}: download stalled for ${Duration.format(Duration.decode(idleTimeout))}`),
-                idleTimeout
-              )
-            )
-          })
+      Effect.map(
+        open(dispatcher, runner, { method: "GET", path: "/view", query: { filename: file.filename, subfolder: file.subfolder, type: file.type } }, download),
+        ({ body, headers, what }): Download => ({
+          content_type: headers["content-type"] ?? "application/octet-stream",
+          // undici's `bodyTimeout` is the idle timeout: it runs only while the runner owes bytes, not while the consumer is slow.
+          stream: Stream.fromAsyncIterable(body, (e) =>
+            unreachable(runner, `${what}: ${isTimeout(e) ? stalled : `download broke off: ${describeCause(e)}`}`))
+        })
       )
   }
 }

@@ -1,20 +1,24 @@
 /**
- * One HTTP exchange with a runner: its custom headers on every request, a timeout, and the
- * failure mapping every operation shares (transport errors, timeouts and 5xx are
- * `RunnerUnreachable`; other non-2xx answers are `RunnerRequestFailed`, keeping the runner's text).
+ * One HTTP exchange with a runner, on undici's `request` directly: the runner's custom headers on
+ * every request, one timeout per call handed to undici, and the failure mapping every operation
+ * shares (transport errors, timeouts and 5xx are `RunnerUnreachable`; other non-2xx answers are
+ * `RunnerRequestFailed`, keeping the runner's text).
+ *
+ * Why not `@effect/platform`'s HttpClient: a `GET /queue` cost 581 µs of CPU through it with an
+ * `Effect.timeout`, 209 µs this way (bench/micro/runner-http.ts; docs/decisions.md, "The runner
+ * client"). The fiber's abort signal goes to undici, so interrupting a call aborts its request.
  */
-import type * as HttpClient from "@effect/platform/HttpClient"
-import type * as HttpClientError from "@effect/platform/HttpClientError"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
-import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import type { IncomingHttpHeaders } from "node:http"
+import type { Readable } from "node:stream"
 import { type RunnerError, RunnerRequestFailed, type RunnerTarget, RunnerUnreachable } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import { type Dispatcher, request } from "undici"
 
 /** How much of a runner's answer an error message quotes. */
 export const ERROR_BODY_LIMIT = 300
 
-/** The runner's base URL without a trailing slash. */
+/** The runner's base URL without a trailing slash (an endpoint may end in `/api`). */
 export const baseUrl = (runner: RunnerTarget): string => runner.endpoint.replace(/\/+$/, "")
 
 /** Collapses whitespace and cuts `text` to `limit` characters. */
@@ -42,85 +46,163 @@ export const describeCause = (cause: unknown): string => {
   return best
 }
 
-/** What went wrong with one request, for messages: `POST /prompt: ...`. */
-export const label = (request: HttpClientRequest.HttpClientRequest): string => {
-  const path = request.url.replace(/^https?:\/\/[^/]+/, "")
-  return `${request.method} ${path === "" ? "/" : path}`
+/** Milliseconds for undici (0 = no limit). */
+export const millis = (d: Duration.DurationInput): number => {
+  const ms = Duration.toMillis(Duration.decode(d))
+  return Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : 0
 }
+
+/** A request to a runner; `path` is relative to its endpoint (`/queue`). */
+export interface Call {
+  readonly method: "GET" | "POST"
+  readonly path: string
+  readonly query?: Readonly<Record<string, string>>
+  /** Asks for JSON (every call but a download). */
+  readonly acceptJson?: boolean
+  /** Sent as JSON. */
+  readonly json?: unknown
+  /** Streamed as is. */
+  readonly stream?: { readonly body: Readable; readonly contentType: string }
+}
+
+/** The one timeout of a call, given to undici. */
+export interface Limits {
+  /** No answer headers for this long (undici's `headersTimeout`). */
+  readonly headers: Duration.DurationInput
+  /** No body bytes for this long (undici's `bodyTimeout`). */
+  readonly body: Duration.DurationInput
+  /** The whole exchange, request body included (an `AbortSignal.timeout`). */
+  readonly whole?: Duration.DurationInput
+  /** The limit a timeout message names. */
+  readonly named: Duration.DurationInput
+}
+
+/** An answer read whole. */
+export interface Answer {
+  readonly what: string
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly text: string
+}
+
+/** What went wrong with one request, for messages: `POST /prompt: ...`. */
+export const label = (call: Call): string => `${call.method} ${call.path}`
 
 export const unreachable = (runner: RunnerTarget, message: string): RunnerUnreachable =>
   new RunnerUnreachable({ runner_id: runner.id, message })
 
 /** The error for a non-2xx answer, quoting the runner's body. */
-export const statusFailure = (
-  runner: RunnerTarget,
-  what: string,
-  response: HttpClientResponse.HttpClientResponse
-): Effect.Effect<never, RunnerError> =>
-  response.text.pipe(
-    // The status alone is the failure; a body that cannot be read just leaves the message shorter.
-    Effect.orElseSucceed(() => ""),
-    Effect.flatMap((body): Effect.Effect<never, RunnerError> => {
-      const text = snippet(body)
-      const message = `${what}: runner answered HTTP ${response.status}${text === "" ? "" : `: ${text}`}`
-      return response.status >= 500
-        ? Effect.fail(unreachable(runner, message))
-        : Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: response.status, message }))
-    })
-  )
-
-/** Reads a JSON body; a body that is not JSON means the endpoint is not a working ComfyUI. */
-export const readJson = (
-  runner: RunnerTarget,
-  what: string,
-  response: HttpClientResponse.HttpClientResponse
-): Effect.Effect<unknown, RunnerUnreachable> =>
-  response.text.pipe(
-    Effect.mapError((e) => unreachable(runner, `${what}: reading the answer failed: ${describeCause(e)}`)),
-    Effect.flatMap((text) =>
-      Effect.try({
-        try: () => JSON.parse(text) as unknown,
-        catch: () => unexpectedBody(runner, what, response.status, text)
-      })
-    )
-  )
+export const statusFailure = (runner: RunnerTarget, answer: Answer): RunnerError => {
+  const text = snippet(answer.text)
+  const message = `${answer.what}: runner answered HTTP ${answer.status}${text === "" ? "" : `: ${text}`}`
+  return answer.status >= 500
+    ? unreachable(runner, message)
+    : new RunnerRequestFailed({ runner_id: runner.id, status: answer.status, message })
+}
 
 export const unexpectedBody = (runner: RunnerTarget, what: string, status: number, body: string): RunnerUnreachable =>
   unreachable(runner, `${what}: runner answered HTTP ${status} with an unexpected body: ${snippet(body) || "(empty)"}`)
 
-/**
- * Sends `request` (a path relative to the runner) with the runner's headers, then `handle`s the
- * response; the whole exchange, body included, must finish within `timeout`.
- */
-export const exchange = <A, E>(
-  http: HttpClient.HttpClient,
-  runner: RunnerTarget,
-  request: HttpClientRequest.HttpClientRequest,
-  timeout: Duration.DurationInput,
-  handle: (response: HttpClientResponse.HttpClientResponse, what: string) => Effect.Effect<A, E>
-): Effect.Effect<A, E | RunnerUnreachable> => {
-  const what = label(request)
-  const full = request.pipe(
-    HttpClientRequest.prependUrl(baseUrl(runner)),
-    HttpClientRequest.setHeaders(runner.headers)
-  )
-  return http.execute(full).pipe(
-    Effect.mapError((e: HttpClientError.HttpClientError) => unreachable(runner, `${what}: ${describeCause(e.cause ?? e)}`)),
-    Effect.flatMap((response) => handle(response, what)),
-    Effect.timeoutFail({
-      duration: timeout,
-      onTimeout: () => unreachable(runner, `${what}: no answer within ${Duration.format(Duration.decode(timeout))}`)
-    })
-  )
+/** Parses a JSON body; a body that is not JSON means the endpoint is not a working ComfyUI. */
+export const readJson = (runner: RunnerTarget, answer: Answer): Effect.Effect<unknown, RunnerUnreachable> =>
+  Effect.try({
+    try: () => JSON.parse(answer.text) as unknown,
+    catch: () => unexpectedBody(runner, answer.what, answer.status, answer.text)
+  })
+
+/** A body of a 2xx answer that broke off while being read. */
+class BodyReadFailed {
+  constructor(readonly cause: unknown) {}
 }
 
-/** `exchange` that expects a 2xx answer and hands over the response. */
-export const exchangeOk = <A, E>(
-  http: HttpClient.HttpClient,
+const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
+
+/** undici's headers or body timeout, or the whole-exchange `AbortSignal.timeout`. */
+export const isTimeout = (e: unknown): boolean =>
+  typeof e === "object" && e !== null &&
+  (TIMEOUT_CODES.has((e as { code?: unknown }).code as string) || (e as { name?: unknown }).name === "TimeoutError")
+
+const headersOf = (runner: RunnerTarget, own: Record<string, string>): Record<string, string> => {
+  // Lower-cased so a runner's `Content-Type` replaces ours instead of doubling it.
+  for (const [name, value] of Object.entries(runner.headers)) own[name.toLowerCase()] = value
+  return own
+}
+
+const dispatch = (dispatcher: Dispatcher, runner: RunnerTarget, call: Call, limits: Limits, fiber: AbortSignal) => {
+  const query = call.query === undefined ? "" : `?${new URLSearchParams(call.query).toString()}`
+  const own: Record<string, string> = call.acceptJson === true ? { accept: "application/json" } : {}
+  if (call.json !== undefined) own["content-type"] = "application/json"
+  if (call.stream !== undefined) own["content-type"] = call.stream.contentType
+  return request(`${baseUrl(runner)}${call.path}${query}`, {
+    dispatcher,
+    method: call.method,
+    headers: headersOf(runner, own),
+    body: call.json !== undefined ? JSON.stringify(call.json) : call.stream?.body ?? null,
+    signal: limits.whole === undefined ? fiber : AbortSignal.any([fiber, AbortSignal.timeout(millis(limits.whole))]),
+    headersTimeout: millis(limits.headers),
+    bodyTimeout: millis(limits.body)
+  })
+}
+
+const failure = (runner: RunnerTarget, what: string, limits: Limits) => (e: unknown): RunnerUnreachable => {
+  const cause = e instanceof BodyReadFailed ? e.cause : e
+  if (isTimeout(cause)) return unreachable(runner, `${what}: no answer within ${Duration.format(Duration.decode(limits.named))}`)
+  return unreachable(runner, e instanceof BodyReadFailed ? `${what}: reading the answer failed: ${describeCause(cause)}` : `${what}: ${describeCause(cause)}`)
+}
+
+/** Sends `call` and reads the whole answer. */
+export const send = (
+  dispatcher: Dispatcher,
   runner: RunnerTarget,
-  request: HttpClientRequest.HttpClientRequest,
-  timeout: Duration.DurationInput,
-  handle: (response: HttpClientResponse.HttpClientResponse, what: string) => Effect.Effect<A, E>
-): Effect.Effect<A, E | RunnerError> =>
-  exchange(http, runner, request, timeout, (response, what): Effect.Effect<A, E | RunnerError> =>
-    response.status >= 200 && response.status < 300 ? handle(response, what) : statusFailure(runner, what, response))
+  call: Call,
+  limits: Limits
+): Effect.Effect<Answer, RunnerUnreachable> => {
+  const what = label(call)
+  return Effect.tryPromise({
+    try: async (signal) => {
+      const response = await dispatch(dispatcher, runner, call, limits, signal)
+      const ok = response.statusCode >= 200 && response.statusCode < 300
+      // A JSON answer must arrive whole. Otherwise the status is what counts: a broken body of a
+      // failure just leaves its message shorter, and an empty 200 is read only to free the connection.
+      const text = await response.body.text().catch((e: unknown) => {
+        if (ok && call.acceptJson === true) throw new BodyReadFailed(e)
+        return ""
+      })
+      return { what, status: response.statusCode, headers: response.headers, text }
+    },
+    catch: failure(runner, what, limits)
+  })
+}
+
+/** `send` that expects a 2xx answer. */
+export const sendOk = (
+  dispatcher: Dispatcher,
+  runner: RunnerTarget,
+  call: Call,
+  limits: Limits
+): Effect.Effect<Answer, RunnerError> =>
+  Effect.flatMap(
+    send(dispatcher, runner, call, limits),
+    (answer) => answer.status >= 200 && answer.status < 300 ? Effect.succeed(answer) : Effect.fail(statusFailure(runner, answer))
+  )
+
+/** Sends `call` and hands over a 2xx answer's body unread (undici's `bodyTimeout` watches it). */
+export const open = (
+  dispatcher: Dispatcher,
+  runner: RunnerTarget,
+  call: Call,
+  limits: Limits
+): Effect.Effect<{ readonly what: string; readonly headers: IncomingHttpHeaders; readonly body: AsyncIterable<Uint8Array> }, RunnerError> => {
+  const what = label(call)
+  return Effect.tryPromise({
+    try: async (signal) => {
+      const response = await dispatch(dispatcher, runner, call, limits, signal)
+      if (response.statusCode >= 200 && response.statusCode < 300) {
+        return { ok: true as const, what, headers: response.headers, body: response.body as AsyncIterable<Uint8Array> }
+      }
+      const text = await response.body.text().catch(() => "")
+      return { ok: false as const, answer: { what, status: response.statusCode, headers: response.headers, text } }
+    },
+    catch: failure(runner, what, limits)
+  }).pipe(Effect.flatMap((r) => r.ok ? Effect.succeed(r) : Effect.fail(statusFailure(runner, r.answer))))
+}

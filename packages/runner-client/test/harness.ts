@@ -2,11 +2,9 @@
  * Shared setup of the runner-client tests: a fake ComfyUI per test, a small HTTP helper, a
  * recording WebSocket client, and the runner target / gateway pointing at the fake.
  */
-import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { type RunnerTarget } from "@wes/core"
-import { RunnerGatewayLive, type RunnerGatewayOptions } from "@wes/runner-client"
+import { RunnerGatewayNode, type RunnerGatewayOptions } from "@wes/runner-client"
 import { FakeComfyUI, type FakeComfyUIOptions } from "@wes/runner-client/testing"
-import * as Layer from "effect/Layer"
 import { afterEach } from "vitest"
 import { WebSocket } from "ws"
 
@@ -150,8 +148,7 @@ export const testGatewayOptions: RunnerGatewayOptions = {
   closeTimeout: "500 millis"
 }
 
-/** The gateway under test on undici. */
-export const gatewayLayer = (options: RunnerGatewayOptions = {}) =>
-  RunnerGatewayLive({ ...testGatewayOptions, ...options }).pipe(Layer.provide(NodeHttpClient.layerUndici))
+/** The gateway under test. */
+export const gatewayLayer = (options: RunnerGatewayOptions = {}) => RunnerGatewayNode({ ...testGatewayOptions, ...options })
 
 export const uuid = (): string => crypto.randomUUID()

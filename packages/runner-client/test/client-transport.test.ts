@@ -1,0 +1,155 @@
+/**
+ * The gateway's HTTP transport (undici): connections reused and closed with the layer, a call's
+ * interruption aborting its request, the one timeout of each kind of call, and endpoints under
+ * a path prefix such as `/api`.
+ */
+import * as http from "node:http"
+import type * as net from "node:net"
+import { describe, expect, it } from "@effect/vitest"
+import { RunnerGateway, type RunnerTarget } from "@wes/core"
+import { FakeComfyUI, solidPng } from "@wes/runner-client/testing"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { gatewayLayer, runnerFor, uuid } from "./harness.js"
+
+interface RawServer {
+  readonly server: http.Server
+  readonly runner: RunnerTarget
+  readonly stats: { connections: number; open: number; requests: number }
+}
+
+/** A plain HTTP server that counts connections and requests; `answer` decides what each request gets. */
+const rawServer = (answer: http.RequestListener) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<RawServer>((resolve) => {
+        const stats = { connections: 0, open: 0, requests: 0 }
+        // Keeps idle connections a minute, so only the client can be the one closing them sooner.
+        const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+          stats.requests++
+          answer(req, res)
+        })
+        server.on("connection", (socket: net.Socket) => {
+          stats.connections++
+          stats.open++
+          socket.on("close", () => stats.open--)
+        })
+        server.listen(0, "127.0.0.1", () => {
+          const url = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`
+          resolve({ server, runner: runnerFor({ url } as FakeComfyUI), stats })
+        })
+      })
+    ),
+    ({ server }) =>
+      Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections()
+          server.close(() => resolve())
+        })
+      )
+  )
+
+/** Waits (polling) until `condition` holds; fails after `within`. */
+const waitUntil = (condition: () => boolean, within: Duration.DurationInput = "5 seconds") =>
+  Effect.suspend(() => condition() ? Effect.void : Effect.fail("not yet" as const)).pipe(
+    Effect.retry(Schedule.spaced("10 millis")),
+    Effect.timeoutFail({ duration: within, onTimeout: () => new Error(`condition not met within ${Duration.format(Duration.decode(within))}`) })
+  )
+
+const queueJson = JSON.stringify({ queue_running: [], queue_pending: [] })
+const answerQueue: http.RequestListener = (_, res) => {
+  res.writeHead(200, { "content-type": "application/json" })
+  res.end(queueJson)
+}
+
+describe("RunnerGateway transport", () => {
+  it.scopedLive("keeps connections alive across calls and closes them when the layer is released", () =>
+    Effect.gen(function*() {
+      const { runner, stats } = yield* rawServer(answerQueue)
+      yield* Effect.gen(function*() {
+        const gateway = yield* RunnerGateway
+        for (let i = 0; i < 10; i++) expect(yield* gateway.queue(runner)).toEqual({ running: [], pending: [] })
+        // undici may open a second connection when a call starts just before the previous one is
+        // marked done; never one per call.
+        expect(stats.requests).toBe(10)
+        expect(stats.connections).toBeLessThanOrEqual(2)
+        expect(stats.open).toBe(stats.connections)
+      }).pipe(Effect.provide(gatewayLayer()))
+      yield* waitUntil(() => stats.open === 0)
+    }))
+
+  it.scopedLive("aborts the request of an interrupted call", () =>
+    Effect.gen(function*() {
+      const { runner, stats } = yield* rawServer(() => {
+        // Never answers.
+      })
+      const gateway = yield* RunnerGateway
+      const call = yield* Effect.fork(gateway.queue(runner))
+      yield* waitUntil(() => stats.requests === 1)
+      yield* Fiber.interrupt(call)
+      yield* waitUntil(() => stats.open === 0)
+    }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute" }))))
+
+  it.scopedLive("reports an answer whose body breaks off", () =>
+    Effect.gen(function*() {
+      const { runner } = yield* rawServer((_, res) => {
+        res.writeHead(200, { "content-type": "application/json", "content-length": "100" })
+        res.write(queueJson.slice(0, 10), () => res.destroy())
+      })
+      const gateway = yield* RunnerGateway
+      const e = yield* Effect.flip(gateway.queue(runner))
+      expect(e._tag).toBe("RunnerUnreachable")
+      expect(e.message).toMatch(/^GET \/queue: reading the answer failed: /)
+    }).pipe(Effect.provide(gatewayLayer())))
+
+  it.scopedLive("fails a download whose bytes stop coming with the idle timeout", () =>
+    Effect.gen(function*() {
+      const { runner } = yield* rawServer((_, res) => {
+        res.writeHead(200, { "content-type": "image/png" })
+        res.write(solidPng(2, 2, 0).subarray(0, 16))
+      })
+      const gateway = yield* RunnerGateway
+      const download = yield* gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" })
+      expect(download.content_type).toBe("image/png")
+      const e = yield* Effect.flip(Stream.runDrain(download.stream))
+      expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /view: download stalled for 300ms" })
+    }).pipe(Effect.provide(gatewayLayer({ downloadIdleTimeout: "300 millis" }))))
+
+  it.scopedLive("bounds a whole upload by uploadTimeout, and only by it", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const png = solidPng(3, 3, 7)
+      // Slower between chunks than requestTimeout, well within uploadTimeout: it lands.
+      const slow = Stream.fromIterable([png.subarray(0, 10), png.subarray(10, 20), png.subarray(20)]).pipe(
+        Stream.schedule(Schedule.spaced("300 millis"))
+      )
+      const landed = yield* gateway.uploadInput(runnerFor(fake), { filename: "slow.png", content_type: "image/png", content: slow })
+      expect(landed).toEqual({ name: "slow.png", subfolder: "wes", type: "input" })
+      expect(fake.uploads.at(-1)).toMatchObject({ name: "slow.png", size: png.length })
+
+      // A body that never ends: the whole exchange is cut at uploadTimeout.
+      const { runner } = yield* rawServer((req) => req.resume())
+      const endless = Stream.make(png).pipe(Stream.concat(Stream.never))
+      const e = yield* Effect.flip(gateway.uploadInput(runner, { filename: "x.png", content_type: "image/png", content: endless }))
+      expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "POST /upload/image: no answer within 3s" })
+    }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "200 millis", uploadTimeout: "3 seconds" }))))
+
+  it.scopedLive("talks to an endpoint under a path prefix (ComfyUI's /api routes)", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const runner = { ...runnerFor(fake), endpoint: `${fake.url}/api/` }
+      yield* gateway.probe(runner)
+      yield* gateway.queue(runner)
+      yield* gateway.history(runner, uuid())
+      expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+        "GET /api/system_stats",
+        "GET /api/queue",
+        expect.stringMatching(/^GET \/api\/history\//)
+      ])
+    }).pipe(Effect.provide(gatewayLayer())))
+})
