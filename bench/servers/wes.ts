@@ -9,8 +9,8 @@
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
- * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, seed, createUsers,
- * startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
+ * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, profileStart, profileStop,
+ * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import {
@@ -40,12 +40,15 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as fs from "node:fs"
+import * as inspector from "node:inspector/promises"
 import * as v8 from "node:v8"
 import { serve } from "../lib/child.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 
 const counters = { tokenLookups: 0, tokenUseWrites: 0, tokenUseRows: 0 }
+let profiler: inspector.Session | undefined
 let principal: Principal | undefined
 
 const pgStore = () =>
@@ -157,6 +160,22 @@ const main = async () => {
     flushTokenUse: () => runtime.runPromise(Effect.flatMap(AccountService, (a) => a.flushTokenUse)).then(() => true),
     /** Writes a heap snapshot into BENCH_PROFILE_DIR (or the working directory); answers its path. */
     heapSnapshot: () => v8.writeHeapSnapshot(process.env["BENCH_PROFILE_DIR"] ? `${process.env["BENCH_PROFILE_DIR"]}/wes-${Date.now()}.heapsnapshot` : undefined),
+    /** Starts a CPU profile of this process (a phase of a benchmark rather than its whole life). */
+    profileStart: async () => {
+      profiler ??= new inspector.Session()
+      profiler.connect()
+      await profiler.post("Profiler.enable")
+      await profiler.post("Profiler.start")
+      return true
+    },
+    /** Stops it and writes it as `<path>` (a .cpuprofile for Chrome's DevTools); answers the path. */
+    profileStop: async (args) => {
+      const { path } = args as { readonly path: string }
+      const { profile } = await profiler!.post("Profiler.stop")
+      fs.writeFileSync(path, JSON.stringify(profile))
+      profiler!.disconnect()
+      return path
+    },
     memory: () => {
       const gc = (globalThis as { gc?: () => void }).gc
       gc?.()

@@ -5,6 +5,7 @@
  * A runner that does not answer is retried on the `retrySchedule`; then the workflow moves to
  * another runner, or fails with `RunnerUnavailable` (MoveAway.ts).
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -104,11 +105,17 @@ export const submit = (claimed: ClaimedWorkflow) =>
         }
       }))
     })
+    // A failed attempt wrote nothing: whoever waits for this submission to record a start need not wait longer.
+    const attemptFailed = Effect.flatMap(driving.inFlight.get(w.id), (t) =>
+      Option.isSome(t) && t.value.recorded !== undefined ? Effect.asVoid(Deferred.succeed(t.value.recorded, undefined)) : Effect.void)
     const result = yield* once.pipe(
       Effect.tapError((e) =>
         e._tag === "StorageError" || e._tag === "PromptRejected"
-          ? Effect.void
-          : Effect.logWarning("runner call failed", { runner_id: driving.ref.id, workflow_id: w.id, error: e.message })
+          ? attemptFailed
+          : Effect.zipRight(
+            attemptFailed,
+            Effect.logWarning("runner call failed", { runner_id: driving.ref.id, workflow_id: w.id, error: e.message })
+          )
       ),
       Effect.retry({ schedule: retrySchedule(driving.options), while: (e) => e._tag === "RunnerUnreachable" || e._tag === "RunnerRequestFailed" }),
       Effect.either

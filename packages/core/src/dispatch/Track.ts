@@ -30,9 +30,6 @@ import { observe } from "./QueuePositions.js"
 /** Most events handled together; also how many may wait behind a slow write before the socket is paused. */
 export const CHUNK = 256
 
-/** How long a start waits for the submission that is recording the same prompt. */
-const SUBMISSION_WAIT = "10 seconds"
-
 /** The node ids of a tracked workflow's graph: noted when it was claimed, else read once (an inherited prompt). */
 const graphOf = (id: string) =>
   Effect.gen(function*() {
@@ -62,7 +59,8 @@ const started = (id: string, at: DateTime.Utc | undefined) =>
     const progress = startProgress(yield* graphOf(id))
     yield* inFlight.update(id, (t) => ({ ...t, progress }))
     const submission = yield* inFlight.noteStart(id, at ?? (yield* DateTime.now))
-    if (Option.isSome(submission)) yield* Effect.ignore(Effect.timeout(Deferred.await(submission.value), SUBMISSION_WAIT))
+    // Bounded by one attempt of the submission: a failed attempt or the end of the submission completes it.
+    if (Option.isSome(submission)) yield* Deferred.await(submission.value)
     yield* observe(id, 0, at)
   })
 
