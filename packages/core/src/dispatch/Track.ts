@@ -7,11 +7,12 @@
  * (re)connection asks for reconciliation, a queue change for fresh queue positions. Events of
  * prompts this driver does not track (another client's, or finished) are ignored.
  *
- * Events are taken as they have piled up (at most `CHUNK` at a time), never waited for: the run
+ * Events are taken as they have piled up (the chunks of the gateway's stream), never waited for: the run
  * events of one workflow in a chunk are written together, and with the end when the chunk
  * carries it. So a fast prompt costs one write for its whole run, and a slow one a write per
  * event, as soon as it happens.
  */
+import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -26,9 +27,6 @@ import { Driving } from "./Driving.js"
 import { finish } from "./Finish.js"
 import { advanceProgress, progressPercent, startProgress } from "./Progress.js"
 import { observe } from "./QueuePositions.js"
-
-/** Most events handled together; also how many may wait behind a slow write before the socket is paused. */
-export const CHUNK = 256
 
 /** The node ids of a tracked workflow's graph: noted when it was claimed, else read once (an inherited prompt). */
 const graphOf = (id: string) =>
@@ -137,16 +135,8 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
 
 /** Follows the runner's events until the driver stops (the gateway reconnects by itself). */
 export const track = (target: RunnerTarget) =>
-  Effect.gen(function*() {
-    const driving = yield* Driving
-    const gateway = yield* RunnerGateway
-    const events = yield* Queue.bounded<RunnerEvent>(CHUNK)
-    yield* gateway.events(target, driving.lease.clientId).pipe(
-      Stream.runForEach((event) => Queue.offer(events, event)),
-      Effect.forkScoped
-    )
-    yield* Queue.takeBetween(events, 1, CHUNK).pipe(
-      Effect.flatMap((chunk) => handleEvents(Array.from(chunk))),
-      Effect.forever
-    )
-  })
+  Effect.flatMap(Effect.all([Driving, RunnerGateway]), ([driving, gateway]) =>
+    gateway.events(target, driving.lease.clientId).pipe(
+      // A chunk is what the socket delivered while the previous one was being handled.
+      Stream.runForEachChunk((chunk) => handleEvents(Chunk.toReadonlyArray(chunk)))
+    ))
