@@ -2,12 +2,13 @@
  * Structured logs: one JSON object per line. Requests are logged once each with method, path
  * (never the query string), status and duration; headers, and so tokens, are never logged.
  */
-import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -41,23 +42,18 @@ const pathOf = (url: string): string => {
   return q === -1 ? url : url.slice(0, q)
 }
 
-/** Logs every response, errors included, after it is produced. */
+/** Logs every response, errors included, once it is produced. */
 export const requestLog = HttpMiddleware.make((app) =>
-  Effect.gen(function*() {
-    const start = yield* Clock.currentTimeMillis
-    const request = yield* HttpServerRequest.HttpServerRequest
-    yield* HttpApp.appendPreResponseHandler((_req, response) =>
-      Effect.flatMap(Clock.currentTimeMillis, (end) =>
-        Effect.as(
-          Effect.logInfo("request", {
-            method: request.method,
-            path: pathOf(request.url),
-            status: response.status,
-            duration_ms: end - start
-          }),
-          response
-        ))
-    )
-    return yield* app
-  })
-)
+  Effect.flatMap(Clock.currentTimeMillis, (start) =>
+    Effect.onExit(app, (exit) =>
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.flatMap(Clock.currentTimeMillis, (end) =>
+          Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+            // The client left before an answer: nothing was answered, nothing to log.
+            ? Effect.void
+            : Effect.logInfo("request", {
+              method: request.method,
+              path: pathOf(request.url),
+              status: Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status,
+              duration_ms: end - start
+            }))))))

@@ -3,19 +3,20 @@
  * request log, routes, OpenAPI, docs) -> handlers -> use cases (@wes/core) -> store + runner
  * gateway + platform services.
  */
+import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { UseCaseServices, StoreServices } from "@wes/core"
-import * as Duration from "effect/Duration"
+import type { StoreServices, UseCaseServices } from "@wes/core"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
@@ -25,11 +26,13 @@ import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { docsPage } from "./DocsPage.js"
 import { ErrorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
+import { MultipartReader } from "./MultipartReader.js"
+import type { PayloadKind } from "./NodeRequest.js"
+import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
-import { type FastLane, makeFastLane, withFastLane } from "./FastLane.js"
 import { systemHttp } from "./SystemHttp.js"
 import { workflowsHttp } from "./WorkflowsHttp.js"
 
@@ -48,11 +51,6 @@ export interface HttpOptions {
    * authentication (a gateway that already checked the caller) provides its own layer.
    */
   readonly authentication?: Layer.Layer<Authentication, never, UseCaseServices> | undefined
-  /**
-   * Serve the hot reads (a workflow, the caller, event streams) straight from node:http; see
-   * FastLane.ts. Default: on, unless `authentication` is the embedder's own.
-   */
-  readonly fastLane?: boolean | undefined
 }
 
 /**
@@ -93,7 +91,22 @@ const docsRoute = HttpApiBuilder.Router.use((router) => {
   return router.get("/docs", Effect.succeed(HttpServerResponse.html(page)))
 })
 
-/** Every route of the API over the use cases, following workflows through the given SseHub. */
+/** The declared encoding of each route's body, from the declaration: how NodeRequest reads it. */
+const payloadKinds: ReadonlyMap<string, PayloadKind> = (() => {
+  const kinds = new Map<string, PayloadKind>()
+  HttpApi.reflect(WesApi, {
+    onGroup: () => {},
+    onEndpoint: ({ endpoint }) => {
+      Option.map(endpoint.payloadSchema, (schema) =>
+        kinds.set(`${endpoint.method} ${endpoint.path}`, HttpApiSchema.getMultipart(schema.ast) === undefined ? "json" : "multipart"))
+    }
+  })
+  return kinds
+})()
+
+const payloadKind = (method: string, path: string) => payloadKinds.get(`${method} ${path}`)
+
+/** Every route of the API over the use cases, following workflows through the SseHub. */
 const apiRoutes = (options: Pick<HttpOptions, "adminToken" | "authentication">) =>
   HttpApiBuilder.api(WesApi).pipe(
     Layer.provide([
@@ -121,43 +134,24 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   ServeError,
   UseCaseServices | StoreServices
 > => {
-  let nodeServer: NodeServer | undefined
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
   const middleware = (app: HttpApp.Default) =>
     requestLog(limiter === undefined ? app : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })(app))
-  const closeStragglers = Layer.scopedDiscard(Effect.gen(function*() {
-    yield* HttpServer.HttpServer
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        const server = nodeServer
-        server?.closeIdleConnections()
-        // A backstop that must not keep the process alive by itself.
-        setTimeout(() => server?.closeAllConnections(), Duration.toMillis(options.shutdownGrace)).unref()
-      })
-    )
-  }))
-  const shutdown = Shutdown.layer.pipe(Layer.provideMerge(closeStragglers))
-  const useFastLane = (options.fastLane ?? true) && options.authentication === undefined
-  let lane: FastLane | undefined
-  const fastLane = useFastLane
-    ? Layer.scopedDiscard(Effect.gen(function*() {
-      lane = yield* makeFastLane({ limiter, trustedProxies: options.trustedProxies })
-      yield* Effect.addFinalizer(() => Effect.sync(() => (lane = undefined)))
-    }))
-    : Layer.empty
   const app = HttpApiBuilder.serve(middleware).pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
     Layer.provide(docsRoute),
-    Layer.provide(apiRoutes(options))
+    Layer.provide(apiLayer(options))
   )
-  return Layer.merge(app, fastLane).pipe(
-    // One hub for both sides; it closes (ending event streams) before the listener does.
-    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
-    Layer.provide(shutdown),
-    Layer.provideMerge(NodeHttpServer.layer(
-      () => (nodeServer = answerClientErrors(withFastLane(createServer(), () => lane))),
-      { port: options.port, host: options.host }
-    )),
+  return app.pipe(
+    // Closed before the listener: readiness turns 503 and event streams end first.
+    Layer.provide(Shutdown.layer),
+    Layer.provideMerge(NodeServerLayer.layer(() => answerClientErrors(createServer()), {
+      port: options.port,
+      host: options.host,
+      shutdownGrace: options.shutdownGrace,
+      payloadKind
+    })),
+    Layer.provide(MultipartReader.layer()),
     Layer.provide(NodeContext.layer),
     // No tracer is exported, so per-request spans would only cost time.
     HttpMiddleware.withTracerDisabledWhen(() => true)
