@@ -31,6 +31,8 @@ export interface MultipartLimits {
   readonly maxParts: number
   /** File bytes a request may hold in memory before its parts go to disk. */
   readonly memoryBudget: number
+  /** Where the directory for spilled parts is made (default: the system's temporary directory). */
+  readonly directory?: string | undefined
 }
 
 export const defaultMultipartLimits: MultipartLimits = {
@@ -109,7 +111,7 @@ const make = (limits: MultipartLimits) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
-    const dir = yield* Effect.orDie(fs.makeTempDirectoryScoped({ prefix: "wes-upload-" }))
+    const dir = yield* Effect.orDie(fs.makeTempDirectoryScoped({ prefix: "wes-upload-", ...(limits.directory === undefined ? {} : { directory: limits.directory }) }))
     let spilled = 0
     const readBack = (file: string) => (e: { readonly message: string }) =>
       new StorageError({ message: `could not read an upload back (${path.basename(file)}): ${e.message}` })
