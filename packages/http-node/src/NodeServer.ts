@@ -166,9 +166,13 @@ const make = (server: Server, options: NodeServerOptions) =>
           const onRequest = (req: IncomingMessage, res: ServerResponse) => {
             const request = new NodeRequest(req, res, readers)
             const fiber = run(Effect.provideService(program, HttpServerRequest.HttpServerRequest, request))
-            res.once("close", () => {
+            // A client that leaves first interrupts its request. Once the request is done the
+            // listener goes: a connection that stays open (an event stream) keeps no fiber alive.
+            const onClose = () => {
               if (!res.writableEnded) fiber.unsafeInterruptAsFork(HttpServerError.clientAbortFiberId)
-            })
+            }
+            res.once("close", onClose)
+            fiber.addObserver(() => res.off("close", onClose))
           }
           server.on("request", onRequest)
           yield* Effect.addFinalizer(() => Effect.sync(() => void server.off("request", onRequest)))
