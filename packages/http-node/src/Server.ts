@@ -106,8 +106,11 @@ const payloadKinds: ReadonlyMap<string, PayloadKind> = (() => {
 
 const payloadKind = (method: string, path: string) => payloadKinds.get(`${method} ${path}`)
 
-/** Every route of the API over the use cases, following workflows through the SseHub. */
-const apiRoutes = (options: Pick<HttpOptions, "adminToken" | "authentication">) =>
+/**
+ * Every route of the API over the use cases, following workflows through the SseHub. Served by
+ * `httpLayer`, whose request readers give the declared forms their parts (NodeRequest.ts).
+ */
+const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication">) =>
   HttpApiBuilder.api(WesApi).pipe(
     Layer.provide([
       userHttp,
@@ -118,12 +121,9 @@ const apiRoutes = (options: Pick<HttpOptions, "adminToken" | "authentication">) 
       systemHttp,
       adminHttp
     ]),
-    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware])
+    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware]),
+    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive }))
   )
-
-/** Every route of the API, implemented over the use cases. */
-export const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication">) =>
-  apiRoutes(options).pipe(Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })))
 
 /**
  * The HTTP server over the use cases: listens on `options.port`, and on shutdown stops taking
