@@ -5,7 +5,6 @@
  * (405 with `Allow` when the path exists with other methods), and any other defect 500 (logged,
  * details never sent).
  */
-import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -16,25 +15,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { InternalError, MethodNotAllowedError, notFound, type NotFoundError } from "./ApiErrors.js"
 import { WesApi } from "./Api.js"
-
-/** Every route of the API as (method, path pattern), for telling 405 from 404. */
-const routes: ReadonlyArray<{ readonly method: string; readonly pattern: RegExp }> = (() => {
-  const out: Array<{ method: string; pattern: RegExp }> = []
-  HttpApi.reflect(WesApi, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
-      const source = endpoint.path.split("/").map((s) => (s.startsWith(":") ? "[^/]+" : s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))).join("/")
-      out.push({ method: endpoint.method, pattern: new RegExp(`^${source}/?$`) })
-    }
-  })
-  return out
-})()
-
-/** Methods a path is served with (empty when the path is unknown). */
-export const allowedMethods = (url: string): ReadonlyArray<string> => {
-  const path = url.split("?")[0]!
-  return [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
-}
+import { allowedMethods } from "./Routes.js"
 
 const encodeMethodNotAllowed = Schema.encodeSync(MethodNotAllowedError)
 

@@ -3,9 +3,7 @@
  * request log, routes, OpenAPI, docs) -> handlers -> use cases (@wes/core) -> store + runner
  * gateway + platform services.
  */
-import * as HttpApi from "@effect/platform/HttpApi"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import type * as HttpServer from "@effect/platform/HttpServer"
@@ -16,7 +14,7 @@ import type { StoreServices, UseCaseServices } from "@wes/core"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
+import type * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
@@ -27,10 +25,10 @@ import { docsPage } from "./DocsPage.js"
 import { ErrorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
 import { MultipartReader } from "./MultipartReader.js"
-import type { PayloadKind } from "./NodeRequest.js"
 import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
+import { payloadKind } from "./Routes.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
 import { systemHttp } from "./SystemHttp.js"
@@ -90,21 +88,6 @@ const docsRoute = HttpApiBuilder.Router.use((router) => {
   const page = docsPage()
   return router.get("/docs", Effect.succeed(HttpServerResponse.html(page)))
 })
-
-/** The declared encoding of each route's body, from the declaration: how NodeRequest reads it. */
-const payloadKinds: ReadonlyMap<string, PayloadKind> = (() => {
-  const kinds = new Map<string, PayloadKind>()
-  HttpApi.reflect(WesApi, {
-    onGroup: () => {},
-    onEndpoint: ({ endpoint }) => {
-      Option.map(endpoint.payloadSchema, (schema) =>
-        kinds.set(`${endpoint.method} ${endpoint.path}`, HttpApiSchema.getMultipart(schema.ast) === undefined ? "json" : "multipart"))
-    }
-  })
-  return kinds
-})()
-
-const payloadKind = (method: string, path: string) => payloadKinds.get(`${method} ${path}`)
 
 /**
  * Every route of the API over the use cases, following workflows through the SseHub. Served by
