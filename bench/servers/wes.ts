@@ -32,7 +32,6 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit, untraced } from "@wes/http-node"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
-import { PgStoreLive } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
@@ -51,12 +50,14 @@ const counters = { tokenLookups: 0, tokenUseWrites: 0, tokenUseRows: 0 }
 let profiler: inspector.Session | undefined
 let principal: Principal | undefined
 
+// Loaded only when used, as `wes serve` does: the driver and SQL modules weigh on the memory figures.
 const pgStore = () =>
-  PgStoreLive({
-    url: Redacted.make(env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")),
-    maxConnections: 10,
-    applicationName: env("BENCH_APP_NAME", "wes-bench")
-  })
+  Layer.unwrapEffect(Effect.map(Effect.promise(() => import("@wes/storage-pg")), ({ PgStoreLive }) =>
+    PgStoreLive({
+      url: Redacted.make(env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")),
+      maxConnections: 10,
+      applicationName: env("BENCH_APP_NAME", "wes-bench")
+    })))
 const storeOnly: Layer.Layer<StoreServices, unknown> = env("BENCH_STORE", "memory") === "postgres" ? pgStore() : MemoryStoreLive
 const blobDir = process.env["BENCH_BLOB_DIR"]
 const baseStore: Layer.Layer<StoreServices, unknown> = blobDir === undefined

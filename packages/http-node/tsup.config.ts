@@ -1,4 +1,5 @@
 import { defineConfig } from "tsup"
 import { libraryConfig } from "../../tsup.shared.js"
 
-export default defineConfig({ ...libraryConfig(["src/index.ts", "src/bin.ts"]) })
+// The library; `tsup.bin.config.ts` builds the `wes` command after it.
+export default defineConfig({ ...libraryConfig(["src/index.ts"]) })

@@ -8,7 +8,6 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
-import * as Multipart from "@effect/platform/Multipart"
 import * as OpenApi from "@effect/platform/OpenApi"
 import {
   ApiTokenView,
@@ -37,31 +36,32 @@ import {
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import {
-  BadRequestError,
-  ConflictError,
-  ForbiddenError,
+  BadRequest,
+  ConflictStatus,
+  Forbidden,
   HeadersTooLargeError,
   InternalError,
   MethodNotAllowedError,
-  NotFoundError,
+  NotFoundStatus,
   RateLimitedError,
-  UnauthorizedError,
-  UnavailableError
+  Unauthorized,
+  Unavailable
 } from "./ApiErrors.js"
+import { JsonDocument, ParamFields, TextField } from "./Forms.js"
 
 /** The authenticated caller of a /v1 request. */
 export class CurrentUser extends Context.Tag("@wes/http-node/CurrentUser")<CurrentUser, Principal>() {}
 
 /** Bearer API tokens (`wes_...`), with the contract's three 401 messages. */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: Schema.Union(UnauthorizedError, UnavailableError),
+  failure: Schema.Union(Unauthorized, Unavailable),
   provides: CurrentUser,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
 /** The operator's token (`WES_ADMIN_TOKEN`); without it configured, /admin/v1 answers 404. */
 export class AdminAuthentication extends HttpApiMiddleware.Tag<AdminAuthentication>()("AdminAuthentication", {
-  failure: Schema.Union(UnauthorizedError, NotFoundError),
+  failure: Schema.Union(Unauthorized, NotFoundStatus),
   security: { adminBearer: HttpApiSecurity.bearer }
 }) {}
 
@@ -84,32 +84,51 @@ export const PageParams = Schema.Struct({
 
 const created = { status: 201 } as const
 
-const multipart = <S extends Schema.Struct.Fields>(fields: S, description: string) =>
-  HttpApiSchema.Multipart(Schema.Struct(fields).annotations({ description }))
+/**
+ * Request bodies are decoded strictly: every problem is reported (not only the first), and a
+ * field the schema does not declare is a 400 naming it, not silently dropped.
+ */
+const strict = { errors: "all", onExcessProperty: "error" } as const
+
+/** A JSON body, decoded strictly. */
+const json = <A, I>(schema: Schema.Schema<A, I>) => schema.annotations({ parseOptions: strict })
+
+/** A multipart form (see Forms.ts), decoded strictly. */
+const form = <A, I, R>(schema: Schema.Schema<A, I, R>, description: string) =>
+  HttpApiSchema.Multipart(schema.annotations({ description, parseOptions: strict }))
 
 const PARAMS_DOC = "Dynamic parameters: a field `$<name>` (text, or a file part) feeds `$text(<name>)` or `$file(<name>)`; " +
   "a field `#<name>` (text) feeds `#choice(<name>)`. Maximum 50 MB per request."
 
-export const CreateWorkflowForm = multipart({
-  name: Schema.String.annotations({ description: "1-200 characters" }),
-  workflow_json: Schema.optional(Multipart.SingleFileSchema).annotations({ description: "JSON file: the workflow in ComfyUI API format" }),
-  template_id: Schema.optional(Schema.String).annotations({ description: "Start from this template instead of workflow_json" }),
-  tags: Schema.optional(Schema.String).annotations({ description: "Comma-separated tags; used to select a runner" })
-}, PARAMS_DOC)
+const JSON_DOC = "JSON file (a text field is accepted too)"
 
-export const RerunWorkflowForm = multipart({}, `Only dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`)
+export const CreateWorkflowForm = form(Schema.Struct({
+  name: TextField.annotations({ description: "1-200 characters" }),
+  workflow_json: Schema.optional(JsonDocument.annotations({ description: `${JSON_DOC}: the workflow in ComfyUI API format` })),
+  template_id: Schema.optional(TextField.annotations({ description: "Start from this template instead of workflow_json" })),
+  tags: Schema.optional(TextField.annotations({ description: "Comma-separated tags; used to select a runner" }))
+}, ParamFields), PARAMS_DOC)
 
-export const CreateTemplateForm = multipart({
-  name: Schema.String.annotations({ description: "1-100 characters" }),
-  description: Schema.String.annotations({ description: "1-500 characters" }),
-  body: Multipart.SingleFileSchema.annotations({ description: "JSON file: the workflow definition" })
-}, "A template: a reusable workflow definition.")
+export const RerunWorkflowForm = form(Schema.Struct({}, ParamFields), `Only dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`)
 
-export const UpdateTemplateForm = multipart({
-  name: Schema.optional(Schema.String),
-  description: Schema.optional(Schema.String),
-  body: Schema.optional(Multipart.SingleFileSchema)
-}, "Omitted fields keep their values.")
+export const CreateTemplateForm = form(Schema.Struct({
+  name: TextField.annotations({ description: "1-100 characters" }),
+  description: TextField.annotations({ description: "1-500 characters" }),
+  body: JsonDocument.annotations({ description: `${JSON_DOC}: the workflow definition` })
+}), "A template: a reusable workflow definition.")
+
+export const UpdateTemplateForm = form(Schema.Struct({
+  name: Schema.optional(TextField),
+  description: Schema.optional(TextField),
+  body: Schema.optional(JsonDocument.annotations({ description: JSON_DOC }))
+}), "Omitted fields keep their values.")
+
+/** `Last-Event-ID`: resume after this event (blank: from now). */
+const LastEventId = Schema.transform(
+  Schema.String.pipe(Schema.pattern(/^\s*(\d{1,15})?\s*$/, { message: () => "must be a non-negative integer (an event id)" })),
+  Schema.UndefinedOr(Schema.Number),
+  { strict: true, decode: (s) => (s.trim() === "" ? undefined : Number(s.trim())), encode: (n) => (n === undefined ? "" : String(n)) }
+).annotations({ description: "Resume after this event id (what the stream sent as `id:`)" })
 
 const sse = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })).annotations({
   description: "Server-sent events: `status`, `queue`, `progress`, `executing`, `output`, then `done`. " +
@@ -127,73 +146,74 @@ export class UserGroup extends HttpApiGroup.make("user")
 
 export class WorkflowsGroup extends HttpApiGroup.make("workflows")
   .add(HttpApiEndpoint.post("create", "/v1/workflow").setPayload(CreateWorkflowForm).addSuccess(WorkflowSummary, created)
-    .addError(BadRequestError).addError(ForbiddenError).addError(NotFoundError)
+    .addError(BadRequest).addError(Forbidden).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Create a workflow (from workflow_json or template_id)"))
   .add(HttpApiEndpoint.get("list", "/v1/workflow").setUrlParams(Schema.Struct({
     ...PageParams.fields,
     status: Schema.optional(WorkflowStatus),
     tag: Schema.optional(Schema.String)
-  })).addSuccess(Schema.Struct({ workflows: Schema.Array(WorkflowSummary), total: Schema.Int })).addError(BadRequestError)
+  })).addSuccess(Schema.Struct({ workflows: Schema.Array(WorkflowSummary), total: Schema.Int })).addError(BadRequest)
     .annotate(OpenApi.Summary, "List workflows, newest first"))
-  .add(HttpApiEndpoint.get("get", "/v1/workflow/:id").setPath(Id).addSuccess(WorkflowDetail).addError(NotFoundError)
+  .add(HttpApiEndpoint.get("get", "/v1/workflow/:id").setPath(Id).addSuccess(WorkflowDetail).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Get a workflow (detail form)"))
   .add(HttpApiEndpoint.post("rerun", "/v1/workflow/:id/rerun").setPath(Id).setPayload(RerunWorkflowForm)
-    .addSuccess(WorkflowSummary, created).addError(BadRequestError).addError(ForbiddenError).addError(NotFoundError)
+    .addSuccess(WorkflowSummary, created).addError(BadRequest).addError(Forbidden).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Rerun a workflow with new parameter values"))
   .add(HttpApiEndpoint.post("cancel", "/v1/workflow/:id/cancel").setPath(Id).addSuccess(WorkflowSummary)
-    .addError(NotFoundError).addError(ConflictError).annotate(OpenApi.Summary, "Cancel an unfinished workflow"))
-  .add(HttpApiEndpoint.get("subscribe", "/v1/workflow/:id/subscribe").setPath(Id).addSuccess(sse)
-    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Follow a workflow's progress (SSE)"))
+    .addError(NotFoundStatus).addError(ConflictStatus).annotate(OpenApi.Summary, "Cancel an unfinished workflow"))
+  .add(HttpApiEndpoint.get("subscribe", "/v1/workflow/:id/subscribe").setPath(Id)
+    .setHeaders(Schema.Struct({ "last-event-id": Schema.optional(LastEventId) })).addSuccess(sse)
+    .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Follow a workflow's progress (SSE)"))
   .add(HttpApiEndpoint.get("outputs", "/v1/workflow/:id/outputs").setPath(Id)
-    .addSuccess(Schema.Struct({ outputs: Schema.Array(WorkflowOutputView) })).addError(NotFoundError)
+    .addSuccess(Schema.Struct({ outputs: Schema.Array(WorkflowOutputView) })).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "List a workflow's output files"))
   .add(HttpApiEndpoint.get("output", "/v1/workflow/:id/outputs/:output_id")
-    .setPath(Schema.Struct({ id: Schema.String, output_id: Schema.String })).addSuccess(fileBody).addError(NotFoundError)
+    .setPath(Schema.Struct({ id: Schema.String, output_id: Schema.String })).addSuccess(fileBody).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Download an output file"))
   .middleware(Authentication)
 {}
 
 export class TemplatesGroup extends HttpApiGroup.make("templates")
   .add(HttpApiEndpoint.post("create", "/v1/template").setPayload(CreateTemplateForm).addSuccess(Template, created)
-    .addError(BadRequestError).addError(ForbiddenError).annotate(OpenApi.Summary, "Create a template"))
+    .addError(BadRequest).addError(Forbidden).annotate(OpenApi.Summary, "Create a template"))
   .add(HttpApiEndpoint.get("list", "/v1/template").setUrlParams(PageParams)
-    .addSuccess(Schema.Struct({ templates: Schema.Array(TemplateListItem), total: Schema.Int })).addError(BadRequestError)
+    .addSuccess(Schema.Struct({ templates: Schema.Array(TemplateListItem), total: Schema.Int })).addError(BadRequest)
     .annotate(OpenApi.Summary, "List templates (without bodies), newest first"))
-  .add(HttpApiEndpoint.get("get", "/v1/template/:id").setPath(Id).addSuccess(Template).addError(NotFoundError)
+  .add(HttpApiEndpoint.get("get", "/v1/template/:id").setPath(Id).addSuccess(Template).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Get a template"))
   .add(HttpApiEndpoint.put("update", "/v1/template/:id").setPath(Id).setPayload(UpdateTemplateForm).addSuccess(Template)
-    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Update a template"))
+    .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a template"))
   .add(HttpApiEndpoint.del("delete", "/v1/template/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent)
-    .addError(NotFoundError).annotate(OpenApi.Summary, "Delete a template"))
+    .addError(NotFoundStatus).annotate(OpenApi.Summary, "Delete a template"))
   .middleware(Authentication)
 {}
 
 const RunnerList = Schema.Struct({ runners: Schema.Array(Runner), total: Schema.Int })
 
 export class RunnersGroup extends HttpApiGroup.make("runners")
-  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(CreateRunnerRequest).addSuccess(Runner, created)
-    .addError(BadRequestError).addError(ForbiddenError).annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"))
+  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(json(CreateRunnerRequest)).addSuccess(Runner, created)
+    .addError(BadRequest).addError(Forbidden).annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"))
   .add(HttpApiEndpoint.get("list", "/v1/runner").setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
-    .addSuccess(RunnerList).addError(BadRequestError).annotate(OpenApi.Summary, "List runners, newest first"))
-  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(Runner).addError(NotFoundError)
+    .addSuccess(RunnerList).addError(BadRequest).annotate(OpenApi.Summary, "List runners, newest first"))
+  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(Runner).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Get a runner"))
-  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(UpdateRunnerRequest).addSuccess(Runner)
-    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Update a runner (omitted fields keep their values)"))
-  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(UpdateRunnerRequest).addSuccess(Runner)
-    .addError(BadRequestError).addError(NotFoundError).annotate(OpenApi.Summary, "Update a runner (same as PATCH)"))
+  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(Runner)
+    .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a runner (omitted fields keep their values)"))
+  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(Runner)
+    .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a runner (same as PATCH)"))
   .add(HttpApiEndpoint.del("delete", "/v1/runner/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent)
-    .addError(NotFoundError).addError(ConflictError).annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"))
+    .addError(NotFoundStatus).addError(ConflictStatus).annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"))
   .add(HttpApiEndpoint.get("history", "/v1/runner/:id/history").setPath(Id).addSuccess(Schema.Array(WorkflowSummary))
-    .addError(NotFoundError).annotate(OpenApi.Summary, "The caller's 10 newest workflows on this runner"))
+    .addError(NotFoundStatus).annotate(OpenApi.Summary, "The caller's 10 newest workflows on this runner"))
   .middleware(Authentication)
 {}
 
 export class ManagedRunnersGroup extends HttpApiGroup.make("managedRunners")
   .add(HttpApiEndpoint.get("list", "/v1/managed-runner").setUrlParams(PageParams)
     .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunnerView), total: Schema.Int }))
-    .addError(BadRequestError).addError(ForbiddenError).annotate(OpenApi.Summary, "Active managed runners of the caller's tier"))
+    .addError(BadRequest).addError(Forbidden).annotate(OpenApi.Summary, "Active managed runners of the caller's tier"))
   .add(HttpApiEndpoint.get("history", "/v1/managed-runner/:id/history").setPath(Id).addSuccess(Schema.Array(WorkflowSummary))
-    .addError(ForbiddenError).addError(NotFoundError).annotate(OpenApi.Summary, "The caller's 10 newest workflows on this managed runner"))
+    .addError(Forbidden).addError(NotFoundStatus).annotate(OpenApi.Summary, "The caller's 10 newest workflows on this managed runner"))
   .middleware(Authentication)
 {}
 
@@ -201,32 +221,32 @@ const Health = Schema.Struct({ status: Schema.Literal("ok") })
 
 export class SystemGroup extends HttpApiGroup.make("system")
   .add(HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Health).annotate(OpenApi.Summary, "Liveness"))
-  .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(Health).addError(UnavailableError)
+  .add(HttpApiEndpoint.get("readyz", "/readyz").addSuccess(Health).addError(Unavailable)
     .annotate(OpenApi.Summary, "Readiness: the store answers and the server is not shutting down"))
 {}
 
 const TokenId = Schema.Struct({ id: Schema.String })
 
 export class AdminGroup extends HttpApiGroup.make("admin")
-  .add(HttpApiEndpoint.post("createUser", "/admin/v1/users").setPayload(CreateUserRequest).addSuccess(User, created).addError(BadRequestError))
+  .add(HttpApiEndpoint.post("createUser", "/admin/v1/users").setPayload(json(CreateUserRequest)).addSuccess(User, created).addError(BadRequest))
   .add(HttpApiEndpoint.get("getUser", "/admin/v1/users/:id").setPath(Id).addSuccess(User))
-  .add(HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id").setPath(Id).setPayload(UpdateUserRequest).addSuccess(User)
-    .addError(BadRequestError))
-  .add(HttpApiEndpoint.post("issueToken", "/admin/v1/users/:id/tokens").setPath(Id).setPayload(IssueTokenRequest)
-    .addSuccess(IssuedToken, created).addError(BadRequestError))
+  .add(HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id").setPath(Id).setPayload(json(UpdateUserRequest)).addSuccess(User)
+    .addError(BadRequest))
+  .add(HttpApiEndpoint.post("issueToken", "/admin/v1/users/:id/tokens").setPath(Id).setPayload(json(IssueTokenRequest))
+    .addSuccess(IssuedToken, created).addError(BadRequest))
   .add(HttpApiEndpoint.get("listTokens", "/admin/v1/users/:id/tokens").setPath(Id).addSuccess(Schema.Array(ApiTokenView)))
   .add(HttpApiEndpoint.del("revokeToken", "/admin/v1/tokens/:id").setPath(TokenId).addSuccess(HttpApiSchema.NoContent))
-  .add(HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners").setPayload(CreateManagedRunnerRequest)
-    .addSuccess(ManagedRunner, created).addError(BadRequestError))
+  .add(HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners").setPayload(json(CreateManagedRunnerRequest))
+    .addSuccess(ManagedRunner, created).addError(BadRequest))
   .add(HttpApiEndpoint.get("listManagedRunners", "/admin/v1/managed-runners")
     .setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
-    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunner), total: Schema.Int })).addError(BadRequestError))
+    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunner), total: Schema.Int })).addError(BadRequest))
   .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunner))
   .add(HttpApiEndpoint.patch("updateManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
-    .setPayload(UpdateManagedRunnerRequest).addSuccess(ManagedRunner).addError(BadRequestError))
+    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunner).addError(BadRequest))
   .add(HttpApiEndpoint.del("deleteManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
-    .addSuccess(HttpApiSchema.NoContent).addError(ConflictError))
-  .addError(NotFoundError)
+    .addSuccess(HttpApiSchema.NoContent).addError(ConflictStatus))
+  .addError(NotFoundStatus)
   .middleware(AdminAuthentication)
   .annotate(OpenApi.Exclude, true)
 {}
@@ -266,6 +286,27 @@ export const withoutDecodeErrorBody = (spec: Record<string, unknown>): Record<st
   return spec
 }
 
+/**
+ * Effect writes the key pattern of a record inside a struct (the forms' `$`/`#` parameters) as
+ * `propertyNames`, which in JSON Schema also binds the declared fields, under an empty
+ * `patternProperties` key; this puts the pattern where JSON Schema means it.
+ */
+export const withKeyPatterns = (spec: Record<string, unknown>): Record<string, unknown> => {
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit)
+    if (!isNode(node)) return
+    const patterns = node["patternProperties"]
+    const names = node["propertyNames"]
+    if (isNode(patterns) && isNode(names) && typeof names["pattern"] === "string" && "" in patterns) {
+      node["patternProperties"] = { [names["pattern"]]: patterns[""] }
+      delete node["propertyNames"]
+    }
+    Object.values(node).forEach(visit)
+  }
+  visit(spec)
+  return spec
+}
+
 /** The whole API. Errors every operation may answer are declared once here. */
 export class WesApi extends HttpApi.make("wes")
   .add(UserGroup)
@@ -275,15 +316,15 @@ export class WesApi extends HttpApi.make("wes")
   .add(ManagedRunnersGroup)
   .add(SystemGroup)
   .add(AdminGroup)
-  .addError(BadRequestError)
-  .addError(UnauthorizedError)
-  .addError(NotFoundError)
+  .addError(BadRequest)
+  .addError(Unauthorized)
+  .addError(NotFoundStatus)
   .addError(MethodNotAllowedError)
   .addError(RateLimitedError)
   .addError(HeadersTooLargeError)
   .addError(InternalError)
-  .addError(UnavailableError)
-  .annotate(OpenApi.Transform, withoutDecodeErrorBody)
+  .addError(Unavailable)
+  .annotate(OpenApi.Transform, (spec) => withKeyPatterns(withoutDecodeErrorBody(spec)))
   .annotate(OpenApi.Title, "WES — Workflow Execution Service")
   .annotate(OpenApi.Version, "1.0.0")
   .annotate(OpenApi.Description,

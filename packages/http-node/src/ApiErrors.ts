@@ -1,9 +1,25 @@
 /**
- * The contract's error bodies, `{status, message}` (+ `details` for 400), one class per status,
- * and the one mapping from core errors to them.
+ * The contract's error bodies, `{status, message}` (+ `details` for 400), and the errors the API
+ * declares: one schema per status whose wire side is that body and whose value side is every
+ * error that answers with it, core's own (`ValidationError`, `NotFound`, `StorageError`, ...)
+ * included. Handlers fail with core's errors as they are; the server encodes each with the one
+ * declared schema for its status, so the mapping to the contract is written here once.
  */
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import { type ApiError, FieldIssue } from "@wes/core"
+import {
+  Conflict,
+  FieldIssue,
+  InvalidToken,
+  ManagedRunnersForbidden,
+  MissingAuthorization,
+  NoEligibleRunner,
+  NotFound,
+  RunnerProbeFailed,
+  StorageError,
+  TierLimitExceeded,
+  TokenExpired,
+  ValidationError
+} from "@wes/core"
 import * as Schema from "effect/Schema"
 
 export class BadRequestError extends Schema.Class<BadRequestError>("BadRequest")({
@@ -60,56 +76,50 @@ export class UnavailableError extends Schema.Class<UnavailableError>("ServiceUna
   message: Schema.String
 }, HttpApiSchema.annotations({ status: 503, description: "A dependency (the store) is unavailable; retry later." })) {}
 
-export type HttpError =
-  | BadRequestError
-  | UnauthorizedError
-  | ForbiddenError
-  | NotFoundError
-  | MethodNotAllowedError
-  | ConflictError
-  | RateLimitedError
-  | InternalError
-  | UnavailableError
+/**
+ * The declared error of one status: on the wire `body` (its class's JSON), as a value either the
+ * body itself or any of `causes`, each turned into the body by `toBody` when it is sent.
+ */
+const declared = <B extends Schema.Schema.AnyNoContext, const C extends ReadonlyArray<Schema.Schema.AnyNoContext>>(
+  body: B,
+  status: number,
+  causes: C,
+  toBody: (cause: Schema.Schema.Type<C[number]>) => Schema.Schema.Type<B>
+) => {
+  const isBody = Schema.is(Schema.typeSchema(body))
+  return Schema.transform(body, Schema.Union(Schema.typeSchema(body), ...causes.map((c) => Schema.typeSchema(c))), {
+    strict: false,
+    decode: (b) => b,
+    encode: (e) => (isBody(e) ? e : toBody(e as Schema.Schema.Type<C[number]>))
+  }).annotations(HttpApiSchema.annotations({ status }))
+}
 
-export const badRequest = (message: string, details?: ReadonlyArray<FieldIssue>): BadRequestError =>
-  new BadRequestError(details === undefined ? { status: 400, message } : { status: 400, message, details })
+/** 400: the request is malformed (core's validation, no runner for the tags, a runner that does not answer the probe). */
+export const BadRequest = declared(BadRequestError, 400, [ValidationError, NoEligibleRunner, RunnerProbeFailed], (e) =>
+  new BadRequestError(e._tag === "ValidationError"
+    ? { status: 400, message: e.message, details: e.details }
+    : { status: 400, message: e.message }))
+
+/** 401: no token, an unknown one, or an expired one (the contract's three messages). */
+export const Unauthorized = declared(UnauthorizedError, 401, [MissingAuthorization, InvalidToken, TokenExpired], (e) =>
+  new UnauthorizedError({
+    status: 401,
+    message: e._tag === "MissingAuthorization" ? "Missing authorization header" : e._tag === "InvalidToken" ? "Invalid token" : "Token has expired"
+  }))
+
+/** 403: a tier limit, or no access to managed runners. */
+export const Forbidden = declared(ForbiddenError, 403, [TierLimitExceeded, ManagedRunnersForbidden], (e) =>
+  new ForbiddenError({ status: 403, message: e.message }))
+
+/** 404: missing, or someone else's. */
+export const NotFoundStatus = declared(NotFoundError, 404, [NotFound], (e) => new NotFoundError({ status: 404, message: e.message }))
+
+/** 409: the resource's state does not allow it. */
+export const ConflictStatus = declared(ConflictError, 409, [Conflict], (e) => new ConflictError({ status: 409, message: e.message }))
+
+/** 503: the store cannot be reached, or the server is stopping. */
+export const Unavailable = declared(UnavailableError, 503, [StorageError], () => unavailable())
+
 export const notFound = (message = "Not found"): NotFoundError => new NotFoundError({ status: 404, message })
 export const unavailable = (message = "Service temporarily unavailable: the store cannot be reached"): UnavailableError =>
   new UnavailableError({ status: 503, message })
-
-type ErrorFor<E> = E extends { readonly _tag: "ValidationError" | "NoEligibleRunner" | "RunnerProbeFailed" } ? BadRequestError
-  : E extends { readonly _tag: "TierLimitExceeded" | "ManagedRunnersForbidden" } ? ForbiddenError
-  : E extends { readonly _tag: "NotFound" } ? NotFoundError
-  : E extends { readonly _tag: "Conflict" } ? ConflictError
-  : E extends { readonly _tag: "MissingAuthorization" | "InvalidToken" | "TokenExpired" } ? UnauthorizedError
-  : E extends { readonly _tag: "StorageError" } ? UnavailableError
-  : never
-
-/** The one mapping from a core error to its HTTP body. */
-export const toHttpError = <E extends ApiError>(e: E): ErrorFor<E> => {
-  const mapped = (() => {
-    switch (e._tag) {
-      case "ValidationError":
-        return badRequest(e.message, e.details)
-      case "NoEligibleRunner":
-      case "RunnerProbeFailed":
-        return badRequest(e.message)
-      case "TierLimitExceeded":
-      case "ManagedRunnersForbidden":
-        return new ForbiddenError({ status: 403, message: e.message })
-      case "NotFound":
-        return notFound(e.message)
-      case "Conflict":
-        return new ConflictError({ status: 409, message: e.message })
-      case "MissingAuthorization":
-        return new UnauthorizedError({ status: 401, message: "Missing authorization header" })
-      case "InvalidToken":
-        return new UnauthorizedError({ status: 401, message: "Invalid token" })
-      case "TokenExpired":
-        return new UnauthorizedError({ status: 401, message: "Token has expired" })
-      case "StorageError":
-        return unavailable()
-    }
-  })()
-  return mapped as ErrorFor<E>
-}

@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { notFound, toHttpError, UnauthorizedError } from "./ApiErrors.js"
+import { notFound, UnauthorizedError } from "./ApiErrors.js"
 import { AdminAuthentication, Authentication } from "./Api.js"
 
 /** Reads the raw header: the contract tells a missing header from an invalid token. */
@@ -19,8 +19,7 @@ export const AuthenticationLive: Layer.Layer<Authentication, never, AccountServi
   Effect.map(AccountService, (accounts) =>
     Authentication.of({
       bearer: () =>
-        Effect.flatMap(authorizationHeader, (header) =>
-          accounts.authenticate(Option.getOrUndefined(header)).pipe(Effect.mapError(toHttpError)))
+        Effect.flatMap(authorizationHeader, (header) => accounts.authenticate(Option.getOrUndefined(header)))
     }))
 )
 

@@ -46,12 +46,12 @@ export const makeFsBlobStore = (root: string) =>
       put: (key, content, contentType) =>
         Effect.gen(function*() {
           const { file, meta } = yield* locate(key)
-          yield* ensureShard(file)
           const temp = partOf(file)
-          let size = 0
-          yield* content.pipe(
-            Stream.tap((chunk) => Effect.sync(() => (size += chunk.length))),
-            Stream.run(fs.sink(temp)),
+          // The shard exists (made at start); one removed since is made again and the write retried.
+          const write = Effect.scoped(Effect.flatMap(fs.open(temp, { flag: "w" }), (handle) =>
+            Stream.runFoldEffect(content, 0, (size, chunk) => Effect.as(handle.writeAll(chunk), size + chunk.length))))
+          const size = yield* write.pipe(
+            Effect.catchIf(notFound, () => Effect.zipRight(ensureShard(file), write)),
             Effect.catchTags({ SystemError: (e) => Effect.fail(failed("write")(e)), BadArgument: (e) => Effect.fail(failed("write")(e)) }),
             Effect.tapError(() => Effect.ignore(fs.remove(temp)))
           )

@@ -2,12 +2,12 @@
  * Structured logs: one JSON object per line. Requests are logged once each with method, path
  * (never the query string), status and duration; headers, and so tokens, are never logged.
  */
-import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -41,23 +41,22 @@ const pathOf = (url: string): string => {
   return q === -1 ? url : url.slice(0, q)
 }
 
-/** Logs every response, errors included, after it is produced. */
+/**
+ * Logs every response, errors included, once it is produced. The clock is read directly (not
+ * through an effect per reading): this runs on every request.
+ */
 export const requestLog = HttpMiddleware.make((app) =>
-  Effect.gen(function*() {
-    const start = yield* Clock.currentTimeMillis
-    const request = yield* HttpServerRequest.HttpServerRequest
-    yield* HttpApp.appendPreResponseHandler((_req, response) =>
-      Effect.flatMap(Clock.currentTimeMillis, (end) =>
-        Effect.as(
-          Effect.logInfo("request", {
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.clockWith((clock) => {
+      const start = clock.unsafeCurrentTimeMillis()
+      return Effect.onExit(app, (exit) =>
+        Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+          // The client left before an answer: nothing was answered, nothing to log.
+          ? Effect.void
+          : Effect.logInfo("request", {
             method: request.method,
             path: pathOf(request.url),
-            status: response.status,
-            duration_ms: end - start
-          }),
-          response
-        ))
-    )
-    return yield* app
-  })
-)
+            status: Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status,
+            duration_ms: clock.unsafeCurrentTimeMillis() - start
+          }))
+    })))

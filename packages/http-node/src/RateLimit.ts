@@ -7,12 +7,10 @@
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import type { IncomingMessage } from "node:http"
 
 export interface RateLimitSettings {
   readonly limit: number
@@ -141,9 +139,6 @@ const limited = (retryAfterSeconds: number) =>
     headers: { "retry-after": String(retryAfterSeconds) }
   })
 
-/** Verdicts the fast lane already gave on requests it then handed to the app: counted once. */
-export const decided = new WeakMap<IncomingMessage, RateDecision>()
-
 /** The rate limit as server middleware; `exempt` paths (health, operator API) are not counted. */
 export const rateLimitMiddleware = (
   limiter: RateLimiter,
@@ -152,8 +147,6 @@ export const rateLimitMiddleware = (
   HttpMiddleware.make((app) =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
       if (options.exempt(request.url)) return app
-      const earlier = decided.get(NodeHttpServerRequest.toIncomingMessage(request))
-      if (earlier !== undefined) return earlier.allowed ? app : Effect.succeed(limited(earlier.retryAfterSeconds))
       return Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const decision = limiter.check(clientIp(request, options.trustedProxies), now)
         return decision.allowed ? app : Effect.succeed(limited(decision.retryAfterSeconds))

@@ -4,15 +4,14 @@
  * gateway + platform services.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { UseCaseServices, StoreServices } from "@wes/core"
-import * as Duration from "effect/Duration"
+import type { StoreServices, UseCaseServices } from "@wes/core"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
@@ -25,11 +24,13 @@ import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { docsPage } from "./DocsPage.js"
 import { ErrorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
+import { MultipartReader } from "./MultipartReader.js"
+import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
+import { payloadKind } from "./Routes.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
-import { type FastLane, makeFastLane, withFastLane } from "./FastLane.js"
 import { systemHttp } from "./SystemHttp.js"
 import { workflowsHttp } from "./WorkflowsHttp.js"
 
@@ -48,11 +49,6 @@ export interface HttpOptions {
    * authentication (a gateway that already checked the caller) provides its own layer.
    */
   readonly authentication?: Layer.Layer<Authentication, never, UseCaseServices> | undefined
-  /**
-   * Serve the hot reads (a workflow, the caller, event streams) straight from node:http; see
-   * FastLane.ts. Default: on, unless `authentication` is the embedder's own.
-   */
-  readonly fastLane?: boolean | undefined
 }
 
 /**
@@ -93,8 +89,11 @@ const docsRoute = HttpApiBuilder.Router.use((router) => {
   return router.get("/docs", Effect.succeed(HttpServerResponse.html(page)))
 })
 
-/** Every route of the API over the use cases, following workflows through the given SseHub. */
-const apiRoutes = (options: Pick<HttpOptions, "adminToken" | "authentication">) =>
+/**
+ * Every route of the API over the use cases, following workflows through the SseHub. Served by
+ * `httpLayer`, whose request readers give the declared forms their parts (NodeRequest.ts).
+ */
+const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication">) =>
   HttpApiBuilder.api(WesApi).pipe(
     Layer.provide([
       userHttp,
@@ -105,12 +104,9 @@ const apiRoutes = (options: Pick<HttpOptions, "adminToken" | "authentication">) 
       systemHttp,
       adminHttp
     ]),
-    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware])
+    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware]),
+    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive }))
   )
-
-/** Every route of the API, implemented over the use cases. */
-export const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication">) =>
-  apiRoutes(options).pipe(Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })))
 
 /**
  * The HTTP server over the use cases: listens on `options.port`, and on shutdown stops taking
@@ -121,43 +117,24 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   ServeError,
   UseCaseServices | StoreServices
 > => {
-  let nodeServer: NodeServer | undefined
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
   const middleware = (app: HttpApp.Default) =>
     requestLog(limiter === undefined ? app : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })(app))
-  const closeStragglers = Layer.scopedDiscard(Effect.gen(function*() {
-    yield* HttpServer.HttpServer
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        const server = nodeServer
-        server?.closeIdleConnections()
-        // A backstop that must not keep the process alive by itself.
-        setTimeout(() => server?.closeAllConnections(), Duration.toMillis(options.shutdownGrace)).unref()
-      })
-    )
-  }))
-  const shutdown = Shutdown.layer.pipe(Layer.provideMerge(closeStragglers))
-  const useFastLane = (options.fastLane ?? true) && options.authentication === undefined
-  let lane: FastLane | undefined
-  const fastLane = useFastLane
-    ? Layer.scopedDiscard(Effect.gen(function*() {
-      lane = yield* makeFastLane({ limiter, trustedProxies: options.trustedProxies })
-      yield* Effect.addFinalizer(() => Effect.sync(() => (lane = undefined)))
-    }))
-    : Layer.empty
   const app = HttpApiBuilder.serve(middleware).pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
     Layer.provide(docsRoute),
-    Layer.provide(apiRoutes(options))
+    Layer.provide(apiLayer(options))
   )
-  return Layer.merge(app, fastLane).pipe(
-    // One hub for both sides; it closes (ending event streams) before the listener does.
-    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
-    Layer.provide(shutdown),
-    Layer.provideMerge(NodeHttpServer.layer(
-      () => (nodeServer = answerClientErrors(withFastLane(createServer(), () => lane))),
-      { port: options.port, host: options.host }
-    )),
+  return app.pipe(
+    // Closed before the listener: readiness turns 503 and event streams end first.
+    Layer.provide(Shutdown.layer),
+    Layer.provideMerge(NodeServerLayer.layer(() => answerClientErrors(createServer()), {
+      port: options.port,
+      host: options.host,
+      shutdownGrace: options.shutdownGrace,
+      payloadKind
+    })),
+    Layer.provide(MultipartReader.layer()),
     Layer.provide(NodeContext.layer),
     // No tracer is exported, so per-request spans would only cost time.
     HttpMiddleware.withTracerDisabledWhen(() => true)

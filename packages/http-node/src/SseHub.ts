@@ -1,75 +1,61 @@
 /**
  * Server-sent events, fanned out. However many clients follow a workflow, this server holds one
- * subscription to its event log; each event is encoded once and written to every client as the
- * same bytes. A client that joins behind (Last-Event-ID) first reads the gap from the log, then
- * joins the live feed at the right sequence, so nothing is skipped or repeated.
+ * subscription to its event log (a fiber per followed workflow, in a `FiberMap`); each event is
+ * encoded once and the same bytes are written to every client. A client that joins behind
+ * (Last-Event-ID) first reads its gap from the log (a fiber in a `FiberSet`), then joins the live
+ * feed at the right sequence, so nothing is skipped or repeated. Every fiber belongs to the hub's
+ * scope; node's callbacks only start or interrupt them.
  *
- * Bounded: a client whose socket cannot keep up (more than `maxBufferedBytes` waiting) is
- * disconnected; it resumes with Last-Event-ID, from the log. One timer writes keep-alives to all.
- * When the server stops, every stream ends before the listener closes, so clients reconnect.
+ * A client is written to directly (a `NodeBody`): no fiber or stream per connection stays open.
+ * Bounded: a client whose socket has more than `maxBufferedBytes` waiting gets a last comment
+ * saying why, its stream ends, and its socket is destroyed if it has not drained `dropGrace`
+ * later; it resumes with Last-Event-ID, from the log. One timer writes keep-alives to all. When
+ * the server stops, every stream ends before the listener closes, so clients reconnect elsewhere.
  */
-import {
-  type FollowStart,
-  READ_BATCH,
-  type StorageError,
-  type WorkflowEvent,
-  WorkflowEventBus
-} from "@wes/core"
-import type * as Duration from "effect/Duration"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { type FollowStart, READ_BATCH, type StorageError, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as FiberMap from "effect/FiberMap"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Runtime from "effect/Runtime"
-import * as Context from "effect/Context"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import type { ServerResponse } from "node:http"
-import { Readable } from "node:stream"
+import { type NodeBody, NodeBodyTypeId } from "./NodeServer.js"
 
 /** One server-sent event. */
 export const encodeSse = (e: WorkflowEvent): string => `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`
 
 const KEEP_ALIVE = Buffer.from(": keep-alive\n\n")
+const TOO_SLOW = Buffer.from(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")
 
 export interface SseHubOptions {
   /** A comment line this often keeps idle connections (and proxies) open. */
   readonly keepAlive: Duration.DurationInput
-  /** Bytes a client may fall behind before it is disconnected (default 1 MiB). */
+  /** Bytes a client may fall behind before it is dropped (default 1 MiB). */
   readonly maxBufferedBytes?: number
+  /** How long a dropped client has to take its last bytes before its socket is destroyed (default 5 s). */
+  readonly dropGrace?: Duration.DurationInput
 }
 
-/** Where a client's bytes go: a stream the HTTP framework pipes out, or the response itself. */
-interface Sink {
-  readonly write: (bytes: Buffer) => void
+/** Where a client's bytes go: node's response (or any writable stream, in tests). */
+export interface SseOut {
+  readonly write: (bytes: Buffer) => unknown
   /** Bytes written but not yet taken by the socket. */
-  readonly buffered: () => number
-  readonly end: () => void
-  readonly destroy: () => void
-  readonly onClose: (f: () => void) => void
+  readonly writableLength: number
+  readonly writableFinished: boolean
+  readonly destroyed: boolean
+  readonly end: () => unknown
+  readonly destroy: () => unknown
+  readonly once: (event: "close", f: () => void) => unknown
 }
-
-const readableSink = (out: Readable): Sink => ({
-  write: (bytes) => void out.push(bytes),
-  buffered: () => out.readableLength,
-  end: () => void out.push(null),
-  destroy: () => void out.destroy(),
-  onClose: (f) => void out.once("close", f)
-})
-
-const responseSink = (res: ServerResponse): Sink => ({
-  write: (bytes) => void res.write(bytes),
-  buffered: () => res.writableLength,
-  end: () => void res.end(),
-  destroy: () => void res.destroy(),
-  onClose: (f) => {
-    if (res.destroyed || res.socket === null || res.socket.destroyed) f()
-    else res.once("close", f)
-  }
-})
 
 interface Client {
-  readonly out: Sink
+  readonly out: SseOut
   /** The last sequence written to this client. */
   cursor: number
   /** Reading its gap from the log: live events are not written to it yet. */
@@ -82,30 +68,29 @@ interface Topic {
   readonly clients: Set<Client>
   /** The last sequence the live feed has delivered. */
   seen: number
-  fiber: Fiber.RuntimeFiber<void> | undefined
+  feed: Fiber.RuntimeFiber<void> | undefined
 }
 
 export class SseHub extends Context.Tag("@wes/http-node/SseHub")<SseHub, {
-  /** A byte stream of the workflow's events, from `start` on, ending after `done`. */
-  readonly open: (workflowId: string, start: FollowStart) => Effect.Effect<Readable>
-  /**
-   * The same, written straight to a response whose head the caller has written: nothing of the
-   * request handler stays in memory while the client follows.
-   */
-  readonly attach: (res: ServerResponse, workflowId: string, start: FollowStart) => void
+  /** The answer of a subscribe request: the workflow's events from `start` on, ending after `done`. */
+  readonly response: (workflowId: string, start: FollowStart) => HttpServerResponse.HttpServerResponse
+  /** Follows a workflow onto `out` (what the response's body does once its head is written). */
+  readonly attach: (out: SseOut, workflowId: string, start: FollowStart) => void
   /** Open connections and followed workflows (for tests and metrics). */
   readonly stats: Effect.Effect<{ readonly clients: number; readonly workflows: number }>
 }>() {
-  static layer = (options: SseHubOptions): Layer.Layer<SseHub, never, WorkflowEventBus> =>
-    Layer.scoped(SseHub, make(options))
+  static layer = (options: SseHubOptions): Layer.Layer<SseHub, never, WorkflowEventBus> => Layer.scoped(SseHub, make(options))
 }
 
 const make = (options: SseHubOptions) =>
   Effect.gen(function*() {
     const bus = yield* WorkflowEventBus
-    const runtime = yield* Effect.runtime<never>()
-    const run = Runtime.runFork(runtime)
+    const feeds = yield* FiberMap.make<string>()
+    const tasks = yield* FiberSet.make()
+    const runFeed = yield* FiberMap.runtime(feeds)<never>()
+    const runTask = yield* FiberSet.runtime(tasks)<never>()
     const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024
+    const dropGrace = Duration.toMillis(options.dropGrace ?? "5 seconds")
     const topics = new Map<string, Topic>()
     let closing = false
 
@@ -115,15 +100,22 @@ const make = (options: SseHubOptions) =>
       client.out.end()
     }
 
-    /** Writes bytes to a client, disconnecting it when it has fallen too far behind. */
+    /** A client that cannot keep up: told why, ended, and destroyed if its socket stays full. */
+    const drop = (client: Client) => {
+      client.ended = true
+      client.out.write(TOO_SLOW)
+      client.out.end()
+      setTimeout(() => {
+        if (!client.out.writableFinished && !client.out.destroyed) client.out.destroy()
+      }, dropGrace).unref()
+      runTask(Effect.logWarning("event stream client too slow: dropped (it can resume with Last-Event-ID)"))
+    }
+
+    /** Writes bytes to a client, dropping it when it has fallen too far behind. */
     const write = (client: Client, bytes: Buffer) => {
       if (client.ended) return
       client.out.write(bytes)
-      if (client.out.buffered() > maxBuffered) {
-        client.ended = true
-        run(Effect.logWarning("event stream client too slow: disconnected (it can resume with Last-Event-ID)"))
-        client.out.destroy()
-      }
+      if (client.out.writableLength > maxBuffered) drop(client)
     }
 
     /** Writes `event` if it is the client's next one; `bytes` is its encoding, shared by all. */
@@ -138,9 +130,7 @@ const make = (options: SseHubOptions) =>
       topic.clients.delete(client)
       if (topic.clients.size === 0 && topics.get(topic.workflowId) === topic) {
         topics.delete(topic.workflowId)
-        const fiber = topic.fiber
-        topic.fiber = undefined
-        if (fiber !== undefined) run(Fiber.interrupt(fiber))
+        topic.feed?.unsafeInterruptAsFork(FiberId.none)
       }
     }
 
@@ -156,8 +146,7 @@ const make = (options: SseHubOptions) =>
       bus.subscribe(topic.workflowId, topic.seen).pipe(
         Stream.takeUntil((e) => e.type === "done"),
         Stream.runForEach((event) => Effect.sync(() => broadcast(topic, event))),
-        Effect.catchAll((e: StorageError) =>
-          Effect.logWarning("event stream failed", { workflow_id: topic.workflowId, error: e.message })),
+        Effect.catchAll((e: StorageError) => Effect.logWarning("event stream failed", { workflow_id: topic.workflowId, error: e.message })),
         Effect.ensuring(Effect.sync(() => {
           if (topics.get(topic.workflowId) === topic) topics.delete(topic.workflowId)
           for (const client of topic.clients) end(client)
@@ -183,30 +172,29 @@ const make = (options: SseHubOptions) =>
         }
       })
 
-    const follow = (out: Sink, workflowId: string, start: FollowStart) => {
+    const attach = (out: SseOut, workflowId: string, start: FollowStart) => {
       const client: Client = { out, cursor: 0, catchingUp: false, ended: false }
       for (const event of start.first) write(client, Buffer.from(encodeSse(event)))
-      if (Option.isNone(start.after) || closing) {
-        end(client)
-        return
-      }
+      if (Option.isNone(start.after) || closing) return end(client)
       client.cursor = start.after.value
       let topic = topics.get(workflowId)
       if (topic === undefined) {
-        const created: Topic = { workflowId, clients: new Set(), seen: client.cursor, fiber: undefined }
+        const created: Topic = { workflowId, clients: new Set(), seen: client.cursor, feed: undefined }
         topics.set(workflowId, created)
-        created.fiber = run(feed(created))
+        created.feed = runFeed(workflowId, feed(created))
         topic = created
       }
       const joined = topic
       joined.clients.add(client)
-      out.onClose(() => {
+      const leave = () => {
         client.ended = true
         detach(joined, client)
-      })
+      }
+      out.once("close", leave)
+      if (out.destroyed) return leave()
       if (client.cursor < joined.seen) {
         client.catchingUp = true
-        run(catchUp(joined, client).pipe(
+        runTask(catchUp(joined, client).pipe(
           Effect.catchAll((e) =>
             Effect.zipRight(
               Effect.logWarning("event stream failed", { workflow_id: workflowId, error: e.message }),
@@ -216,12 +204,13 @@ const make = (options: SseHubOptions) =>
       }
     }
 
-    const open = (workflowId: string, start: FollowStart) =>
-      Effect.sync(() => {
-        const out = new Readable({ read() {} })
-        follow(readableSink(out), workflowId, start)
-        return out
+    const response = (workflowId: string, start: FollowStart) => {
+      const body: NodeBody = { [NodeBodyTypeId]: NodeBodyTypeId, writeTo: (res) => attach(res, workflowId, start) }
+      return HttpServerResponse.raw(body, {
+        contentType: "text/event-stream",
+        headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
       })
+    }
 
     // One timer for every connection's keep-alive.
     const keepAlive = Effect.sync(() => {
@@ -230,22 +219,17 @@ const make = (options: SseHubOptions) =>
     yield* Effect.forkScoped(Effect.delay(keepAlive, options.keepAlive))
 
     // Shutdown (this layer closes before the listener does) ends every stream; a stream opened
-    // after that gets its first events and ends.
+    // after that gets its first events and ends. The feeds end with the FiberMap.
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         closing = true
-        const fibers: Array<Fiber.RuntimeFiber<void>> = []
-        for (const topic of topics.values()) {
-          for (const client of topic.clients) end(client)
-          if (topic.fiber !== undefined) fibers.push(topic.fiber)
-        }
+        for (const topic of topics.values()) for (const client of topic.clients) end(client)
         topics.clear()
-        return Fiber.interruptAll(fibers)
       }))
 
     return SseHub.of({
-      open,
-      attach: (res, workflowId, start) => follow(responseSink(res), workflowId, start),
+      response,
+      attach,
       stats: Effect.sync(() => {
         let clients = 0
         for (const topic of topics.values()) clients += topic.clients.size

@@ -17,7 +17,7 @@ export const systemHttp = HttpApiBuilder.group(WesApi, "system", (handlers) =>
       .handle("readyz", () =>
         Effect.gen(function*() {
           if (yield* shutdown.isShuttingDown) return yield* Effect.fail(unavailable("Shutting down"))
-          yield* accounts.findUser(NIL_UUID).pipe(Effect.mapError(() => unavailable()), Effect.timeoutFail({
+          yield* accounts.findUser(NIL_UUID).pipe(Effect.timeoutFail({
             duration: "2 seconds",
             onTimeout: () => unavailable()
           }))

@@ -5,23 +5,30 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { Readable } from "node:stream"
+import { PassThrough } from "node:stream"
 import { describe, expect } from "vitest"
-import { SseHub } from "../src/SseHub.js"
+import { SseHub, type SseHubOptions } from "../src/SseHub.js"
 
-const hub = (maxBufferedBytes?: number) =>
-  SseHub.layer({ keepAlive: "1 hour", ...(maxBufferedBytes === undefined ? {} : { maxBufferedBytes }) }).pipe(Layer.provideMerge(MemoryEventBus))
+const hub = (options: Partial<SseHubOptions> = {}) => SseHub.layer({ keepAlive: "1 hour", ...options }).pipe(Layer.provideMerge(MemoryEventBus))
 
 const live = (after: number): FollowStart => ({ first: [], after: Option.some(after) })
 
-/** Everything a client stream carries, as it arrives. */
-const collect = (out: Readable) => {
-  const text = { value: "", ended: false, destroyed: false }
-  out.setEncoding("utf8")
-  out.on("data", (d: string) => (text.value += d))
-  out.on("end", () => (text.ended = true))
-  out.on("close", () => (text.destroyed = !text.ended))
-  return text
+/** A client connection: what the hub writes, as it arrives (read as fast as it comes, unless `reading` is false). */
+const client = (reading = true) => {
+  const out = new PassThrough()
+  const seen = { value: "", ended: false, closed: false, writes: [] as Array<Buffer> }
+  const write = out.write.bind(out)
+  out.write = ((chunk: Buffer) => {
+    seen.writes.push(chunk)
+    return write(chunk)
+  }) as typeof out.write
+  if (reading) {
+    out.setEncoding("utf8")
+    out.on("data", (d: string) => (seen.value += d))
+  }
+  out.on("end", () => (seen.ended = true))
+  out.on("close", () => (seen.closed = true))
+  return { out, seen }
 }
 
 const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))
@@ -37,31 +44,50 @@ describe("SseHub", () => {
   it.scoped("fans one log subscription out to every client, in order, and ends them all after done", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
-      const clients = yield* Effect.forEach(Array.from({ length: 50 }, () => 0), () => Effect.map(sse.open("w1", live(0)), collect))
+      const clients = Array.from({ length: 50 }, () => client())
+      for (const c of clients) sse.attach(c.out, "w1", live(0))
       expect(yield* sse.stats).toEqual({ clients: 50, workflows: 1 })
       yield* publish("w1", 20)
       yield* publish("w1", 1, "done")
       yield* settle
       for (const c of clients) {
-        expect(ids(c.value)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1))
-        expect(c.ended).toBe(true)
+        expect(ids(c.seen.value)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1))
+        expect(c.seen.ended).toBe(true)
       }
       expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
+    }).pipe(Effect.provide(hub())))
+
+  it.scoped("encodes each event once: every client is written the very same bytes", () =>
+    Effect.gen(function*() {
+      const sse = yield* SseHub
+      const clients = Array.from({ length: 3 }, () => client())
+      for (const c of clients) sse.attach(c.out, "w7", live(0))
+      yield* publish("w7", 5)
+      yield* settle
+      const [first, ...others] = clients.map((c) => c.seen.writes)
+      expect(first).toHaveLength(5)
+      for (const writes of others) {
+        expect(writes).toHaveLength(5)
+        writes.forEach((bytes, i) => expect(bytes).toBe(first![i]))
+      }
     }).pipe(Effect.provide(hub())))
 
   it.scoped("a client joining behind reads its gap from the log, then follows live without gaps or repeats", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
-      const first = collect(yield* sse.open("w2", live(0)))
+      const first = client()
+      sse.attach(first.out, "w2", live(0))
       yield* publish("w2", 30)
       yield* settle
-      const late = collect(yield* sse.open("w2", live(5)))
-      const upToDate = collect(yield* sse.open("w2", live(30)))
+      const late = client()
+      const upToDate = client()
+      sse.attach(late.out, "w2", live(5))
+      sse.attach(upToDate.out, "w2", live(30))
       yield* publish("w2", 10)
       yield* settle
-      expect(ids(first.value)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1))
-      expect(ids(late.value)).toEqual(Array.from({ length: 35 }, (_, i) => i + 6))
-      expect(ids(upToDate.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 31))
+      expect(ids(first.seen.value)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1))
+      expect(ids(late.seen.value)).toEqual(Array.from({ length: 35 }, (_, i) => i + 6))
+      expect(ids(upToDate.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 31))
     }).pipe(Effect.provide(hub())))
 
   it.scoped("writes the first events of a finished workflow and ends without following", () =>
@@ -69,53 +95,60 @@ describe("SseHub", () => {
       const sse = yield* SseHub
       const now = yield* DateTime.now
       const event = (seq: number, type: WorkflowEvent["type"]): WorkflowEvent => ({ workflow_id: "w3", seq, type, data: {}, created_at: now })
-      const c = collect(yield* sse.open("w3", { first: [event(4, "status"), event(4, "done")], after: Option.none() }))
+      const c = client()
+      sse.attach(c.out, "w3", { first: [event(4, "status"), event(4, "done")], after: Option.none() })
       yield* settle
-      expect(c.value).toBe('id: 4\nevent: status\ndata: {}\n\nid: 4\nevent: done\ndata: {}\n\n')
-      expect(c.ended).toBe(true)
+      expect(c.seen.value).toBe("id: 4\nevent: status\ndata: {}\n\nid: 4\nevent: done\ndata: {}\n\n")
+      expect(c.seen.ended).toBe(true)
       expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
     }).pipe(Effect.provide(hub())))
 
-  it.scoped("disconnects a client that stops reading once it is too far behind; the others keep going", () =>
+  it.scoped("drops a client that stops reading once it is too far behind, saying why; the others keep going", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
-      const stuck = yield* sse.open("w4", live(0))
-      let stuckClosed = false
-      stuck.on("close", () => (stuckClosed = true))
-      const reader = collect(yield* sse.open("w4", live(0)))
-      for (let i = 0; i < 20; i++) {
+      const stuck = client(false)
+      const reader = client()
+      sse.attach(stuck.out, "w4", live(0))
+      sse.attach(reader.out, "w4", live(0))
+      for (let i = 0; i < 40; i++) {
         yield* publish("w4", 10)
         yield* settle
       }
-      expect(stuckClosed).toBe(true)
-      // Nothing was written past the limit (one event over it at most).
-      expect(stuck.readableLength).toBeLessThan(2_000 + 100)
-      expect(ids(reader.value)).toHaveLength(200)
+      // Nothing was written past the limit (the event that crossed it and the last comment at most).
+      const held = stuck.seen.writes.reduce((n, b) => n + b.length, 0)
+      expect(held).toBeLessThan(16 * 1024 + 2_000 + 200)
+      expect(stuck.seen.writes.at(-1)!.toString()).toBe(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")
+      expect(stuck.out.writableEnded).toBe(true)
+      // It never drained: its connection is destroyed after the grace.
+      expect(stuck.seen.closed).toBe(true)
+      expect(ids(reader.seen.value)).toHaveLength(400)
       expect(yield* sse.stats).toEqual({ clients: 1, workflows: 1 })
-    }).pipe(Effect.provide(hub(2_000))))
+    }).pipe(Effect.provide(hub({ maxBufferedBytes: 2_000, dropGrace: "50 millis" }))))
 
   it.scoped("stops following a workflow when its last client leaves", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
-      const a = yield* sse.open("w5", live(0))
-      const b = yield* sse.open("w5", live(0))
-      a.destroy()
+      const a = client()
+      const b = client()
+      sse.attach(a.out, "w5", live(0))
+      sse.attach(b.out, "w5", live(0))
+      a.out.destroy()
       yield* settle
       expect(yield* sse.stats).toEqual({ clients: 1, workflows: 1 })
-      b.destroy()
+      b.out.destroy()
       yield* settle
       expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
     }).pipe(Effect.provide(hub())))
 
   it("ends every stream when the server stops", async () => {
-    const { c, stats } = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const context = yield* Layer.build(hub())
-      const sse = yield* Effect.provide(SseHub, context)
-      const c = collect(yield* sse.open("w6", live(0)))
-      return { c, stats: sse.stats }
+    const c = client()
+    const stats = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const sse = yield* Effect.provide(SseHub, yield* Layer.build(hub()))
+      sse.attach(c.out, "w6", live(0))
+      return sse.stats
     })))
     await new Promise((r) => setTimeout(r, 20))
-    expect(c.ended).toBe(true)
+    expect(c.seen.ended).toBe(true)
     expect(await Effect.runPromise(stats)).toEqual({ clients: 0, workflows: 0 })
   })
 })

@@ -1,0 +1,83 @@
+/**
+ * What the API's multipart forms are made of. WES's multipart reader (MultipartReader.ts) hands
+ * each request's form over as a record: text fields as strings, file parts as `FormFile`s, every
+ * field at most once. The forms of the declaration (Api.ts) are Schemas over that record, so the
+ * OpenAPI document, the decoding of a request and the handlers' types are one description.
+ * Platform-neutral: the typed client imports the declaration too.
+ */
+import { isParamField, type StorageError, type SuppliedParam, type UploadedFile } from "@wes/core"
+import * as Effect from "effect/Effect"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as Stream from "effect/Stream"
+
+/** A file part of a form, held by the reader for the life of the request. */
+export class FormFile {
+  constructor(
+    /** The form field it was sent as. */
+    readonly field: string,
+    readonly filename: string,
+    readonly contentType: string,
+    /** Bytes received. */
+    readonly size: number,
+    /** Its bytes (from memory, or from the request's temporary file). */
+    readonly content: Stream.Stream<Uint8Array, StorageError>,
+    /** Its bytes as UTF-8 text. */
+    readonly text: Effect.Effect<string, StorageError>
+  ) {}
+
+  toString(): string {
+    return `FormFile(${this.field}: ${this.filename}, ${this.size} bytes)`
+  }
+}
+
+/** A form as the reader gives it: field name -> text or file. */
+export type FormRecord = Readonly<Record<string, string | FormFile>>
+
+/** A file part. */
+export const FilePart = Schema.declare((u: unknown): u is FormFile => u instanceof FormFile, {
+  jsonSchema: { type: "string", format: "binary" },
+  message: () => "must be a file"
+})
+
+/** A text field (a file sent in its place is refused). */
+export const TextField = Schema.String.annotations({ message: () => ({ message: "must be a text field, not a file", override: true }) })
+
+/**
+ * A JSON document, as a file part or (for `curl -F 'field=<json>'`) a text field, parsed. The
+ * part's bytes are read here; a file that cannot be read back is a defect (500), not a 400.
+ */
+export const JsonDocument = Schema.transformOrFail(Schema.Union(FilePart, Schema.String), Schema.Unknown, {
+  strict: true,
+  decode: (part, _, ast) =>
+    Effect.flatMap(typeof part === "string" ? Effect.succeed(part) : Effect.orDie(part.text), (text) => {
+      try {
+        return ParseResult.succeed(JSON.parse(text) as unknown)
+      } catch (e) {
+        const reason = e instanceof Error ? e.message : String(e)
+        return ParseResult.fail(new ParseResult.Type(ast, part, `is not valid JSON (${reason})`))
+      }
+    }),
+  encode: (value) => ParseResult.succeed(JSON.stringify(value))
+})
+
+/** `$name` / `#name`: a dynamic parameter (text, or a file for `$file(...)`); the use case matches them to placeholders. */
+export const ParamFields = Schema.Record({
+  key: Schema.TemplateLiteral(Schema.Literal("$", "#"), Schema.String),
+  value: Schema.Union(Schema.String, FilePart)
+})
+
+/** The dynamic parameters of a decoded form (its `$`/`#` fields), in the order sent, as the use cases take them. */
+export const paramsOf = (form: typeof ParamFields.Type): ReadonlyArray<SuppliedParam<UploadedFile>> =>
+  Object.entries(form as Readonly<Record<string, unknown>>).flatMap(([field, value]): ReadonlyArray<SuppliedParam<UploadedFile>> => {
+    if (!isParamField(field)) return []
+    if (typeof value === "string") return [{ field, value: { _tag: "Text", text: value } }]
+    if (!(value instanceof FormFile)) return []
+    return [{
+      field,
+      value: {
+        _tag: "File",
+        file: { filename: value.filename, content_type: value.contentType || "application/octet-stream", content: value.content }
+      }
+    }]
+  })
