@@ -59,7 +59,8 @@ const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   events: (runner) =>
     Stream.unwrapScoped(Effect.map(Queue.unbounded<RunnerEvent>(), (q) => {
       sockets.set(runner.id, q)
-      return Stream.concat(Stream.make<RunnerEvent>({ _tag: "Connected" }), Stream.fromQueue(q))
+      const connected: RunnerEvent = { _tag: "Connected" }
+      return Stream.concat(Stream.succeed(connected), Stream.fromQueue(q))
     }))
 }))
 

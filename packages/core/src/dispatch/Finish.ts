@@ -7,6 +7,7 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -88,12 +89,20 @@ export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: P
   })
 
 /**
+ * After an end that was not recorded (interrupted, or the store failed): back to the runner's
+ * side, so that reconciliation reads the history again; a workflow left `finishing` would never
+ * be looked at again.
+ */
+const backToRunner = (id: string) => <A, E>(exit: Exit.Exit<A, E>): Effect.Effect<void, never, Driving> =>
+  Exit.isSuccess(exit) ? Effect.void : Effect.flatMap(Driving, (d) => Effect.asVoid(d.inFlight.shift(id, ["finishing"], "onRunner")))
+
+/**
  * Records the end `history` reports for a workflow this driver is finishing (phase `finishing`),
  * with the run events not written yet (`leading`, written first), then lets go of it. A guard refused because the driver's copy of the status was behind is
  * retried once from the status the store reported.
  */
 export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyArray<NewWorkflowEvent> = []) =>
-  Effect.gen(function*() {
+  Effect.onExit(Effect.gen(function*() {
     const driving = yield* Driving
     const tracked = yield* driving.inFlight.get(id)
     const target = yield* driving.target
@@ -118,7 +127,7 @@ export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyA
       status = outcome.status
     }
     yield* driving.inFlight.remove(id)
-  })
+  }), backToRunner(id))
 
 /**
  * On `executing {node: null}`, or when a prompt left the runner's queue: reads its history (written
@@ -155,4 +164,4 @@ export const finish = (
       return yield* Effect.asVoid(driving.inFlight.shift(id, ["finishing"], "onRunner"))
     }
     yield* recordEnd(id, history.value, leading)
-  }).pipe(Effect.onInterrupt(() => Effect.flatMap(Driving, (d) => Effect.asVoid(d.inFlight.shift(id, ["finishing"], "onRunner")))))
+  }).pipe(Effect.onExit(backToRunner(id)))

@@ -6,12 +6,15 @@ export {
   Conflict,
   FieldIssue,
   IllegalTransition,
+  InvalidToken,
   ManagedRunnersForbidden,
+  MissingAuthorization,
   NoEligibleRunner,
   NotFound,
   RunnerProbeFailed,
   StorageError,
   TierLimitExceeded,
+  TokenExpired,
   ValidationError
 } from "./Errors.js"
 export {
@@ -30,4 +33,4 @@ export { isJsonObject, JsonObject, Timestamp } from "./Json.js"
 export { LimitReached } from "./LimitReached.js"
 export { type PageInput, type PageRequest, type Paged, pageBounds } from "./Pagination.js"
 export { MAX_TAGS, normalizeTag, normalizeTags, parseTagList, tagsMatch } from "./Tags.js"
-export { fromDecodeIssues } from "./Validation.js"
+export { type DecodeIssue, fromDecodeIssues } from "./Validation.js"

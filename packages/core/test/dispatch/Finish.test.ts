@@ -6,6 +6,7 @@ import {
   type PromptHistory,
   RunnerGateway,
   RunnerUnreachable,
+  StorageError,
   WorkflowEventBus,
   WorkflowRepository
 } from "@wes/core"
@@ -136,5 +137,24 @@ describe("Finish", () => {
       const tracked = yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id))
       expect(Option.map(tracked, (t) => t.phase)).toEqual(Option.some("onRunner"))
     }).pipe(Effect.provide(layerFor(store, { history: () => Effect.succeedNone }, { published })))
+  })
+
+  it.effect("an end the store could not write goes back to the runner's side, for reconciliation to record later", () => {
+    const w = workflowOn({ status: "running" })
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      const failed = yield* Effect.flip(finish(w.id))
+      expect(failed._tag).toBe("StorageError")
+      const tracked = yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id))
+      expect(Option.map(tracked, (t) => t.phase)).toEqual(Option.some("onRunner"))
+    }).pipe(Effect.provide(
+      Layer.mergeAll(
+        Layer.mock(WorkflowRepository, { transition: () => Effect.fail(new StorageError({ message: "PostgreSQL store: connection terminated" })) }),
+        Layer.mock(RunnerGateway, { history: () => Effect.succeed(Option.some(history({}))) }),
+        Layer.mock(BlobStore, {}),
+        Layer.mock(WorkflowEventBus, {}),
+        Layer.mock(IdGenerator, {})
+      ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+    ))
   })
 })

@@ -1,0 +1,18 @@
+import * as Arbitrary from "effect/Arbitrary"
+import * as FastCheck from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+import { describe, expect, it } from "vitest"
+import { toDetail, Workflow, WorkflowDetail } from "../src/workflows/Workflow.js"
+
+describe("workflow JSON through the schemas", () => {
+  it("keeps a key named __proto__, as the user sent it, through encoding and decoding", () => {
+    const w = FastCheck.sample(Arbitrary.make(Workflow), 1)[0]!
+    const sent = `{"__proto__":{"class_type":"Note","inputs":{}},"n1":{"class_type":"A","inputs":{}}}`
+    const workflow_json = JSON.parse(sent) as typeof w.workflow_json
+    const encoded = Schema.encodeSync(WorkflowDetail)(toDetail({ ...w, workflow_json }))
+    expect(JSON.stringify(encoded.workflow_json)).toBe(sent)
+    const decoded = Schema.decodeUnknownSync(Workflow)(Schema.encodeSync(Workflow)({ ...w, workflow_json }))
+    expect(Object.hasOwn(decoded.workflow_json, "__proto__")).toBe(true)
+    expect(Object.getPrototypeOf(decoded.workflow_json)).toBe(Object.prototype)
+  })
+})
