@@ -29,8 +29,9 @@ const inputMissing = (placeholder: string) =>
   T.Failed({ error_node: null, exception_type: "InputMissing", exception_message: `The uploaded file for ${placeholder} is no longer stored` })
 
 /**
- * One attempt: where the prompt already is, or uploads and the post. `Done` when the workflow
- * needs nothing more from this submission; runner errors fail the attempt (to be retried).
+ * One attempt: where the prompt already is (`OnRunner`, `Finished`), or the uploads and the post
+ * (`Posted`); `Disabled`, `Gone` (ended meanwhile), `LeaseLost` and `Failed` (an input is gone)
+ * need no post. Runner errors fail the attempt, to be retried.
  */
 const attempt = (w: Workflow, resubmit: boolean) =>
   Effect.gen(function*() {
