@@ -10,7 +10,16 @@ const policy = TierPolicy.make(defaultTierTable)
 
 describe("tier policy", () => {
   it("has the default table of the design", () => {
-    expect(defaultTierTable.free).toEqual({ active_workflows: 5, workflows_per_day: 100, templates: 10, runners: 2, workflow_params: 10 })
+    expect(defaultTierTable.free).toEqual({
+      active_workflows: 5,
+      workflows_per_day: 100,
+      templates: 10,
+      runners: 2,
+      workflow_params: 10,
+      max_priority: "normal",
+      retries: 1
+    })
+    expect(defaultTierTable.pro.max_priority).toBe("high")
     expect(defaultTierTable.pro.workflows_per_day).toBe(5_000)
     expect(defaultTierTable.plus.workflow_params).toBe(200)
   })

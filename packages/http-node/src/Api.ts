@@ -28,6 +28,7 @@ import {
   UpdateRunnerRequest,
   UpdateUserRequest,
   User,
+  Priority,
   WorkflowDetail,
   WorkflowOutputView,
   WorkflowStatus,
@@ -106,7 +107,10 @@ export const CreateWorkflowForm = form(Schema.Struct({
   name: TextField.annotations({ description: "1-200 characters" }),
   workflow_json: Schema.optional(JsonDocument.annotations({ description: `${JSON_DOC}: the workflow in ComfyUI API format` })),
   template_id: Schema.optional(TextField.annotations({ description: "Start from this template instead of workflow_json" })),
-  tags: Schema.optional(TextField.annotations({ description: "Comma-separated tags; used to select a runner" }))
+  tags: Schema.optional(TextField.annotations({ description: "Comma-separated tags; used to select a runner" })),
+  priority: Schema.optional(Priority.annotations({
+    description: "low, normal (the default) or high, up to the tier's max_priority; on its runner higher priorities go first"
+  }))
 }, ParamFields), PARAMS_DOC)
 
 export const RerunWorkflowForm = form(Schema.Struct({}, ParamFields), `Only dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`)

@@ -39,6 +39,8 @@ export interface WesConfig {
    * the work of an instance that died waits before another takes it over (15s).
    */
   readonly lease: Duration.Duration
+  /** How long a waiting workflow takes to rise one priority level. */
+  readonly priorityAging: Duration.Duration
   /**
    * WES_DB_SILENCE_TIMEOUT: a PostgreSQL connection that carries nothing either way for this
    * long is dropped, so a statement on a connection that went silent fails (503) instead of
@@ -70,6 +72,10 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   runnerConcurrency: Config.integer("WES_RUNNER_CONCURRENCY").pipe(
     Config.validate({ message: "WES_RUNNER_CONCURRENCY must be from 1 to 64", validation: (n) => n >= 1 && n <= 64 }),
     Config.withDefault(4)
+  ),
+  priorityAging: Config.duration("WES_PRIORITY_AGING").pipe(
+    Config.validate({ message: "WES_PRIORITY_AGING must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
+    Config.withDefault(Duration.minutes(5))
   ),
   lease: Config.duration("WES_LEASE").pipe(
     Config.validate({ message: "WES_LEASE must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),

@@ -50,7 +50,11 @@ export const coreLayer = (config: WesConfig) => {
   const gateway = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
-  return Dispatcher.layer({ concurrencyPerRunner: config.runnerConcurrency, claimLease: config.lease }).pipe(
+  return Dispatcher.layer({
+    concurrencyPerRunner: config.runnerConcurrency,
+    claimLease: config.lease,
+    priorityAging: config.priorityAging
+  }).pipe(
     Layer.provideMerge(useCasesLayer()),
     Layer.provideMerge(Layer.mergeAll(
       storeLayer(config),

@@ -23,7 +23,8 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
             template_id: payload.template_id,
             tags: payload.tags,
             params: paramsOf(payload),
-            idempotency_key: request.headers["idempotency-key"]
+            idempotency_key: request.headers["idempotency-key"],
+            priority: payload.priority
           })))
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>

@@ -50,26 +50,63 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
   const leaseEnd = (leaseMs: number) => sql`now() + ${Math.max(0, Math.round(leaseMs))}::float8 * interval '1 millisecond'`
   return {
     /**
-     * One statement: lock the oldest waiting rows of the runner that hold no live lease (the
-     * owner's own included), skipping rows other claimers hold locked right now, stamp them with
-     * the lease and mark them as possibly posted (`submitted_at`, kept when already set); returned
-     * oldest first, each with whether it had been marked before.
+     * One statement, core's `orderWaiting` in SQL. `users` walks the distinct users waiting on the
+     * runner (a skip scan of the waiting index); `candidates` takes, per user and priority, the
+     * `limit` oldest unclaimed (within a priority an older workflow of a user never ranks below a
+     * newer one, so the first `limit` of the whole order are among them); `load` counts each
+     * user's work on the runner (queued, running, or claimed with a live lease); `ranked` numbers
+     * each user's candidates by effective priority then age and adds that load (the turn). Then
+     * the first `limit` by effective priority, turn and age are locked, stamped with the lease and
+     * marked as possibly posted (`submitted_at`, kept when already set); returned in that order,
+     * each with whether it had been marked before. Rows another claimer holds locked are skipped,
+     * not replaced by the next in order: two claimers of one runner at once (only at a change of
+     * the runner's driver) may claim fewer than `limit` this time, never the same workflow.
      */
-    claim: (runnerId: string, owner: string, limit: number, leaseMs: number) =>
-      sql`WITH picked AS (
-          SELECT id, submitted_at IS NOT NULL AS resubmit FROM workflows
+    claim: (runnerId: string, owner: string, limit: number, leaseMs: number, agingMs: number) => {
+      const unclaimed = sql.literal("(claimed_by IS NULL OR lease_expires_at < now())")
+      const oldestAt = (level: number) =>
+        sql`(SELECT id, user_id, priority, created_at FROM workflows
+            WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId} AND user_id = u.user_id
+              AND priority = ${level} AND status IN ${waiting} AND ${unclaimed}
+            ORDER BY created_at, id LIMIT ${limit})`
+      return sql`WITH RECURSIVE users AS (
+          (SELECT user_id FROM workflows
+            WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId} AND status IN ${waiting}
+            ORDER BY user_id LIMIT 1)
+          UNION ALL
+          SELECT (SELECT w.user_id FROM workflows w
+              WHERE coalesce(w.user_runner_id, w.managed_runner_id) = ${runnerId} AND w.status IN ${waiting}
+                AND w.user_id > users.user_id
+              ORDER BY w.user_id LIMIT 1)
+          FROM users WHERE users.user_id IS NOT NULL
+        ), candidates AS (
+          SELECT c.*, c.priority + greatest(0, floor(extract(epoch FROM now() - c.created_at) * 1000 / ${agingMs}::float8)) AS effective
+          FROM users u CROSS JOIN LATERAL (${oldestAt(2)} UNION ALL ${oldestAt(1)} UNION ALL ${oldestAt(0)}) c
+          WHERE u.user_id IS NOT NULL
+        ), load AS (
+          SELECT user_id, count(*) AS n FROM workflows
           WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
-            AND status IN ${waiting}
-            AND (claimed_by IS NULL OR lease_expires_at < now())
-          ORDER BY created_at, id
-          LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED
+            AND (status IN ('queued', 'running') OR (status IN ('accepted', 'uploaded') AND submitted_at IS NOT NULL))
+            AND (status IN ('queued', 'running') OR lease_expires_at >= now())
+          GROUP BY user_id
+        ), ranked AS (
+          SELECT c.id, c.effective, c.created_at, coalesce(load.n, 0)
+              + row_number() OVER (PARTITION BY c.user_id ORDER BY c.effective DESC, c.created_at, c.id) AS turn
+          FROM candidates c LEFT JOIN load ON load.user_id = c.user_id
+        ), first AS (
+          SELECT * FROM ranked ORDER BY effective DESC, turn, created_at, id LIMIT ${limit}
+        ), picked AS (
+          SELECT w.id, w.submitted_at IS NOT NULL AS resubmit, r.effective, r.turn
+          FROM first r JOIN workflows w ON w.id = r.id
+          WHERE w.status IN ${waiting} AND (w.claimed_by IS NULL OR w.lease_expires_at < now())
+          FOR UPDATE OF w SKIP LOCKED
         ), claimed AS (
           UPDATE workflows w SET claimed_by = ${owner}, lease_expires_at = ${leaseEnd(leaseMs)},
             submitted_at = coalesce(w.submitted_at, now())
           FROM picked WHERE w.id = picked.id
-          RETURNING ${claimedColumns}, picked.resubmit)
-        SELECT ${workflows}, resubmit FROM claimed ORDER BY created_at, id`,
+          RETURNING ${claimedColumns}, picked.resubmit, picked.effective, picked.turn)
+        SELECT ${workflows}, resubmit FROM claimed ORDER BY effective DESC, turn, created_at, id`
+    },
     renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) =>
       sql`UPDATE workflows SET lease_expires_at = ${leaseEnd(leaseMs)}
         WHERE id = ANY(${ids}::uuid[]) AND claimed_by = ${owner}`,
@@ -111,9 +148,9 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
     const q = dispatchQueries(sql)
     const decodeClaims = decodeRows(ClaimedRow)
     return DispatchQueue.of({
-      claim: (runnerId, owner, limit, leaseMs) =>
+      claim: (runnerId, owner, limit, leaseMs, agingMs) =>
         isId(runnerId) && limit > 0
-          ? run(q.claim(runnerId, owner, limit, leaseMs)).pipe(
+          ? run(q.claim(runnerId, owner, limit, leaseMs, Math.max(1, agingMs))).pipe(
             Effect.flatMap(decodeClaims),
             Effect.map((rows) => rows.map(({ resubmit, ...workflow }) => ({ workflow, resubmit }))),
             orStorageError("dispatch.claim")

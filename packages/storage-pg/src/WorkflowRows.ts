@@ -24,13 +24,20 @@ export const workflowTimestamps = {
   completed_at: DbNullableTimestamp
 }
 
+/** `priority` as its column stores it: 0 low, 1 normal, 2 high (the claim orders by it). */
+const PriorityColumn = Schema.transformLiterals([0, "low"], [1, "normal"], [2, "high"])
+
+/** A new row as `jsonb_populate_record` reads it: core's JSON form, each column in its own type. */
+export const WorkflowInsert = Schema.Struct({ ...Workflow.fields, priority: PriorityColumn })
+
 /** A workflow row, decoded to core's record (and encoded to insert parameters). */
 export const WorkflowRow = Schema.Struct({
   ...Workflow.fields,
   ...workflowTimestamps,
   submitted_at: DbNullableTimestamp,
   workflow_json: JsonColumn(Workflow.fields.workflow_json),
-  workflow_params: JsonColumn(Workflow.fields.workflow_params)
+  workflow_params: JsonColumn(Workflow.fields.workflow_params),
+  priority: PriorityColumn
 })
 
 const { workflow_json: _definition, ...headFields } = WorkflowRow.fields

@@ -14,12 +14,11 @@ import {
   terminalStatuses,
   type TransitionPlan,
   type TransitionRequest,
-  type Workflow,
-  Workflow as WorkflowSchema
+  type Workflow
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
-import { HEAD_COLUMNS, summaryJson } from "./WorkflowRows.js"
+import { HEAD_COLUMNS, summaryJson, WorkflowInsert } from "./WorkflowRows.js"
 
 /** The SQL type of each field a plan may set (a `satisfies` keeps it in step with core). */
 const PATCH_COLUMNS = {
@@ -54,7 +53,7 @@ export interface CreateLimits {
   readonly dayStart: DateTime.Utc
 }
 
-const encodeWorkflow = Schema.encodeSync(WorkflowSchema)
+const encodeWorkflow = Schema.encodeSync(WorkflowInsert)
 const NO_LIMIT = 2_147_483_647
 
 /**

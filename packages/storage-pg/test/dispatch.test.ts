@@ -185,7 +185,7 @@ describe("the dispatch queue across instances", () => {
         Effect.gen(function*() {
           const got: Array<string> = []
           for (;;) {
-            const batch = (yield* queue.claim(r, owner, 7, 60_000)).map((c) => c.workflow)
+            const batch = (yield* queue.claim(r, owner, 7, 60_000, 300_000)).map((c) => c.workflow)
             if (batch.length === 0) return { owner, got }
             const created = batch.map((w) => w.created_at.epochMillis)
             expect(created, "each batch comes oldest first").toEqual([...created].sort((x, y) => x - y))
@@ -214,18 +214,18 @@ describe("the dispatch queue across instances", () => {
       const waiting = waitingOn(r, 5)
       yield* Effect.forEach(waiting, (w) => a.repo.create(w), { discard: true })
 
-      const claimed = (yield* a.queue.claim(r, a.ownership.instanceId, 10, 700)).map((c) => c.workflow)
+      const claimed = (yield* a.queue.claim(r, a.ownership.instanceId, 10, 700, 300_000)).map((c) => c.workflow)
       expect(ids(claimed)).toEqual(ids(waiting))
       const died = Date.now()
       yield* a.stop
-      expect(yield* b.queue.claim(r, b.ownership.instanceId, 10, 60_000)).toEqual([])
+      expect(yield* b.queue.claim(r, b.ownership.instanceId, 10, 60_000, 300_000)).toEqual([])
       // Renewing or releasing someone else's claims does nothing.
       yield* b.queue.renew(ids(waiting), "somebody-else", 60_000)
       yield* b.queue.release(ids(waiting), "somebody-else")
-      expect(yield* b.queue.claim(r, "somebody-else", 10, 60_000)).toEqual([])
+      expect(yield* b.queue.claim(r, "somebody-else", 10, 60_000, 300_000)).toEqual([])
 
       const taken = yield* eventually(
-        Effect.map(b.queue.claim(r, b.ownership.instanceId, 10, 60_000), Option.liftPredicate((ws) => ws.length > 0)),
+        Effect.map(b.queue.claim(r, b.ownership.instanceId, 10, 60_000, 300_000), Option.liftPredicate((ws) => ws.length > 0)),
         "5 seconds"
       )
       expect(Date.now() - died).toBeGreaterThanOrEqual(600)

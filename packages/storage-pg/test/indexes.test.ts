@@ -82,8 +82,8 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
         ["quota", q.quota(sample.user_id)],
         ["runner candidates", runnerLoadQuery(sql, sample.user_id, ["pro", "plus"])],
         ["unfinishedRunners", q.unfinishedRunners()],
-        ["claim (user runner)", d.claim(sample.user_runner_id, "instance-a", 10, 30_000)],
-        ["claim (managed runner)", d.claim(sample.managed_runner_id, "instance-a", 10, 30_000)],
+        ["claim (user runner)", d.claim(sample.user_runner_id, "instance-a", 10, 30_000, 300_000)],
+        ["claim (managed runner)", d.claim(sample.managed_runner_id, "instance-a", 10, 30_000, 300_000)],
         ["renew claims", d.renew([F.uuid(), F.uuid()], "instance-a", 30_000)],
         ["release claims", d.release([F.uuid()], "instance-a")]
       ]
@@ -92,15 +92,17 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
         expect(plan, name).not.toMatch(/Seq Scan on workflows/)
         expect(plan, name).toMatch(/Index|Bitmap/)
         // The dispatcher's per-runner reads go straight to the runner's rows, in order (no walk over
-        // every unfinished workflow, no sort before the LIMIT).
-        const perRunner = name.startsWith("claim")
-          ? "workflows_waiting_runner_idx"
-          : name.startsWith("listSubmittedOnRunner")
-          ? "workflows_submitted_runner_idx"
-          : undefined
-        if (perRunner !== undefined) {
-          const ordered = `Limit[^\\n]*\\n\\s*->\\s+(LockRows[^\\n]*\\n\\s*->\\s+)?Index Scan using ${perRunner} on workflows`
+        // every unfinished workflow, no sort before the LIMIT). The claim walks the runner's
+        // waiting users and, per user and priority, the oldest of them, each by the waiting index.
+        if (name.startsWith("listSubmittedOnRunner")) {
+          const ordered = `Limit[^\\n]*\\n\\s*->\\s+(LockRows[^\\n]*\\n\\s*->\\s+)?Index Scan using workflows_submitted_runner_idx on workflows`
           expect(plan, name).toMatch(new RegExp(`${ordered}[^\\n]*\\n\\s*Index Cond: \\(COALESCE`))
+        }
+        if (name.startsWith("claim")) {
+          const walks = plan.match(/Index (Only )?Scan using workflows_waiting_runner_user_idx/g) ?? []
+          // The first user of the walk, and one per priority of each user.
+          expect(walks.length, name).toBeGreaterThanOrEqual(4)
+          expect(plan, name).not.toMatch(/Index Scan using workflows_(user|active|in_flight)/)
         }
       }
       // The runner leases: one row per runner, reached by its primary key.

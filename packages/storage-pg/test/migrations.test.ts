@@ -51,7 +51,7 @@ describe("migrations", () => {
         "workflows_user_idempotency_key",
         "workflows_user_runner_history_idx",
         "workflows_user_status_created_idx",
-        "workflows_waiting_runner_idx"
+        "workflows_waiting_runner_user_idx"
       ])
     }))
 

@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { ManagedRunnersForbidden, TierLimitExceeded } from "../shared/Errors.js"
+import { Priority } from "../workflows/Workflow.js"
 
 export const Tier = Schema.Literal("free", "pro", "plus").annotations({
   identifier: "Tier",
@@ -38,7 +39,11 @@ export const TierLimits = Schema.Struct({
   /** User-owned runners. */
   runners: Limit,
   /** Parameters (placeholders) per workflow. */
-  workflow_params: Limit
+  workflow_params: Limit,
+  /** The highest priority a workflow may ask for. */
+  max_priority: Priority,
+  /** Automatic retries of a workflow that failed with RunnerLost or out of memory, each on another runner. */
+  retries: Limit
 })
 export interface TierLimits extends Schema.Schema.Type<typeof TierLimits> {}
 
@@ -46,9 +51,9 @@ export type TierTable = { readonly [T in Tier]: TierLimits }
 
 /** design.md section 5. */
 export const defaultTierTable: TierTable = {
-  free: { active_workflows: 5, workflows_per_day: 100, templates: 10, runners: 2, workflow_params: 10 },
-  pro: { active_workflows: 50, workflows_per_day: 5_000, templates: 200, runners: 20, workflow_params: 50 },
-  plus: { active_workflows: 500, workflows_per_day: 50_000, templates: 2_000, runners: 200, workflow_params: 200 }
+  free: { active_workflows: 5, workflows_per_day: 100, templates: 10, runners: 2, workflow_params: 10, max_priority: "normal", retries: 1 },
+  pro: { active_workflows: 50, workflows_per_day: 5_000, templates: 200, runners: 20, workflow_params: 50, max_priority: "high", retries: 1 },
+  plus: { active_workflows: 500, workflows_per_day: 50_000, templates: 2_000, runners: 200, workflow_params: 200, max_priority: "high", retries: 1 }
 }
 
 /** Shape of `WES_TIER_LIMITS`: any tier, any subset of its limits. */
@@ -71,8 +76,8 @@ export const applyOverride = (table: TierTable, override: TierTableOverride): Ti
 export const managedRunnerTypesFor = (tier: Tier): ReadonlyArray<RunnerType> =>
   tier === "plus" ? ["pro", "plus"] : tier === "pro" ? ["pro"] : []
 
-/** Which limit a check is about; the names appear in `GET /v1/user`'s `limits`. */
-export type LimitName = keyof TierLimits
+/** Which count limit a check is about; the names appear in `GET /v1/user`'s `limits`. */
+export type LimitName = "active_workflows" | "workflows_per_day" | "templates" | "runners" | "workflow_params"
 
 const describe: { readonly [K in LimitName]: (tier: Tier, value: number) => string } = {
   active_workflows: (t, v) =>

@@ -1,11 +1,13 @@
 /**
  * The claim loop of a driver: whenever it is woken (new work announced) or `claimInterval` passes
  * (claims of dead instances expire silently), it claims as many waiting workflows as it has free
- * submission slots (`concurrencyPerRunner`), in one store operation, and submits each beside the
- * loop. With every slot busy it waits for a submission to end instead; a claim that filled every
- * slot is followed by another at once. So an idle runner costs one claim per wake-up. It returns
- * once the runner has had no work for `idleAfter`. Claims being submitted are renewed every third
- * of their lease.
+ * slots, in one store operation, in the store's scheduling order (dispatch/Ordering.ts), and
+ * submits each beside the loop. A slot is a prompt kept on the runner (`concurrencyPerRunner`:
+ * being submitted, or queued or running there): the rest waits in WES, where priorities and fair
+ * share decide, not in ComfyUI's first-come queue. With every slot busy it waits for one to free
+ * (a submission or a workflow ended); a claim that filled every slot is followed by another at
+ * once. So an idle runner costs one claim per wake-up. It returns once the runner has had no work
+ * for `idleAfter`. Claims being submitted are renewed every third of their lease.
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -50,12 +52,13 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
   const repo = yield* WorkflowRepository
   const { options } = driving
   const leaseMs = Duration.toMillis(options.claimLease)
+  const agingMs = Duration.toMillis(options.priorityAging)
   // A tick every claimInterval stands in for a wake-up (no timeout per wait: each costs a fiber and a timer).
   yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(options.claimInterval)))
   let idleSince: number | undefined
   for (;;) {
-    const free = options.concurrencyPerRunner - (yield* driving.inFlight.count("submitting"))
-    const claimed = free <= 0 ? [] : yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs).pipe(
+    const free = options.concurrencyPerRunner - (yield* driving.inFlight.load)
+    const claimed = free <= 0 ? [] : yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs, agingMs).pipe(
       Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
     )
     for (const c of claimed) yield* submitClaimed(c)

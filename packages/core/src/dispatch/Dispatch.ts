@@ -25,14 +25,18 @@ export interface ClaimedWorkflow {
 export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<DispatchQueue, {
   /**
    * Claims up to `limit` workflows assigned to `runnerId` that wait for submission (accepted or
-   * uploaded) and hold no live lease (the caller's own included), oldest first, for `owner` until
-   * `leaseMs` from now, in one step; each is marked `submitted_at` (when not already).
+   * uploaded) and hold no live lease (the caller's own included), first in the order of
+   * `orderWaiting` (Ordering.ts: effective priority with one level per `agingMs` waited, then fair
+   * share across users, where a user's workflows on the runner are those queued or running there
+   * or claimed with a live lease, then age), for `owner` until `leaseMs` from now, in one step;
+   * each is marked `submitted_at` (when not already). Returned in that order.
    */
   readonly claim: (
     runnerId: string,
     owner: string,
     limit: number,
-    leaseMs: number
+    leaseMs: number,
+    agingMs: number
   ) => Effect.Effect<ReadonlyArray<ClaimedWorkflow>, StorageError>
   /** Extends the leases `owner` holds on `ids`. */
   readonly renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) => Effect.Effect<void, StorageError>

@@ -15,8 +15,14 @@ export interface DispatcherOptions {
   readonly reconcileInterval: Duration.DurationInput
   /** Lease on a claimed workflow, renewed while it is being submitted. */
   readonly claimLease: Duration.DurationInput
-  /** Workflows submitted to one runner at the same time. */
+  /**
+   * Prompts kept on one runner at a time (being submitted, queued or running there). The rest
+   * waits in WES in scheduling order, so this bounds how long one user's burst can hold up
+   * another's workflow.
+   */
   readonly concurrencyPerRunner: number
+  /** How long a waiting workflow takes to rise one priority level (no starvation). */
+  readonly priorityAging: Duration.DurationInput
   /** Attempts on one runner before the workflow moves to another. */
   readonly submitAttempts: number
   /** First retry delay of a runner call; doubles per attempt up to `retryDelayMax`, with jitter. */
@@ -38,6 +44,7 @@ export const defaultDispatcherOptions: DispatcherOptions = {
   reconcileInterval: Duration.seconds(5),
   claimLease: Duration.seconds(30),
   concurrencyPerRunner: 4,
+  priorityAging: Duration.minutes(5),
   // About 30 s of retries per runner: long enough to ride out a ComfyUI restart.
   submitAttempts: 6,
   retryDelay: Duration.seconds(1),

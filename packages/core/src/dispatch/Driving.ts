@@ -35,7 +35,7 @@ export interface DrivingShape {
   readonly refreshTarget: Effect.Effect<Option.Option<RunnerTarget>, StorageError>
   /** New work may be claimable (a wake-up from the dispatch queue). */
   readonly wake: Queue.Queue<void>
-  /** A submission ended: a submission slot is free again. */
+  /** A submission ended or a workflow left the runner: a slot may be free again. */
   readonly slotFreed: Queue.Queue<void>
   /** The runner's queue changed: positions are worth reading again. */
   readonly queueChanged: Queue.Queue<void>
@@ -80,6 +80,7 @@ export const makeDriving = (
       return cached !== undefined && now - cached.at < refreshMs ? cached.value : yield* refreshTarget
     })
     const background = yield* FiberSet.make<void, never>()
+    const slotFreed = yield* Queue.sliding<void>(1)
     const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
       Effect.asVoid(FiberSet.run(background, effect.pipe(
         Effect.catchAll((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
@@ -89,11 +90,11 @@ export const makeDriving = (
       owner,
       lease,
       options,
-      inFlight: yield* makeInFlight,
+      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined)),
       target,
       refreshTarget,
       wake,
-      slotFreed: yield* Queue.sliding<void>(1),
+      slotFreed,
       queueChanged: yield* Queue.sliding<void>(1),
       reconcileNow: yield* Queue.sliding<void>(1),
       socketOpen: yield* Deferred.make<void>(),

@@ -38,6 +38,8 @@ export interface InFlight {
   readonly get: (id: string) => Effect.Effect<Option.Option<Tracked>>
   readonly all: Effect.Effect<ReadonlyArray<Tracked>>
   readonly count: (phase: Phase) => Effect.Effect<number>
+  /** Prompts this driver keeps on the runner: being submitted or on it (what `concurrencyPerRunner` bounds). */
+  readonly load: Effect.Effect<number>
   /** Adds or replaces an entry. */
   readonly put: (tracked: Tracked) => Effect.Effect<void>
   /** Starts tracking a workflow this driver is about to submit (`nodes`: its graph's node ids). */
@@ -56,12 +58,14 @@ export interface InFlight {
   readonly remove: (id: string) => Effect.Effect<void>
 }
 
-export const makeInFlight: Effect.Effect<InFlight> = Effect.map(
+/** An empty view; `removed` runs after every removal (a slot on the runner may be free). */
+export const makeInFlight = (removed: Effect.Effect<void> = Effect.void): Effect.Effect<InFlight> => Effect.map(
   Ref.make(HashMap.empty<string, Tracked>()),
   (ref): InFlight => ({
     get: (id) => Effect.map(Ref.get(ref), HashMap.get(id)),
     all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
     count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
+    load: Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === "finishing" ? n : n + 1))),
     put: (tracked) => Ref.update(ref, HashMap.set(tracked.workflow.id as string, tracked)),
     submitting: (workflow, nodes) =>
       Effect.flatMap(Deferred.make<void>(), (recorded) =>
@@ -82,6 +86,6 @@ export const makeInFlight: Effect.Effect<InFlight> = Effect.map(
         }
         return [Option.some(current.value.recorded), HashMap.set(map, id, { ...current.value, startedAt: at })]
       }),
-    remove: (id) => Ref.update(ref, HashMap.remove(id))
+    remove: (id) => Effect.zipRight(Ref.update(ref, HashMap.remove(id)), removed)
   })
 )

@@ -3,6 +3,7 @@ export { type ClaimedWorkflow, DispatchQueue, type RunnerLease, RunnerOwnership 
 export { Dispatcher, type DispatcherDeps } from "./Dispatcher.js"
 export { defaultDispatcherOptions, type DispatcherOptions, retrySchedule } from "./DispatcherOptions.js"
 export * as Lifecycle from "./Lifecycle.js"
+export { effectivePriority, orderWaiting, priorityLevel, type Ranked, type Waiting } from "./Ordering.js"
 export { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
 export { type RunnerCandidate, RunnerLoad } from "./RunnerLoad.js"
 export { noEligibleRunner, Scheduler } from "./Scheduler.js"

@@ -20,6 +20,11 @@ import { equal, failure, ok } from "./Assert.js"
 import { c, type ConformanceCase } from "./Case.js"
 import * as F from "./Fixtures.js"
 
+/** The priority aging of claims in these cases: 5 minutes, the default. */
+const AGING = 300_000
+/** An aging so long that no workflow in a case rises a level. */
+const NO_AGING = 1e12
+
 const insertAll = (workflows: ReadonlyArray<Workflow>) =>
   Effect.flatMap(WorkflowRepository, (repo) => Effect.forEach(workflows, (w) => repo.create(w), { discard: true }))
 
@@ -310,7 +315,7 @@ export const transitionCases: ReadonlyArray<ConformanceCase> = [
     const to = F.uuid() as Workflow["managed_runner_id"]
     const w = F.workflow(F.user().id, { user_runner_id: from, status: "uploaded" })
     yield* repo.create(w)
-    yield* equal(ids(yield* queue.claim(from!, "a", 10, 60_000)), [w.id], "claimed on the first runner")
+    yield* equal(ids(yield* queue.claim(from!, "a", 10, 60_000, AGING)), [w.id], "claimed on the first runner")
     const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === to), Stream.runHead, Effect.fork)
     yield* Effect.sleep("100 millis")
     const moved = yield* move(w.id, [T.Reassigned({ runner: { kind: "managed", id: to! } })])
@@ -319,7 +324,7 @@ export const transitionCases: ReadonlyArray<ConformanceCase> = [
         moved.workflow.dispatch_attempts === 1 && moved.workflow.submitted_at === null && moved.workflow.status === "uploaded",
       "assigned to the other runner, attempt counted, nothing submitted there"
     )
-    yield* equal(ids(yield* queue.claim(to!, "b", 10, 60_000)), [w.id], "claimable on the new runner at once")
+    yield* equal(ids(yield* queue.claim(to!, "b", 10, 60_000, AGING)), [w.id], "claimable on the new runner at once")
     yield* equal(yield* Fiber.join(woken), Option.some(to), "the new runner is announced")
   }).pipe(Effect.timeout("10 seconds"))),
   c("transitions: concurrent moves of different workflows are each applied once", Effect.gen(function*() {
@@ -413,33 +418,74 @@ export const dispatchCases: ReadonlyArray<ConformanceCase> = [
       F.workflow(owner.id, { user_runner_id: r, status: "cancelled", created_at: F.at(0) }),
       F.workflow(owner.id, { user_runner_id: runnerIdOf(), status: "accepted", created_at: F.at(0) })
     ])
-    const a = yield* queue.claim(r!, "instance-a", 2, 60_000)
+    const a = yield* queue.claim(r!, "instance-a", 2, 60_000, AGING)
     yield* equal(ids(a), [waiting[0]!.id, waiting[1]!.id], "the two oldest waiting")
     yield* ok(a.every((x) => x.workflow.submitted_at !== null && !x.resubmit), "marked as possibly posted; first claim")
     yield* equal(a[0]!.workflow.workflow_json, waiting[0]!.workflow_json, "with the definition to submit")
-    const b = yield* queue.claim(r!, "instance-b", 10, 60_000)
+    const b = yield* queue.claim(r!, "instance-b", 10, 60_000, AGING)
     yield* equal(ids(b), [waiting[2]!.id], "another instance gets only what is not claimed")
-    yield* equal(yield* queue.claim(r!, "instance-c", 10, 60_000), [], "nothing left")
-    yield* equal(yield* queue.claim(r!, "instance-a", 10, 60_000), [], "not even the holder's own claims again")
+    yield* equal(yield* queue.claim(r!, "instance-c", 10, 60_000, AGING), [], "nothing left")
+    yield* equal(yield* queue.claim(r!, "instance-a", 10, 60_000, AGING), [], "not even the holder's own claims again")
     yield* queue.release([waiting[0]!.id], "instance-b")
-    yield* equal(yield* queue.claim(r!, "instance-c", 10, 60_000), [], "only the holder can release")
+    yield* equal(yield* queue.claim(r!, "instance-c", 10, 60_000, AGING), [], "only the holder can release")
     yield* queue.release([waiting[0]!.id], "instance-a")
-    const again = yield* queue.claim(r!, "instance-c", 10, 60_000)
+    const again = yield* queue.claim(r!, "instance-c", 10, 60_000, AGING)
     yield* equal(ids(again), [waiting[0]!.id], "released work is claimable")
     yield* ok(again[0]!.resubmit, "claimed again: the runner must be asked before posting")
     yield* move(waiting[1]!.id, [T.Queued({ prompt_id: waiting[1]!.id, queue_number: 1 })])
     yield* queue.release([waiting[1]!.id], "instance-a")
-    yield* equal(yield* queue.claim(r!, "instance-d", 10, 60_000), [], "a submitted workflow is not claimable")
+    yield* equal(yield* queue.claim(r!, "instance-d", 10, 60_000, AGING), [], "a submitted workflow is not claimable")
   })),
-  c("dispatch: concurrent claimers never get the same workflow", Effect.gen(function*() {
+  c("dispatch: claims by priority, then by fair share across users, then by age", Effect.gen(function*() {
+    const queue = yield* DispatchQueue
+    const [a, b, c2] = [F.user(), F.user(), F.user()]
+    const r = runnerIdOf()
+    const on = (u: { readonly id: string }, minute: number, over: Partial<Workflow> = {}) =>
+      F.workflow(u.id, { user_runner_id: r, status: "accepted", created_at: F.at(minute), ...over })
+    const burst = [1, 2, 3, 4, 5].map((m) => on(a, m))
+    const lone = on(b, 6)
+    const urgent = on(c2, 7, { priority: "high" })
+    const slow = on(a, 0, { priority: "low" })
+    yield* insertAll([...burst, lone, urgent, slow, on(a, 0, { status: "queued" }), on(b, 0, { user_runner_id: runnerIdOf(), status: "queued" })])
+    const got = yield* queue.claim(r!, "x", 10, 60_000, NO_AGING)
+    yield* equal(ids(got), [urgent.id, lone.id, ...burst.map((w) => w.id), slow.id],
+      "high first; then the user with nothing on the runner before the one with a queued workflow; low last")
+  })),
+  c("dispatch: a user's live claims count as their work on the runner (round robin between users)", Effect.gen(function*() {
+    const queue = yield* DispatchQueue
+    const [a, b] = [F.user(), F.user()]
+    const r = runnerIdOf()
+    const as = [1, 2, 3].map((m) => F.workflow(a.id, { user_runner_id: r, created_at: F.at(m) }))
+    const bs = [4, 5].map((m) => F.workflow(b.id, { user_runner_id: r, created_at: F.at(m) }))
+    yield* insertAll([...as, ...bs])
+    const order: Array<string> = []
+    for (let i = 0; i < 5; i++) order.push(...ids(yield* queue.claim(r!, "x", 1, 60_000, NO_AGING)))
+    yield* equal(order, [as[0]!.id, bs[0]!.id, as[1]!.id, bs[1]!.id, as[2]!.id], "the users take turns")
+  })),
+  c("dispatch: waiting raises the effective priority, so old low-priority work is not starved", Effect.gen(function*() {
+    const queue = yield* DispatchQueue
+    const u = F.user()
+    const r = runnerIdOf()
+    const old = F.workflow(u.id, { user_runner_id: r, created_at: F.at(0), priority: "low" })
+    const fresh = F.workflow(u.id, { user_runner_id: r, created_at: F.at(100), priority: "high" })
+    yield* insertAll([fresh, old])
+    yield* equal(ids(yield* queue.claim(r!, "x", 1, 60_000, NO_AGING)), [fresh.id], "without aging, high goes first")
+    yield* queue.release([fresh.id], "x")
+    yield* equal(ids(yield* queue.claim(r!, "y", 2, 60_000, 60_000)), [old.id, fresh.id],
+      "aged one level a minute, the workflow waiting 100 minutes longer is ahead")
+  })),
+  c("dispatch: concurrent claimers never get the same workflow, and nothing is left behind", Effect.gen(function*() {
     const queue = yield* DispatchQueue
     const owner = F.user()
     const r = runnerIdOf()
     yield* insertAll(Array.from({ length: 30 }, (_, i) => F.workflow(owner.id, { user_runner_id: r, created_at: F.at(i) })))
-    const got = yield* Effect.forEach(Array.from({ length: 6 }, (_, i) => `instance-${i}`), (who) => queue.claim(r!, who, 10, 60_000), { concurrency: "unbounded" })
+    const got = yield* Effect.forEach(Array.from({ length: 6 }, (_, i) => `instance-${i}`), (who) => queue.claim(r!, who, 10, 60_000, AGING), { concurrency: "unbounded" })
     const all = got.flatMap(ids)
+    yield* equal(new Set(all).size, all.length, "none twice")
+    // A claimer skips what another holds locked at that moment; later claims find the rest.
+    for (let i = 0; i < 6 && all.length < 30; i++) all.push(...ids(yield* queue.claim(r!, "instance-late", 10, 60_000, AGING)))
     yield* equal(all.length, 30, "every workflow claimed")
-    yield* equal(new Set(all).size, 30, "none twice")
+    yield* equal(new Set(all).size, 30, "still none twice")
   })),
   c("dispatch: an expired lease can be taken over; renewing keeps it", Effect.gen(function*() {
     const queue = yield* DispatchQueue
@@ -447,11 +493,11 @@ export const dispatchCases: ReadonlyArray<ConformanceCase> = [
     const r = runnerIdOf()
     const [kept, lapsed] = [F.workflow(owner.id, { user_runner_id: r, created_at: F.at(1) }), F.workflow(owner.id, { user_runner_id: r, created_at: F.at(2) })]
     yield* insertAll([kept, lapsed])
-    yield* equal((yield* queue.claim(r!, "dead", 10, 300)).length, 2, "claimed with a short lease")
+    yield* equal((yield* queue.claim(r!, "dead", 10, 300, AGING)).length, 2, "claimed with a short lease")
     yield* Effect.sleep("150 millis")
     yield* queue.renew([kept.id], "dead", 60_000)
     yield* Effect.sleep("300 millis")
-    yield* equal(ids(yield* queue.claim(r!, "survivor", 10, 60_000)), [lapsed.id], "only the lapsed lease is taken over")
+    yield* equal(ids(yield* queue.claim(r!, "survivor", 10, 60_000, AGING)), [lapsed.id], "only the lapsed lease is taken over")
   })),
   c("dispatch: notify wakes the listeners of new work", Effect.gen(function*() {
     const queue = yield* DispatchQueue

@@ -29,6 +29,13 @@ export const activeStatuses: ReadonlyArray<WorkflowStatus> = ["accepted", "uploa
 export const isTerminal = (s: WorkflowStatus): boolean =>
   s === "completed" || s === "cancelled" || s === "invalid" || s === "failed"
 
+/** How urgent a workflow is; on each runner higher priorities go first (dispatch/Ordering.ts). */
+export const Priority = Schema.Literal("low", "normal", "high").annotations({
+  identifier: "Priority",
+  message: () => ({ message: "must be low, normal or high", override: true })
+})
+export type Priority = typeof Priority.Type
+
 /** `[placeholder, value]`, e.g. `["$text(prompt)", "a cat"]`; for files the value is the blob path. */
 export const WorkflowParam = Schema.Tuple(Schema.String, Schema.String)
 export type WorkflowParam = typeof WorkflowParam.Type
@@ -55,7 +62,8 @@ const detailFields = {
   queue_number: Schema.NullOr(Schema.Int),
   error_node: Schema.NullOr(Schema.String),
   exception_type: Schema.NullOr(Schema.String),
-  exception_message: Schema.NullOr(Schema.String)
+  exception_message: Schema.NullOr(Schema.String),
+  priority: Priority
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
@@ -117,7 +125,8 @@ export const toDetail = (w: Workflow): WorkflowDetail => ({
   queue_number: w.queue_number,
   error_node: w.error_node,
   exception_type: w.exception_type,
-  exception_message: w.exception_message
+  exception_message: w.exception_message,
+  priority: w.priority
 })
 
 /** Which runner a workflow is assigned to: exactly one kind at a time. */

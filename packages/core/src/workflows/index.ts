@@ -23,6 +23,7 @@ export {
 } from "./Placeholders.js"
 export {
   activeStatuses,
+  Priority,
   isTerminal,
   type RunnerRef,
   runnerOf,

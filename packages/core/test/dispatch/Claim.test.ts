@@ -47,25 +47,31 @@ const layerFor = (
   ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
 
 describe("Claim", () => {
-  it.effect("claims as many workflows as it has free slots, claims again at once when that filled them, and then waits for a slot", () => {
+  it.effect("keeps at most concurrencyPerRunner prompts on the runner: claims what is free, and claims again when one ends", () => {
     const ws = Array.from({ length: 6 }, () => workflowOn())
     const store = new FakeWorkflows(ws)
     const waiting = new Waiting(ws.slice())
     const gate = Effect.runSync(Deferred.make<void>())
     const posted: Array<string> = []
     return Effect.gen(function*() {
+      const driving = yield* Driving
       const loop = yield* Effect.fork(claimLoop)
       for (let i = 0; i < 50 && posted.length < 4; i++) yield* Effect.yieldNow()
       // Four slots (concurrencyPerRunner): one claim of 4, all busy posting.
       expect(waiting.limits).toEqual([4])
       expect(posted).toHaveLength(4)
       yield* Deferred.succeed(gate, undefined)
-      for (let i = 0; i < 100 && posted.length < 6; i++) yield* Effect.yieldNow()
-      expect(posted).toHaveLength(6)
-      expect(ws.every((w) => store.status(w.id) === "queued")).toBe(true)
-      // Each submission that ended freed a slot; the claims that followed asked for what was free.
-      expect(waiting.limits[0]).toBe(4)
-      expect(waiting.limits.slice(1).every((n) => n >= 1 && n <= 4)).toBe(true)
+      for (let i = 0; i < 100 && ws.slice(0, 4).some((w) => store.status(w.id) !== "queued"); i++) yield* Effect.yieldNow()
+      // Posted and queued on the runner: they still hold their slots, the other two wait in WES.
+      expect(ws.slice(0, 4).every((w) => store.status(w.id) === "queued")).toBe(true)
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(posted).toHaveLength(4)
+      expect(waiting.left).toHaveLength(2)
+      // One ends (leaves the in-flight view): its slot is claimed again at once.
+      yield* driving.inFlight.remove(ws[0]!.id)
+      for (let i = 0; i < 100 && posted.length < 5; i++) yield* Effect.yieldNow()
+      expect(posted).toHaveLength(5)
+      expect(waiting.limits.at(-1)).toBe(1)
       yield* Fiber.interrupt(loop)
     }).pipe(Effect.provide(layerFor(store, { claim: waiting.claim, release: () => Effect.void }, {
       submit: (_, p) =>

@@ -6,21 +6,24 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type { User } from "../../accounts/Account.js"
 import { limitExceeded, TierPolicy } from "../../accounts/Tier.js"
 import { Scheduler } from "../../dispatch/Scheduler.js"
 import type { RunnerTarget } from "../../runners/Runner.js"
 import { BlobStore, inputBlobKey } from "../../shared/BlobStore.js"
-import { NotFound, type StorageError, ValidationError } from "../../shared/Errors.js"
+import { NotFound, type StorageError, TierLimitExceeded, ValidationError } from "../../shared/Errors.js"
 import { IdGenerator, isUuid, type ManagedRunnerId, type RunnerId, type WorkflowId } from "../../shared/Ids.js"
 import type { JsonObject } from "../../shared/Json.js"
 import { MAX_TAGS, normalizeTags, parseTagList } from "../../shared/Tags.js"
 import { requireText } from "../../shared/Validation.js"
 import { TemplateRepository } from "../../templates/TemplateRepository.js"
 import { findPlaceholders, isParamField, placeholderKey, type ResolvedParam, resolveParams, type SuppliedParam } from "../Placeholders.js"
-import { assignTo, type Workflow } from "../Workflow.js"
+import { priorityLevel } from "../../dispatch/Ordering.js"
+import { assignTo, Priority, type Workflow } from "../Workflow.js"
 import { validateWorkflowJson } from "../WorkflowJson.js"
 import { WorkflowRepository } from "../WorkflowRepository.js"
 import {
@@ -32,6 +35,7 @@ import {
 } from "./Inputs.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
+const decodePriority = Schema.decodeUnknownEither(Priority)
 const NAME_MAX = 200
 
 export const makeCreateWorkflow = Effect.gen(function*() {
@@ -67,6 +71,23 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       ? Effect.void
       : Effect.fail(ValidationError.field(bad.field, "is not a parameter field (names start with $ or #)"))
   }
+
+  /** The priority asked for (default normal), within the tier's `max_priority` (403 beyond it). */
+  const priorityOf = (user: User, raw: string | undefined) =>
+    Effect.gen(function*() {
+      if (raw === undefined || raw === "") return "normal" as const
+      const decoded = decodePriority(raw)
+      if (Either.isLeft(decoded)) return yield* Effect.fail(ValidationError.field("priority", "must be low, normal or high"))
+      const max = policy.limitsFor(user.tier).max_priority
+      if (priorityLevel(decoded.right) > priorityLevel(max)) {
+        return yield* Effect.fail(new TierLimitExceeded({
+          limit: "max_priority",
+          value: priorityLevel(max),
+          message: `Priority limit exceeded: the ${user.tier} tier allows priorities up to ${max}`
+        }))
+      }
+      return decoded.right
+    })
 
   /** Stores a blob until the scope closes, and removes it then unless the scope succeeded. */
   const storeScoped = (key: string, put: Effect.Effect<unknown, ValidationError | StorageError>) =>
@@ -108,6 +129,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       readonly params: ReadonlyArray<SuppliedParam<UploadedFile>>
       readonly inherited: Workflow["workflow_params"]
       readonly idempotency_key: string | undefined
+      readonly priority: Priority
     }
   ) =>
     Effect.gen(function*() {
@@ -157,7 +179,8 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       if (tags.length > MAX_TAGS) return yield* Effect.fail(ValidationError.field("tags", `at most ${MAX_TAGS} tags are allowed`))
       const params = input.params ?? []
       yield* checkParamFields(params)
-      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key })
+      const priority = yield* priorityOf(user, input.priority)
+      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key, priority })
     })
 
   const rerun = (user: User, id: string, input: RerunWorkflowInput) =>
@@ -174,7 +197,8 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         tags: original.tags,
         params,
         inherited: original.workflow_params,
-        idempotency_key: input.idempotency_key
+        idempotency_key: input.idempotency_key,
+        priority: original.priority
       })
     })
 
@@ -189,6 +213,7 @@ const newWorkflow = (
     readonly workflow_json: JsonObject
     readonly tags: ReadonlyArray<string>
     readonly idempotency_key: string | undefined
+    readonly priority: Priority
   },
   runner: RunnerTarget,
   params: Workflow["workflow_params"],
@@ -213,5 +238,6 @@ const newWorkflow = (
   exception_message: null,
   idempotency_key: spec.idempotency_key ?? null,
   dispatch_attempts: 0,
-  submitted_at: null
+  submitted_at: null,
+  priority: spec.priority
 })

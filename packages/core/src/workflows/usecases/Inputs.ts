@@ -25,6 +25,8 @@ export interface CreateWorkflowInput {
   /** `$name` / `#name` fields. */
   readonly params?: ReadonlyArray<SuppliedParam<UploadedFile>> | undefined
   readonly idempotency_key?: string | undefined
+  /** `low`, `normal` (the default) or `high`, up to the tier's `max_priority`. */
+  readonly priority?: string | undefined
 }
 
 export interface RerunWorkflowInput {
