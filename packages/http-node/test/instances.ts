@@ -197,6 +197,8 @@ const startOnce = async (name: string, databaseUrl: string, env: Record<string, 
       WES_ADMIN_TOKEN: ADMIN_TOKEN,
       WES_RATE_LIMIT: "off",
       WES_LEASE: "3 seconds",
+      // Deep runner queues, so a kill or restart finds many prompts on the runners.
+      WES_RUNNER_CONCURRENCY: "64",
       WES_PORT: String(port),
       WES_SHUTDOWN_GRACE: "2 seconds",
       ...env

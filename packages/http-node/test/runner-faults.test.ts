@@ -25,7 +25,8 @@ let server: TestServer
 const fakes: Array<FakeComfyUI> = []
 
 beforeAll(async () => {
-  server = await startServer({ dispatcher: fastDispatch, tiers: { pro: { active_workflows: 500 } } })
+  // A deep queue on each runner (every workflow of a stage on it at once): what a restart loses.
+  server = await startServer({ dispatcher: { ...fastDispatch, concurrencyPerRunner: 64 }, tiers: { pro: { active_workflows: 500 } } })
 })
 afterAll(async () => {
   await Promise.all(fakes.splice(0).map((f) => f.close()))

@@ -1,0 +1,133 @@
+/**
+ * Scheduling over HTTP (issue 17) against fake ComfyUI servers: priorities, fair share on a
+ * shared managed runner under a burst, and every prompt posted once.
+ */
+import { FakeComfyUI } from "@wes/runner-client/testing"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import {
+  ADMIN_TOKEN,
+  type ErrorBody,
+  fastDispatch,
+  json,
+  readJson,
+  startServer,
+  type TestServer,
+  type WorkflowDetailJson,
+  workflowForm,
+  type WorkflowSummaryJson
+} from "./harness.js"
+
+const CONCURRENCY = 2
+let server: TestServer
+const fakes: Array<FakeComfyUI> = []
+
+beforeAll(async () => {
+  server = await startServer({
+    dispatcher: { ...fastDispatch, concurrencyPerRunner: CONCURRENCY },
+    tiers: { pro: { active_workflows: 500, workflows_per_day: 5_000 } }
+  })
+})
+afterAll(async () => { await server.close() })
+afterEach(async () => { await Promise.all(fakes.splice(0).map((f) => f.close())) })
+
+const fake = async () => {
+  const f = await FakeComfyUI.start()
+  fakes.push(f)
+  return f
+}
+
+type User = Awaited<ReturnType<TestServer["user"]>>
+
+const create = (u: User, fields: Record<string, string> = {}) =>
+  server.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "run", ...fields }) })
+
+const submit = async (u: User, fields: Record<string, string> = {}) => {
+  const res = await create(u, fields)
+  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${await res.text()}`)
+  return readJson<WorkflowSummaryJson>(res)
+}
+
+const get = async (u: User, id: string) => readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: u.auth }))
+
+const waitAll = async (u: User, ids: ReadonlyArray<string>) => {
+  for (const id of ids) {
+    for (let w = await get(u, id); w.status !== "completed"; w = await get(u, id)) {
+      if (["failed", "invalid", "cancelled"].includes(w.status)) throw new Error(`workflow ${id} ended ${w.status}`)
+      await new Promise((r) => setTimeout(r, 25))
+    }
+  }
+}
+
+/** Waits for `condition` (the fake records a submission after its queue-change notice: polled). */
+const until = async (condition: () => boolean, what: string, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+/** The order prompts were posted to `f`, each checked to be posted exactly once. */
+const postedOnce = (f: FakeComfyUI) => {
+  const ids = f.submissions.filter((s) => s.status === 200).map((s) => s.prompt_id!)
+  expect(new Set(ids).size).toBe(ids.length)
+  return ids
+}
+
+describe("scheduling", () => {
+  it("a priority is stored and shown; a bad one is a 400 naming the field, one above the tier a 403", async () => {
+    const free = await server.user("free")
+    const pro = await server.user("pro")
+    const f = await fake()
+    for (const u of [free, pro]) expect((await server.fetch("/v1/runner", json({ name: "r", endpoint: f.url }, u.auth))).status).toBe(201)
+    const bad = await create(pro, { priority: "urgent" })
+    expect(bad.status).toBe(400)
+    expect((await readJson<ErrorBody>(bad)).message).toContain("priority")
+    const over = await create(free, { priority: "high" })
+    expect(over.status).toBe(403)
+    expect((await readJson<ErrorBody>(over)).message).toBe("Priority limit exceeded: the free tier allows priorities up to normal")
+    const low = await submit(free, { priority: "low" })
+    expect((await get(free, low.id)).priority).toBe("low")
+    expect((await get(free, (await submit(free)).id)).priority).toBe("normal")
+    const rerun = await server.fetch(`/v1/workflow/${low.id}/rerun`, { method: "POST", headers: free.auth, body: new FormData() })
+    expect(rerun.status).toBe(201)
+    expect((await get(free, (await readJson<WorkflowSummaryJson>(rerun)).id)).priority).toBe("low")
+  })
+
+  it("on one runner, higher priorities go first; the runner holds at most its concurrency", async () => {
+    const u = await server.user("pro")
+    const f = await fake()
+    f.hold()
+    expect((await server.fetch("/v1/runner", json({ name: "r", endpoint: f.url }, u.auth))).status).toBe(201)
+    const first = [await submit(u), await submit(u)]
+    await until(() => postedOnce(f).length === CONCURRENCY, "the runner's slots filled")
+    const normal = await submit(u)
+    const low = await submit(u, { priority: "low" })
+    const high = await submit(u, { priority: "high" })
+    // Nothing beyond the concurrency reaches the runner while it is busy.
+    expect(postedOnce(f)).toHaveLength(CONCURRENCY)
+    f.release()
+    await waitAll(u, [...first, normal, low, high].map((w) => w.id))
+    expect(postedOnce(f)).toEqual([...first.map((w) => w.id), high.id, normal.id, low.id])
+  })
+
+  it("on a shared managed runner, one user's burst delays another user's workflow by at most the runner's concurrency", async () => {
+    const f = await fake()
+    f.hold()
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const runner = await server.fetch("/admin/v1/managed-runners", json({ name: "shared", runner_type: "pro", endpoint: f.url, tags: ["shared"] }, admin))
+    expect(runner.status).toBe(201)
+    const [a, b] = [await server.user("pro"), await server.user("pro")]
+    const burst: Array<WorkflowSummaryJson> = []
+    for (let i = 0; i < 40; i++) burst.push(await submit(a, { tags: "shared" }))
+    await until(() => postedOnce(f).length === CONCURRENCY, "the runner's slots filled")
+    const single = await submit(b, { tags: "shared" })
+    f.release()
+    await waitAll(b, [single.id])
+    const posted = postedOnce(f)
+    // Ahead of it: only what the burst already had on the runner.
+    expect(posted.indexOf(single.id)).toBe(CONCURRENCY)
+    await waitAll(a, burst.map((w) => w.id))
+    expect(postedOnce(f)).toHaveLength(burst.length + 1)
+  })
+})
