@@ -19,7 +19,19 @@ const sample: { readonly [T in TransitionTag]: WorkflowTransition } = {
   Failed: WorkflowTransition.Failed(failure),
   Rejected: WorkflowTransition.Rejected({ ...failure, exception_type: "prompt_outputs_failed_validation" }),
   Cancelled: WorkflowTransition.Cancelled(),
-  Reassigned: WorkflowTransition.Reassigned({ runner: { kind: "managed", id: Fixtures.uuid() as never } })
+  Reassigned: WorkflowTransition.Reassigned({ runner: { kind: "managed", id: Fixtures.uuid() as never } }),
+  Retried: WorkflowTransition.Retried({
+    runner: { kind: "user", id: Fixtures.uuid() as never },
+    attempts: [{
+      runner_id: Fixtures.uuid(),
+      runner_kind: "user",
+      started_at: null,
+      ended_at: now,
+      error_node: "3",
+      exception_type: "torch.OutOfMemoryError",
+      exception_message: "CUDA out of memory"
+    }]
+  })
 }
 
 describe("workflow state machine", () => {

@@ -10,6 +10,7 @@ import {
   fastDispatch,
   json,
   readJson,
+  type RunnerJson,
   startServer,
   type TestServer,
   type WorkflowDetailJson,
@@ -63,6 +64,15 @@ const until = async (condition: () => boolean, what: string, timeoutMs = 10_000)
   const deadline = Date.now() + timeoutMs
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+/** Waits until WES shows the workflow in one of `statuses`. */
+const untilStatus = async (u: User, id: string, statuses: ReadonlyArray<string>) => {
+  const deadline = Date.now() + 10_000
+  for (let w = await get(u, id); !statuses.includes(w.status); w = await get(u, id)) {
+    if (Date.now() > deadline) throw new Error(`workflow ${id} stayed ${w.status}`)
     await new Promise((r) => setTimeout(r, 20))
   }
 }
@@ -129,5 +139,62 @@ describe("scheduling", () => {
     expect(posted.indexOf(single.id)).toBe(CONCURRENCY)
     await waitAll(a, burst.map((w) => w.id))
     expect(postedOnce(f)).toHaveLength(burst.length + 1)
+    // Pro users of the other cases must not be sent to it once its fake is gone.
+    const removed = await server.fetch(`/admin/v1/managed-runners/${(await readJson<{ id: string }>(runner)).id}`, { method: "DELETE", headers: admin })
+    expect(removed.status).toBeLessThan(300)
+  })
+
+  it("a run that runs out of memory is retried once on another runner, keeping its id, with the attempt in the detail and the events", async () => {
+    const u = await server.user("pro")
+    const [small, big] = [await fake(), await fake()]
+    small.hold()
+    small.failNode({ exceptionType: "torch.OutOfMemoryError", exceptionMessage: "Allocation on device" })
+    const first = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "small", endpoint: small.url }, u.auth)))
+    const w = await submit(u)
+    const stream = server.fetch(`/v1/workflow/${w.id}/subscribe`, { headers: u.auth }).then((r) => r.text())
+    await until(() => postedOnce(small).length === 1, "the prompt on the first runner")
+    const second = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "big", endpoint: big.url }, u.auth)))
+    small.release()
+    await waitAll(u, [w.id])
+    const detail = await get(u, w.id)
+    expect(detail.user_runner_id).toBe(second.id)
+    expect(detail.attempts).toMatchObject([{ runner_id: first.id, runner_kind: "user", exception_type: "torch.OutOfMemoryError", exception_message: "Allocation on device" }])
+    expect([postedOnce(small), postedOnce(big)]).toEqual([[w.id], [w.id]])
+    const events = await stream
+    const types = events.split("\n").filter((l) => l.startsWith("event:")).map((l) => l.slice(6).trim())
+    expect(types).toContain("retry")
+    expect(types.indexOf("retry")).toBeLessThan(types.lastIndexOf("status"))
+  })
+
+  it("a run its runner lost (restarted) is retried on another runner; without another runner, it fails", async () => {
+    const u = await server.user("pro")
+    const [flaky, steady] = [await fake(), await fake()]
+    flaky.hold()
+    const first = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "flaky", endpoint: flaky.url }, u.auth)))
+    const w = await submit(u)
+    await until(() => postedOnce(flaky).length === 1, "the prompt on the first runner")
+    await server.fetch("/v1/runner", json({ name: "steady", endpoint: steady.url }, u.auth))
+    await untilStatus(u, w.id, ["running"])
+    await flaky.restart()
+    await waitAll(u, [w.id])
+    const detail = await get(u, w.id)
+    expect(detail.attempts).toMatchObject([{ runner_id: first.id, exception_type: "RunnerLost" }])
+    expect([postedOnce(flaky), postedOnce(steady)]).toEqual([[w.id], [w.id]])
+    // With no other runner, a loss is final.
+    const alone = await server.user("pro")
+    const only = await fake()
+    only.hold()
+    await server.fetch("/v1/runner", json({ name: "only", endpoint: only.url }, alone.auth))
+    const v = await submit(alone)
+    await untilStatus(alone, v.id, ["running"])
+    await only.restart()
+    for (let d = await get(alone, v.id); ; d = await get(alone, v.id)) {
+      if (d.status === "failed") {
+        expect([d.exception_type, d.attempts]).toEqual(["RunnerLost", []])
+        break
+      }
+      if (d.status === "completed") throw new Error("a lost run completed without a runner to retry on")
+      await new Promise((r) => setTimeout(r, 25))
+    }
   })
 })

@@ -17,6 +17,10 @@ const JsonColumn = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
     encode: (a) => JSON.stringify(a)
   })
 
+/** A `jsonb` column whose JSON is a schema's encoded form (decoded by it, written as JSON text). */
+const JsonOf = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
+  Schema.transform(Schema.Unknown, schema, { strict: false, decode: (u) => u, encode: (i) => JSON.stringify(i) })
+
 export const workflowTimestamps = {
   created_at: DbTimestamp,
   updated_at: DbTimestamp,
@@ -37,7 +41,8 @@ export const WorkflowRow = Schema.Struct({
   submitted_at: DbNullableTimestamp,
   workflow_json: JsonColumn(Workflow.fields.workflow_json),
   workflow_params: JsonColumn(Workflow.fields.workflow_params),
-  priority: PriorityColumn
+  priority: PriorityColumn,
+  attempts: JsonOf(Workflow.fields.attempts)
 })
 
 const { workflow_json: _definition, ...headFields } = WorkflowRow.fields

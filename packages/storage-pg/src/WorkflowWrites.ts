@@ -32,7 +32,8 @@ const PATCH_COLUMNS = {
   exception_message: "text",
   user_runner_id: "uuid",
   managed_runner_id: "uuid",
-  submitted_at: "timestamptz"
+  submitted_at: "timestamptz",
+  attempts: "jsonb"
 } as const satisfies Record<keyof PlannedFields, string>
 
 const patchColumns = Object.keys(PATCH_COLUMNS) as Array<keyof typeof PATCH_COLUMNS>
@@ -54,6 +55,7 @@ export interface CreateLimits {
 }
 
 const encodeWorkflow = Schema.encodeSync(WorkflowInsert)
+const encodeAttempts = Schema.encodeSync(WorkflowInsert.fields.attempts)
 const NO_LIMIT = 2_147_483_647
 
 /**
@@ -103,7 +105,13 @@ const requestRow = (request: TransitionRequest, plan: TransitionPlan, events: Re
   }
   for (const column of patchColumns) {
     const value = plan.set[column]
-    row[column] = value === undefined || value === null ? null : DateTime.isDateTime(value) ? DateTime.formatIso(value) : value
+    row[column] = value === undefined || value === null
+      ? null
+      : DateTime.isDateTime(value)
+      ? DateTime.formatIso(value)
+      : column === "attempts"
+      ? encodeAttempts(plan.set.attempts ?? [])
+      : value
   }
   return row
 }
@@ -113,8 +121,8 @@ const eventRows = (request: TransitionRequest, plan: TransitionPlan) => [
   ...(request.events ?? []).map((e) => ({ type: e.type, data: e.data ?? null })),
   ...(request.outputs ?? []).map((o) => ({ type: "output", data: outputData(o) })),
   ...plan.events.map((e) =>
-    e.type === "queue"
-      ? { type: "queue", data: e.data }
+    e.type === "queue" || e.type === "retry"
+      ? { type: e.type, data: e.data }
       : {
         type: e.type,
         override: Object.fromEntries(Object.entries(e.override).map(([k, v]) => [k, DateTime.isDateTime(v) ? DateTime.formatIso(v) : v]))

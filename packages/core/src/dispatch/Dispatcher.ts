@@ -15,6 +15,7 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { AccountRepository } from "../accounts/AccountRepository.js"
+import type { TierPolicy } from "../accounts/Tier.js"
 import type { RunnerGateway } from "../runners/RunnerGateway.js"
 import type { BlobStore } from "../shared/BlobStore.js"
 import type { IdGenerator } from "../shared/Ids.js"
@@ -38,6 +39,7 @@ export type DispatcherDeps =
   | RunnerGateway
   | Scheduler
   | AccountRepository
+  | TierPolicy
   | IdGenerator
 
 export class Dispatcher extends Context.Tag("@wes/core/Dispatcher")<Dispatcher, {

@@ -4,6 +4,9 @@
  * runner's node and exception). Steps the driver did not see (queued, started) are written in the
  * same write, so a workflow whose events were missed still walks every status.
  */
+import type { AccountRepository } from "../accounts/AccountRepository.js"
+import type { TierPolicy } from "../accounts/Tier.js"
+import type { Scheduler } from "./Scheduler.js"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -23,6 +26,7 @@ import { WorkflowTransition } from "../workflows/WorkflowStatus.js"
 import { Driving } from "./Driving.js"
 import type { Phase } from "./InFlight.js"
 import { transition } from "./Lifecycle.js"
+import { failOrRetry } from "./Retry.js"
 
 /** The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost). */
 export const endSteps = (
@@ -120,6 +124,16 @@ export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyA
         })
       }
     }
+    if (history.outcome === "error" && end === undefined) {
+      // Out of memory: retried on another runner when allowed (Retry.ts).
+      const failed = endSteps(id, "running", history)[0]
+      if (failed._tag === "Failed") {
+        const { _tag: _, ...details } = failed
+        const at = history.started_at === null ? tracked.value.workflow.started_at : DateTime.unsafeMake(history.started_at)
+        const chosen = yield* failOrRetry(tracked.value.workflow, details, at)
+        if (chosen._tag === "Retried") end = chosen
+      }
+    }
     let status = tracked.value.workflow.status
     for (let attempt = 0; attempt < 2; attempt++) {
       const outcome = yield* transition(id, endSteps(id, status, history, end), { outputs, events: leading })
@@ -143,7 +157,7 @@ export const finish = (
 ): Effect.Effect<
   void,
   StorageError,
-  Driving | RunnerGateway | WorkflowRepository | WorkflowEventBus | BlobStore | IdGenerator
+  Driving | RunnerGateway | WorkflowRepository | WorkflowEventBus | BlobStore | IdGenerator | AccountRepository | TierPolicy | Scheduler
 > =>
   Effect.gen(function*() {
     const driving = yield* Driving

@@ -9,11 +9,11 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { RunnerGateway } from "../runners/RunnerGateway.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
-import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
 import { advance } from "./Advance.js"
 import { Driving } from "./Driving.js"
 import { recordEnd } from "./Finish.js"
 import { observe } from "./QueuePositions.js"
+import { failOrRetry } from "./Retry.js"
 
 /** Most workflows one reconciliation reads from the store (the oldest first). */
 export const RECONCILE_LIMIT = 10_000
@@ -55,11 +55,15 @@ export const reconcile = Effect.gen(function*() {
       // Claimed, but its post never arrived: the claim loop submits it again once its claim expires.
       yield* driving.inFlight.remove(id)
     } else {
-      yield* advance(id, () => [T.Failed({
+      // Lost: retried on another runner when the tier allows and one exists, else failed.
+      const end = yield* failOrRetry(t.workflow, {
         error_node: null,
         exception_type: "RunnerLost",
         exception_message: "The runner no longer knows this prompt: it was restarted or the prompt was removed from its queue"
-      })])
+      })
+      yield* advance(id, () => [end])
+      // Retried: another runner's work now.
+      if (end._tag === "Retried") yield* driving.inFlight.remove(id)
     }
   }
   // Prompts of workflows cancelled while the runner could not be told.

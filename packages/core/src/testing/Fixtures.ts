@@ -45,6 +45,7 @@ export const workflow = (userId: string, over: Partial<Workflow> = {}): Workflow
   dispatch_attempts: 0,
   submitted_at: null,
   priority: "normal",
+  attempts: [],
   ...over
 })
 

@@ -327,6 +327,39 @@ export const transitionCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(ids(yield* queue.claim(to!, "b", 10, 60_000, AGING)), [w.id], "claimable on the new runner at once")
     yield* equal(yield* Fiber.join(woken), Option.some(to), "the new runner is announced")
   }).pipe(Effect.timeout("10 seconds"))),
+  c("transitions: a retry puts a running workflow back in the queue of another runner and records the attempt", Effect.gen(function*() {
+    const queue = yield* DispatchQueue
+    const bus = yield* WorkflowEventBus
+    const repo = yield* WorkflowRepository
+    const from = F.uuid() as Workflow["user_runner_id"]
+    const to = F.uuid() as Workflow["user_runner_id"]
+    const w = F.workflow(F.user().id, { user_runner_id: from, status: "running", prompt_id: "p1", queue_number: 0, started_at: F.at(1) })
+    yield* repo.create(w)
+    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === to), Stream.runHead, Effect.fork)
+    yield* Effect.sleep("100 millis")
+    const attempt = {
+      runner_id: from!,
+      runner_kind: "user" as const,
+      started_at: F.at(1),
+      ended_at: F.at(2),
+      error_node: "3",
+      exception_type: "torch.OutOfMemoryError",
+      exception_message: "Allocation on device"
+    }
+    const moved = yield* move(w.id, [T.Retried({ runner: { kind: "user", id: to! }, attempts: [attempt] })])
+    yield* ok(
+      moved._tag === "Applied" && moved.workflow.status === "accepted" && moved.workflow.user_runner_id === to &&
+        moved.workflow.prompt_id === null && moved.workflow.started_at === null && moved.workflow.submitted_at === null,
+      "waiting again, on the other runner, with nothing of the failed run but the attempt"
+    )
+    const stored = yield* repo.findById(w.id)
+    yield* equal(Option.map(stored, (x) => x.attempts), Option.some([attempt]), "the attempt is stored")
+    yield* equal(ids(yield* queue.claim(to!, "b", 10, 60_000, AGING)), [w.id], "claimable on the new runner at once")
+    yield* equal(yield* Fiber.join(woken), Option.some(to), "the new runner is announced")
+    const events = yield* bus.read(w.id, 1, 10)
+    yield* equal(events.map((e) => e.type), ["status", "retry"], "a status event, then the attempt")
+    yield* equal((events[1]?.data as { exception_type?: string }).exception_type, "torch.OutOfMemoryError", "the attempt's error in the event")
+  }).pipe(Effect.timeout("10 seconds"))),
   c("transitions: concurrent moves of different workflows are each applied once", Effect.gen(function*() {
     const repo = yield* WorkflowRepository
     const owner = F.user()

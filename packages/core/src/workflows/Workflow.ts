@@ -36,6 +36,21 @@ export const Priority = Schema.Literal("low", "normal", "high").annotations({
 })
 export type Priority = typeof Priority.Type
 
+/**
+ * One earlier run of a workflow that ended in a retryable failure (the runner was lost, or ran
+ * out of memory) and was retried on another runner: where, when, and how it ended.
+ */
+export const WorkflowAttempt = Schema.Struct({
+  runner_id: Schema.String,
+  runner_kind: Schema.Literal("user", "managed"),
+  started_at: Schema.NullOr(Timestamp),
+  ended_at: Timestamp,
+  error_node: Schema.NullOr(Schema.String),
+  exception_type: Schema.String,
+  exception_message: Schema.String
+}).annotations({ identifier: "WorkflowAttempt" })
+export interface WorkflowAttempt extends Schema.Schema.Type<typeof WorkflowAttempt> {}
+
 /** `[placeholder, value]`, e.g. `["$text(prompt)", "a cat"]`; for files the value is the blob path. */
 export const WorkflowParam = Schema.Tuple(Schema.String, Schema.String)
 export type WorkflowParam = typeof WorkflowParam.Type
@@ -63,7 +78,9 @@ const detailFields = {
   error_node: Schema.NullOr(Schema.String),
   exception_type: Schema.NullOr(Schema.String),
   exception_message: Schema.NullOr(Schema.String),
-  priority: Priority
+  priority: Priority,
+  /** Earlier runs retried on another runner, oldest first (empty when none). */
+  attempts: Schema.Array(WorkflowAttempt)
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
@@ -126,7 +143,8 @@ export const toDetail = (w: Workflow): WorkflowDetail => ({
   error_node: w.error_node,
   exception_type: w.exception_type,
   exception_message: w.exception_message,
-  priority: w.priority
+  priority: w.priority,
+  attempts: w.attempts
 })
 
 /** Which runner a workflow is assigned to: exactly one kind at a time. */

@@ -16,7 +16,7 @@ import { Timestamp } from "../shared/Json.js"
 import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "./Workflow.js"
 import type { TransitionPlan } from "./WorkflowStatus.js"
 
-export const WorkflowEventType = Schema.Literal("status", "queue", "progress", "executing", "output", "done")
+export const WorkflowEventType = Schema.Literal("status", "queue", "progress", "executing", "output", "retry", "done")
 export type WorkflowEventType = typeof WorkflowEventType.Type
 
 export const WorkflowEvent = Schema.Struct({
@@ -66,7 +66,7 @@ export const transitionEvents = (
   ...leading,
   ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) })),
   ...plan.events.map((e): NewWorkflowEvent =>
-    e.type === "queue" ? { type: "queue", data: e.data } : { type: e.type, data: summaryData({ ...after, ...e.override }) }
+    e.type === "queue" || e.type === "retry" ? { type: e.type, data: e.data } : { type: e.type, data: summaryData({ ...after, ...e.override }) }
   )
 ]
 

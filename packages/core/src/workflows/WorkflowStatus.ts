@@ -8,13 +8,24 @@
  *   accepted -> uploaded -> queued -> running -> completed | failed
  *   accepted | uploaded -> invalid          (runner rejected the prompt)
  *   accepted | uploaded | queued -> failed  (runner unavailable / lost)
+ *   any non-terminal -> accepted            (retried on another runner after a retryable failure)
  *   any non-terminal -> cancelled
  */
 import * as Data from "effect/Data"
 import type * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { IllegalTransition } from "../shared/Errors.js"
-import { assignTo, isTerminal, type RunnerRef, type Workflow, type WorkflowStatus, type WorkflowSummary } from "./Workflow.js"
+import {
+  assignTo,
+  isTerminal,
+  type RunnerRef,
+  type Workflow,
+  type WorkflowAttempt,
+  WorkflowAttempt as WorkflowAttemptSchema,
+  type WorkflowStatus,
+  type WorkflowSummary
+} from "./Workflow.js"
 
 /** Failure details recorded on a failed or invalid workflow. */
 export interface FailureDetails {
@@ -22,6 +33,9 @@ export interface FailureDetails {
   readonly exception_type: string
   readonly exception_message: string
 }
+
+/** The data of a `retry` event: the attempt as the detail shows it. */
+const encodeAttempt = Schema.encodeSync(WorkflowAttemptSchema)
 
 /** An event that moves (or updates) a workflow. */
 export type WorkflowTransition = Data.TaggedEnum<{
@@ -43,6 +57,12 @@ export type WorkflowTransition = Data.TaggedEnum<{
   Cancelled: {}
   /** Moved to another runner before it was queued (the first could not take it); counted in `dispatch_attempts`. */
   Reassigned: { readonly runner: RunnerRef }
+  /**
+   * A retryable failure on its runner (lost, out of memory): back to `accepted` on another
+   * runner, with the run that failed appended to `attempts` (the whole list: the caller's copy
+   * plus the new one).
+   */
+  Retried: { readonly runner: RunnerRef; readonly attempts: ReadonlyArray<WorkflowAttempt> }
 }>
 export const WorkflowTransition = Data.taggedEnum<WorkflowTransition>()
 export type TransitionTag = WorkflowTransition["_tag"]
@@ -61,7 +81,8 @@ export const transitions: {
   Failed: { from: active, to: "failed" },
   Rejected: { from: ["accepted", "uploaded"], to: "invalid" },
   Cancelled: { from: active, to: "cancelled" },
-  Reassigned: { from: ["accepted", "uploaded"], to: "same" }
+  Reassigned: { from: ["accepted", "uploaded"], to: "same" },
+  Retried: { from: active, to: "accepted" }
 }
 
 /** True when `event` may be applied in `status`. */
@@ -82,6 +103,7 @@ export type PlannedFields = Partial<
     | "user_runner_id"
     | "managed_runner_id"
     | "submitted_at"
+    | "attempts"
   >
 >
 
@@ -93,6 +115,7 @@ export type PlannedFields = Partial<
 export type PlannedEvent =
   | { readonly type: "status" | "done"; readonly override: Partial<Pick<WorkflowSummary, "status" | "started_at" | "completed_at">> }
   | { readonly type: "queue"; readonly data: { readonly queue_number: number } }
+  | { readonly type: "retry"; readonly data: unknown }
 
 /** One store operation: if the status is one of `from`, set `status` and `set`, and log `events`. */
 export interface TransitionPlan {
@@ -134,6 +157,15 @@ const fieldsOf = (event: WorkflowTransition, at: DateTime.Utc): PlannedFields =>
     case "Reassigned":
       // A new runner has never seen this prompt: nothing to ask it before submitting.
       return { ...assignTo(event.runner), submitted_at: null }
+    case "Retried":
+      return {
+        ...assignTo(event.runner),
+        submitted_at: null,
+        prompt_id: null,
+        queue_number: null,
+        started_at: null,
+        attempts: event.attempts
+      }
   }
 }
 
@@ -169,6 +201,10 @@ export const planTransition = (
     } else if (step._tag === "QueueMoved") {
       logged.push({ step: i, event: { type: "queue", data: { queue_number: step.queue_number } } })
     }
+    if (step._tag === "Retried") {
+      const attempt = step.attempts[step.attempts.length - 1]
+      if (attempt !== undefined) logged.push({ step: i, event: { type: "retry", data: encodeAttempt(attempt) } })
+    }
     set = { ...set, ...fieldsOf(step, at) }
   }
   // started_at and completed_at are each set once (by Started, by the terminal move), so in the
@@ -176,7 +212,7 @@ export const planTransition = (
   const startedBy = steps.findIndex((s) => s._tag === "Started")
   const endedBy = steps.findIndex((s) => "completed_at" in fieldsOf(s, at))
   const events = logged.map(({ event, step }): PlannedEvent =>
-    event.type === "queue" ? event : {
+    event.type === "queue" || event.type === "retry" ? event : {
       type: event.type,
       override: {
         ...event.override,
@@ -186,13 +222,14 @@ export const planTransition = (
     }
   )
   const reassigned = steps.some((s) => s._tag === "Reassigned")
+  const retried = steps.some((s) => s._tag === "Retried")
   return Either.right({
     tags: steps.map((s) => s._tag),
     from: first.from,
     status,
     set,
     bumpAttempts: reassigned,
-    releaseClaim: reassigned,
+    releaseClaim: reassigned || retried,
     events
   })
 }

@@ -31,6 +31,7 @@ export {
   toDetail,
   toSummary,
   Workflow,
+  WorkflowAttempt,
   WorkflowDetail,
   WorkflowHead,
   WorkflowOutput,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   AccountRepository,
+  TierPolicy,
   BlobStore,
   type ClaimedWorkflow,
   DispatchQueue,
@@ -43,7 +44,8 @@ const layerFor = (
     Layer.mock(BlobStore, {}),
     Layer.mock(WorkflowEventBus, {}),
     Layer.mock(IdGenerator, {}),
-    Layer.mock(AccountRepository, {})
+    Layer.mock(AccountRepository, {}),
+    TierPolicy.layer({})
   ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
 
 describe("Claim", () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   AccountRepository,
+  TierPolicy,
   BlobStore,
   Dispatcher,
   DispatchQueue,
@@ -39,6 +40,7 @@ describe("Dispatcher", () => {
         Layer.mock(BlobStore, {}),
         Layer.mock(RunnerGateway, {}),
         Layer.mock(AccountRepository, {}),
+        TierPolicy.layer({}),
         Layer.mock(IdGenerator, {}),
         schedulerFor()
       ))

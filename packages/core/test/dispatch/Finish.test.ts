@@ -20,14 +20,18 @@ import * as TestClock from "effect/TestClock"
 import * as Fiber from "effect/Fiber"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { finish } from "../../src/dispatch/Finish.js"
-import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
+import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn, retryLayer } from "./harness.js"
 
 const image = { node_id: "9", filename: "out_00001_.png", subfolder: "", type: "output" }
 
 const layerFor = (
   store: FakeWorkflows,
   gateway: Partial<RunnerGateway["Type"]>,
-  extra: { readonly blobs?: Partial<BlobStore["Type"]>; readonly published?: Array<ReadonlyArray<NewWorkflowEvent>> } = {}
+  extra: {
+    readonly blobs?: Partial<BlobStore["Type"]>
+    readonly published?: Array<ReadonlyArray<NewWorkflowEvent>>
+    readonly retryOn?: typeof runner
+  } = {}
 ) =>
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, { transition: store.transition }),
@@ -36,8 +40,9 @@ const layerFor = (
     Layer.mock(WorkflowEventBus, extra.published === undefined ? {} : {
       publish: (_, events) => Effect.sync(() => void extra.published!.push(events)).pipe(Effect.as([]))
     }),
-    Layer.mock(IdGenerator, { next: Effect.sync(() => Fixtures.uuid()) })
-  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+    Layer.mock(IdGenerator, { next: Effect.sync(() => Fixtures.uuid()) }),
+    retryLayer(extra.retryOn === undefined ? undefined : { tier: "pro" })
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor(extra.retryOn)))
 
 const onRunner = (w: ReturnType<typeof workflowOn>) =>
   Effect.flatMap(Driving, ({ inFlight }) => inFlight.put({ workflow: headOf(w), phase: "onRunner" }))
@@ -122,6 +127,34 @@ describe("Finish", () => {
     })))
   })
 
+  it.effect("retries a run that ran out of memory on another runner, with the run it had recorded as an attempt", () => {
+    const w = workflowOn({ status: "queued" })
+    const other = { ...runner, id: Fixtures.uuid() as never, name: "bigger" }
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* finish(w.id)
+      expect(store.moves).toEqual(["Started+Retried"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "accepted", user_runner_id: other.id, started_at: null, completed_at: null })
+      expect(store.byId.get(w.id)!.attempts).toEqual([{
+        runner_id: runner.id,
+        runner_kind: "user",
+        started_at: DateTime.unsafeMake(1_000),
+        ended_at: expect.anything(),
+        error_node: "4",
+        exception_type: "torch.cuda.OutOfMemoryError",
+        exception_message: "CUDA out of memory"
+      }])
+      expect((yield* Effect.flatMap(Driving, (d) => d.inFlight.all))).toEqual([])
+    }).pipe(Effect.provide(layerFor(store, {
+      history: () =>
+        Effect.succeed(Option.some(history({
+          outcome: "error",
+          error: { node_id: "4", exception_type: "torch.cuda.OutOfMemoryError", exception_message: "CUDA out of memory" }
+        })))
+    }, { retryOn: other })))
+  })
+
   it.effect("without a history yet, leaves the workflow on the runner for reconciliation and still publishes its run events", () => {
     const w = workflowOn({ status: "running" })
     const store = new FakeWorkflows([w])
@@ -154,7 +187,7 @@ describe("Finish", () => {
         Layer.mock(BlobStore, {}),
         Layer.mock(WorkflowEventBus, {}),
         Layer.mock(IdGenerator, {})
-      ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+      , retryLayer()).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
     ))
   })
 })

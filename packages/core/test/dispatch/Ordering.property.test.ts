@@ -68,7 +68,7 @@ describe("orderWaiting", () => {
       const taken = new Map<string, number>()
       for (const r of order) {
         taken.set(r.workflow.user_id, (taken.get(r.workflow.user_id) ?? 0) + 1)
-        for (const [u, n] of taken) {
+        for (const n of taken.values()) {
           for (const [v, m] of taken) {
             if ((counts.get(v) ?? 0) > m) expect(n - m).toBeLessThanOrEqual(1)
           }

@@ -15,11 +15,15 @@ import * as Option from "effect/Option"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { stepsTo } from "../../src/dispatch/QueuePositions.js"
 import { reconcile } from "../../src/dispatch/Reconcile.js"
-import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
+import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn, retryLayer } from "./harness.js"
 
 const finished: PromptHistory = { outcome: "success", outputs: [], started_at: 1_000, completed_at: 2_000, error: null }
 
-const layerFor = (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]>) =>
+const layerFor = (
+  store: FakeWorkflows,
+  gateway: Partial<RunnerGateway["Type"]>,
+  retry: { readonly tier: "free" | "pro"; readonly next: typeof runner } | undefined = undefined
+) =>
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, {
       transition: store.transition,
@@ -33,8 +37,9 @@ const layerFor = (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]>)
     Layer.mock(RunnerGateway, gateway),
     Layer.mock(WorkflowEventBus, {}),
     Layer.mock(BlobStore, {}),
-    Layer.mock(IdGenerator, {})
-  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
+    Layer.mock(IdGenerator, {}),
+    retryLayer(retry === undefined ? undefined : { tier: retry.tier })
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor(retry?.next)))
 
 describe("Reconcile", () => {
   it.effect("compares what may be on the runner with its queue and history: position, end, lost, or left to the claims", () => {
@@ -58,6 +63,27 @@ describe("Reconcile", () => {
       queue: () => Effect.succeed({ running: ["someone else's"], pending: ["another", waiting.id] }),
       history: (_, id) => Effect.succeed(id === ended.id ? Option.some(finished) : Option.none())
     })))
+  })
+
+  it.effect("a lost run is retried on another runner once: back to accepted there, the attempt recorded, no longer tracked here", () => {
+    const other = { ...runner, id: Fixtures.uuid() as never, name: "other" }
+    const lost = workflowOn({ status: "running", prompt_id: "p", started_at: Fixtures.at(1), submitted_at: Fixtures.at(0) })
+    const lostAgain = workflowOn({
+      status: "queued",
+      attempts: [{ runner_id: other.id, runner_kind: "user", started_at: null, ended_at: Fixtures.at(0), error_node: null, exception_type: "RunnerLost", exception_message: "lost" }]
+    })
+    const store = new FakeWorkflows([lost, lostAgain])
+    return Effect.gen(function*() {
+      yield* reconcile
+      expect(store.byId.get(lost.id)).toMatchObject({ status: "accepted", user_runner_id: other.id, prompt_id: null, started_at: null, submitted_at: null })
+      expect(store.byId.get(lost.id)!.attempts).toMatchObject([{ runner_id: runner.id, exception_type: "RunnerLost", started_at: Fixtures.at(1) }])
+      // The tier's one retry is used up: the failure stands.
+      expect(store.byId.get(lostAgain.id)).toMatchObject({ status: "failed", exception_type: "RunnerLost" })
+      expect((yield* Effect.flatMap(Driving, (d) => d.inFlight.all))).toEqual([])
+    }).pipe(Effect.provide(layerFor(store, {
+      queue: () => Effect.succeed({ running: [], pending: [] }),
+      history: () => Effect.succeed(Option.none())
+    }, { tier: "pro", next: other })))
   })
 
   it.effect("removes from the runner's queue the prompt of a workflow cancelled while the runner could not be told", () => {

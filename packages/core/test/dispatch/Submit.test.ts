@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   AccountRepository,
+  TierPolicy,
   BlobStore,
   IdGenerator,
   PromptRejected,
@@ -36,7 +37,8 @@ const layerFor = (
     Layer.mock(BlobStore, over.blobs ?? {}),
     Layer.mock(WorkflowEventBus, {}),
     Layer.mock(IdGenerator, {}),
-    Layer.mock(AccountRepository, {})
+    Layer.mock(AccountRepository, {}),
+    TierPolicy.layer({})
   ).pipe(Layer.provideMerge(drivingLayer(over.driving)), Layer.provideMerge(schedulerFor()))
 
 /** Tracks `w` as the claim loop does before submitting it. */

@@ -17,7 +17,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { handleEvents } from "../../src/dispatch/Track.js"
-import { drivingLayer, FakeWorkflows, headOf, schedulerFor, workflowOn } from "./harness.js"
+import { drivingLayer, FakeWorkflows, headOf, schedulerFor, workflowOn, retryLayer } from "./harness.js"
 
 const graph = {
   "1": { class_type: "EmptyImage", inputs: {} },
@@ -40,7 +40,8 @@ const layerFor = (
       publish: (id, events) => Effect.sync(() => arranged.published!.push([id, events])).pipe(Effect.as([]))
     }),
     Layer.mock(BlobStore, {}),
-    Layer.mock(IdGenerator, {})
+    Layer.mock(IdGenerator, {}),
+    retryLayer()
   ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
 
 /** Puts `w` on the runner as this driver's (queued there). */

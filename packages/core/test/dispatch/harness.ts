@@ -5,11 +5,13 @@
  * sees each write a part made and the state it led to.
  */
 import {
+  AccountRepository,
   type DispatcherOptions,
   defaultDispatcherOptions,
   type RunnerLease,
   type RunnerTarget,
   Scheduler,
+  TierPolicy,
   type TransitionRequest,
   type Workflow,
   type WorkflowHead
@@ -108,3 +110,15 @@ export class FakeWorkflows {
       return { _tag: "Applied", workflow: headOf(next.right) }
     })
 }
+
+/**
+ * What a retry decision reads (Retry.ts): the default tier table, and the owner's account —
+ * none unless `user` is given (then the failure stands), so only a test of retries arranges one.
+ */
+export const retryLayer = (user?: Parameters<typeof Fixtures.user>[0]) =>
+  Layer.mergeAll(
+    TierPolicy.layer({}),
+    Layer.mock(AccountRepository, {
+      findUser: (id) => Effect.succeed(user === undefined ? Option.none() : Option.some(Fixtures.user({ ...user, id: id as never })))
+    })
+  )

@@ -239,5 +239,6 @@ const newWorkflow = (
   idempotency_key: spec.idempotency_key ?? null,
   dispatch_attempts: 0,
   submitted_at: null,
-  priority: spec.priority
+  priority: spec.priority,
+  attempts: []
 })
