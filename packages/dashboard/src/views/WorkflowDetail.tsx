@@ -39,7 +39,8 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
           if (e.type === "status" || e.type === "done") {
             const s = e.data as WorkflowSummaryJson
             setWorkflow((w) => (w === undefined ? w : { ...w, ...s }))
-            setTimeline((t) => (t.at(-1)?.status === s.status ? t : [...t, { status: s.status, at: s.updated_at }]))
+            // Event 0 is the state on connect, ahead of the replay from event 1: not a step of the timeline.
+            if (e.id > 0) setTimeline((t) => (t.at(-1)?.status === s.status ? t : [...t, { status: s.status, at: s.updated_at }]))
             if (e.type === "done") void refresh()
           } else if (e.type === "queue") {
             const { queue_number } = e.data as { queue_number: number }
