@@ -138,7 +138,7 @@ describe("dashboard", () => {
     await badge("running").waitFor()
     const waiting = await submit("waiting", sleepWorkflow(60))
     await badge("queued").waitFor()
-    await page.getByTestId("queue-position").filter({ hasText: /^1$/ }).waitFor()
+    await page.getByTestId("queue-position").filter({ hasText: /^[1-9]\d*$/ }).waitFor()
     await page.getByRole("button", { name: "Cancel workflow" }).click()
     await badge("cancelled").waitFor()
     expect(waiting).not.toBe(busy)
@@ -147,11 +147,28 @@ describe("dashboard", () => {
     await badge("cancelled").waitFor()
   })
 
+  it("updates the list live from one event stream, without polling", async () => {
+    const form = new FormData()
+    form.append("name", "live")
+    form.append("workflow_json", new Blob([JSON.stringify(sleepWorkflow(2))]), "live.json")
+    const res = await fetch(`${server.dashboard}v1/workflow`, { method: "POST", headers: { authorization: `Bearer ${server.token}` }, body: form })
+    expect(res.status).toBe(201)
+    const from = requests.length
+    await go("/workflows", "Workflows")
+    const row = page.locator("table.list tbody tr").first()
+    await row.getByText("live").waitFor()
+    await row.locator(".badge", { hasText: "completed" }).waitFor()
+    const sent = requests.slice(from).filter((r) => r.includes("/v1/"))
+    expect(sent.filter((r) => r.endsWith("/subscribe"))).toHaveLength(1)
+    // One list fetch per status change at most (accepted, uploaded, queued, running, completed).
+    expect(sent.filter((r) => r === "GET /v1/workflow").length).toBeLessThanOrEqual(6)
+  })
+
   it("lists workflows newest first, filters them by status and tag, and pages", async () => {
     await go("/workflows", "Workflows")
     const names = () => page.locator("table.list tbody td[data-label=Name]").allTextContents()
-    await page.locator("table.list tbody tr").nth(3).waitFor()
-    expect(await names()).toEqual(["waiting", "busy", "invert", "invert"])
+    await page.locator("table.list tbody tr").nth(4).waitFor()
+    expect(await names()).toEqual(["live", "waiting", "busy", "invert", "invert"])
     await shoot("workflows")
     await page.getByLabel("Status").selectOption("cancelled")
     await page.locator("table.list tbody tr").nth(1).waitFor()

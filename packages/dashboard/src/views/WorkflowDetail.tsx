@@ -1,7 +1,8 @@
 /**
  * One workflow, live: the detail is fetched once, then its event stream (replayed from the start
  * for an unfinished workflow) drives the status timeline, queue position, node and step progress
- * and outputs. On `done` the detail and outputs are fetched once more (error fields, final files).
+ * and outputs. On `queued` the detail is fetched again (the runner's queue position), on `done` the
+ * detail and outputs (error fields, final files).
  */
 import { useEffect, useState } from "preact/hooks"
 import { api } from "../api.js"
@@ -42,6 +43,8 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
             // Event 0 is the state on connect, ahead of the replay from event 1: not a step of the timeline.
             if (e.id > 0) setTimeline((t) => (t.at(-1)?.status === s.status ? t : [...t, { status: s.status, at: s.updated_at }]))
             if (e.type === "done") void refresh()
+            // The position the runner gave at queueing is in the detail; `queue` events report its changes.
+            else if (s.status === "queued") void api<WorkflowDetailJson>(`/v1/workflow/${id}`).then((w) => live && setWorkflow(w), (err: unknown) => live && setError(err))
           } else if (e.type === "queue") {
             const { queue_number } = e.data as { queue_number: number }
             setWorkflow((w) => (w === undefined ? w : { ...w, queue_number }))
