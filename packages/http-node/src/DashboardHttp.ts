@@ -50,7 +50,7 @@ export const loadDashboard = (): ReadonlyMap<string, Asset> => {
 }
 
 const notBuilt = HttpServerResponse.unsafeJson(
-  { status: 404, message: "The dashboard is not built: run `pnpm build` (it builds packages/dashboard)" },
+  { status: 404, message: "The dashboard is not built: run pnpm build (it builds packages/dashboard)" },
   { status: 404 }
 )
 const notFound = HttpServerResponse.unsafeJson({ status: 404, message: "Not found" }, { status: 404 })
