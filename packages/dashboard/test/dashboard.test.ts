@@ -133,6 +133,20 @@ describe("dashboard", () => {
     await page.getByRole("row", { name: /\$text\(prefix\)\s+dash\/first/ }).waitFor()
   })
 
+  it("shows the server's 400 for a bad file and the runner's reason for an invalid workflow", async () => {
+    await go("/submit", "Submit a workflow")
+    await page.getByLabel(/Workflow file/).setInputFiles(jsonFile("editor.json", { nodes: [], links: [] }))
+    await page.getByRole("button", { name: "Submit workflow" }).click()
+    await page.getByRole("alert").filter({ hasText: /^400: .*UI \(editor\) format; export it in API format/ }).waitFor()
+    await submit("too-small", {
+      "1": { class_type: "EmptyImage", inputs: { width: 0, height: 16, batch_size: 1, color: 0 } },
+      "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "dash/small" } }
+    })
+    await badge("invalid").waitFor()
+    await page.getByRole("alert").filter({ hasText: "prompt_outputs_failed_validation" }).filter({ hasText: "smaller than min of 1: width" }).waitFor()
+    expect(await page.getByRole("button", { name: "Cancel workflow" }).count()).toBe(0)
+  })
+
   it("cancels a queued workflow", async () => {
     const busy = await submit("busy", sleepWorkflow(60))
     await badge("running").waitFor()
@@ -167,14 +181,28 @@ describe("dashboard", () => {
   it("lists workflows newest first, filters them by status and tag, and pages", async () => {
     await go("/workflows", "Workflows")
     const names = () => page.locator("table.list tbody td[data-label=Name]").allTextContents()
-    await page.locator("table.list tbody tr").nth(4).waitFor()
-    expect(await names()).toEqual(["live", "waiting", "busy", "invert", "invert"])
+    await page.locator("table.list tbody tr").nth(5).waitFor()
+    expect(await names()).toEqual(["live", "waiting", "busy", "too-small", "invert", "invert"])
     await shoot("workflows")
     await page.getByLabel("Status").selectOption("cancelled")
     await page.locator("table.list tbody tr").nth(1).waitFor()
     await page.getByText("Page 1 of 1 (2 in all)").waitFor()
     expect(await names()).toEqual(["waiting", "busy"])
     await page.getByLabel("Status").selectOption("")
+    // Five more (rejected at once by the runner) make 11: two pages of 10.
+    for (const n of [1, 2, 3, 4, 5]) {
+      const form = new FormData()
+      form.append("name", `extra-${n}`)
+      form.append("workflow_json", new Blob([JSON.stringify({ "1": { class_type: "NoSuchNode", inputs: {} } })]), "extra.json")
+      expect((await fetch(`${server.dashboard}v1/workflow`, { method: "POST", headers: { authorization: `Bearer ${server.token}` }, body: form })).status).toBe(201)
+    }
+    await page.getByLabel("Per page").selectOption("10")
+    await page.getByText("Page 1 of 2 (11 in all)").waitFor()
+    expect(await names()).toHaveLength(10)
+    expect((await names())[0]).toBe("extra-5")
+    await page.getByRole("button", { name: "Next" }).click()
+    await page.getByText("Page 2 of 2 (11 in all)").waitFor()
+    expect(await names()).toEqual(["invert"])
     await page.getByLabel("Tag").fill("nothing-has-this")
     await page.getByRole("button", { name: "Filter" }).click()
     await page.getByText("No workflows match these filters.").waitFor()

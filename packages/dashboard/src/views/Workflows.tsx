@@ -11,20 +11,21 @@ import { follow } from "../sse.js"
 import { isFinished, type WorkflowSummaryJson, WorkflowStatus } from "../types.js"
 import { ErrorBox, Pager, Section, StatusBadge, Tags, Time, useLoad } from "../ui.js"
 
-const PER_PAGE = 20
+const PAGE_SIZES = [10, 20, 50, 100]
 
 interface Filters {
   readonly page: number
+  readonly perPage: number
   readonly status: string
   readonly tag: string
 }
 
 export const Workflows = () => {
-  const [filters, setFilters] = useState<Filters>({ page: 1, status: "", tag: "" })
+  const [filters, setFilters] = useState<Filters>({ page: 1, perPage: 20, status: "", tag: "" })
   const [tagInput, setTagInput] = useState("")
   const list = useLoad(
     () => api<{ workflows: ReadonlyArray<WorkflowSummaryJson>; total: number }>(
-      `/v1/workflow${query({ page: filters.page, per_page: PER_PAGE, status: filters.status, tag: filters.tag })}`
+      `/v1/workflow${query({ page: filters.page, per_page: filters.perPage, status: filters.status, tag: filters.tag })}`
     ),
     JSON.stringify(filters)
   )
@@ -67,6 +68,12 @@ export const Workflows = () => {
         <label>
           Tag <input value={tagInput} onInput={(e) => setTagInput(e.currentTarget.value)} placeholder="any" />
         </label>
+        <label>
+          Per page{" "}
+          <select value={filters.perPage} onChange={(e) => setFilters({ ...filters, page: 1, perPage: Number(e.currentTarget.value) })}>
+            {PAGE_SIZES.map((n) => <option key={n} value={n}>{n}</option>)}
+          </select>
+        </label>
         <button type="submit">Filter</button>
         <button type="button" onClick={list.reload}>Refresh</button>
         <a class="button primary" href="#/submit">New workflow</a>
@@ -90,7 +97,7 @@ export const Workflows = () => {
         </table>
       )}
       {list.data !== undefined && (
-        <Pager page={filters.page} perPage={PER_PAGE} total={list.data.total} onPage={(page) => setFilters({ ...filters, page })} />
+        <Pager page={filters.page} perPage={filters.perPage} total={list.data.total} onPage={(page) => setFilters({ ...filters, page })} />
       )}
     </Section>
   )
