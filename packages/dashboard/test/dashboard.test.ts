@@ -67,6 +67,8 @@ beforeAll(async () => {
   server = await startDevServer()
   browser = await launchChromium()
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
+  // Conditions, not durations: generous, for a machine shared with other suites.
+  page.setDefaultTimeout(45_000)
   page.on("request", (r) => requests.push(`${r.method()} ${new URL(r.url()).pathname}`))
 })
 
