@@ -9,7 +9,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { buildDashboard, type DevServer, launchChromium, startDevServer } from "./server.js"
+import { ADMIN_TOKEN, buildDashboard, type DevServer, launchChromium, startDevServer } from "./server.js"
 
 const images = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../docs/images")
 
@@ -204,6 +204,7 @@ describe("dashboard", () => {
     expect((await names())[0]).toBe("extra-5")
     await page.getByRole("button", { name: "Next" }).click()
     await page.getByText("Page 2 of 2 (11 in all)").waitFor()
+    await page.locator("table.list tbody tr").nth(1).waitFor({ state: "detached" })
     expect(await names()).toEqual(["invert"])
     await page.getByLabel("Tag").fill("nothing-has-this")
     await page.getByRole("button", { name: "Filter" }).click()
@@ -260,5 +261,19 @@ describe("dashboard", () => {
     expect(await page.getByRole("link", { name: "OpenAPI" }).getAttribute("href")).toBe("/v1/openapi.json")
     await page.getByRole("link", { name: "API docs" }).click()
     await page.waitForURL(/\/docs$/)
+    await page.goBack()
+    await page.getByRole("heading", { name: "Account" }).waitFor()
+  })
+
+  it("signs out with the server's message when the token is revoked mid-session", async () => {
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const me = (await (await fetch(`${server.dashboard}v1/user`, { headers: { authorization: `Bearer ${server.token}` } })).json()) as { id: string }
+    const tokens = (await (await fetch(`${server.dashboard}admin/v1/users/${me.id}/tokens`, { headers: admin })).json()) as Array<{ id: string }>
+    expect(tokens).toHaveLength(1)
+    expect((await fetch(`${server.dashboard}admin/v1/tokens/${tokens[0]!.id}`, { method: "DELETE", headers: admin })).status).toBe(204)
+    await page.getByRole("link", { name: "Workflows" }).click()
+    await page.getByRole("alert").filter({ hasText: "Signed out: Invalid token" }).waitFor()
+    await page.getByLabel("API token").waitFor()
+    expect(await page.evaluate(() => sessionStorage.getItem("wes.token"))).toBeNull()
   })
 })

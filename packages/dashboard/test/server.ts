@@ -24,6 +24,9 @@ const freePort = () =>
     })
   })
 
+/** The operator token of the server under test (the operator API revokes tokens). */
+export const ADMIN_TOKEN = "dashboard-test-admin-token"
+
 export interface DevServer {
   readonly dashboard: string
   readonly token: string
@@ -36,7 +39,7 @@ export const startDevServer = async (): Promise<DevServer> => {
   const child: ChildProcess = spawn(
     process.execPath,
     ["--import", "tsx", "--conditions=@wes/source", path.join(root, "packages/http-node/src/bin.ts"), "serve"],
-    { cwd: root, env: { ...process.env, WES_DEV: "1", WES_PORT: String(port), WES_RATE_LIMIT: "off" }, stdio: ["ignore", "pipe", "pipe"] }
+    { cwd: root, env: { ...process.env, WES_DEV: "1", WES_PORT: String(port), WES_RATE_LIMIT: "off", WES_ADMIN_TOKEN: ADMIN_TOKEN }, stdio: ["ignore", "pipe", "pipe"] }
   )
   let out = ""
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
