@@ -40,6 +40,8 @@ const shoot = async (name: string) => {
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: width === 1280 ? 800 : 844 })
     await page.screenshot({ path: path.join(images, `dashboard-${name}-${width}.png`), fullPage: true })
+    // Usable at this width: nothing reaches past the right edge.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth), `${name} at ${width} px`).toBeLessThanOrEqual(width)
   }
   await page.setViewportSize({ width: 1280, height: 800 })
 }
