@@ -5,6 +5,7 @@
  */
 import type {
   CurrentUser,
+  ManagedRunnerView,
   Runner,
   Template,
   TemplateListItem,
@@ -25,6 +26,7 @@ export type OutputJson = Schema.Schema.Encoded<typeof WorkflowOutputView>
 export type TemplateJson = Schema.Schema.Encoded<typeof Template>
 export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
 export type RunnerJson = Schema.Schema.Encoded<typeof Runner>
+export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
 export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
 export type Status = typeof WorkflowStatusSchema.Type
 

@@ -247,6 +247,7 @@ describe("dashboard", () => {
     await second.getByText("gpu").waitFor()
     await second.getByRole("button", { name: "Disable second" }).click()
     await second.locator(".badge", { hasText: "disabled" }).waitFor()
+    await page.getByText("No managed runners are offered to your tier at the moment.").waitFor()
     await shoot("runners")
     await second.getByRole("button", { name: "Delete second" }).click()
     await second.getByRole("button", { name: "Confirm delete second" }).click()

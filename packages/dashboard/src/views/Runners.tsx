@@ -7,6 +7,7 @@ import { useState } from "preact/hooks"
 import { api, postJson, query } from "../api.js"
 import { isFinished, type RunnerJson, type WorkflowSummaryJson } from "../types.js"
 import { ErrorBox, Pager, Section, StatusBadge, Tags, Time, useLoad } from "../ui.js"
+import { ManagedRunners } from "./ManagedRunners.js"
 import { RunnerForm } from "./RunnerForm.js"
 
 const PER_PAGE = 10
@@ -74,6 +75,7 @@ export const Runners = () => {
       })}
       {list.data !== undefined && <Pager page={page} perPage={PER_PAGE} total={list.data.total} onPage={setPage} />}
       <RunnerForm onCreated={list.reload} />
+      <ManagedRunners />
     </Section>
   )
 }
