@@ -32,21 +32,23 @@ interface Asset {
   readonly type: string
 }
 
-/** The built files by URL path (`/`, `/ui/app.js`, ...); empty when the dashboard is not built. */
-export const loadDashboard = (): ReadonlyMap<string, Asset> => {
+/**
+ * The built files by URL path (`/`, `/ui/app.js`, ...), or why there are none (the package or its
+ * `dist` is missing: the dashboard is not built).
+ */
+export const loadDashboard = (): { readonly assets: ReadonlyMap<string, Asset>; readonly missing?: string } => {
   const assets = new Map<string, Asset>()
-  let dist: string
   try {
-    dist = path.join(path.dirname(createRequire(import.meta.url).resolve("@wes/dashboard/package.json")), "dist")
+    const dist = path.join(path.dirname(createRequire(import.meta.url).resolve("@wes/dashboard/package.json")), "dist")
     assets.set("/", { body: readFileSync(path.join(dist, "index.html")), type: TYPES[".html"]! })
-  } catch {
-    return assets
+    for (const name of readdirSync(path.join(dist, "ui"))) {
+      const type = TYPES[path.extname(name)]
+      if (type !== undefined) assets.set(`/ui/${name}`, { body: readFileSync(path.join(dist, "ui", name)), type })
+    }
+    return { assets }
+  } catch (e) {
+    return { assets: new Map(), missing: e instanceof Error ? e.message : String(e) }
   }
-  for (const name of readdirSync(path.join(dist, "ui"))) {
-    const type = TYPES[path.extname(name)]
-    if (type !== undefined) assets.set(`/ui/${name}`, { body: readFileSync(path.join(dist, "ui", name)), type })
-  }
-  return assets
 }
 
 const notBuilt = HttpServerResponse.unsafeJson(
@@ -58,7 +60,8 @@ const notFound = HttpServerResponse.unsafeJson({ status: 404, message: "Not foun
 /** `GET /` and `GET /ui/*`. */
 export const dashboardRoute = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
-    const assets = loadDashboard()
+    const { assets, missing } = loadDashboard()
+    if (missing !== undefined) yield* Effect.logWarning("dashboard not built: / answers 404 until `pnpm build`", { reason: missing })
     const serve = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       const asset = assets.get(request.url.split("?")[0]!)
       if (asset === undefined) return assets.size === 0 ? notBuilt : notFound
