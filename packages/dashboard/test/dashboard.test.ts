@@ -91,9 +91,15 @@ describe("dashboard", () => {
     await page.getByRole("button", { name: "Sign in" }).click()
     await page.getByRole("alert").filter({ hasText: "401: Invalid token" }).waitFor()
     await shoot("signin")
-    await page.getByLabel("API token").fill(server.token)
-    await page.getByRole("button", { name: "Sign in" }).click()
+    // By keyboard alone: type the token and press Enter.
+    await page.getByLabel("API token").focus()
+    await page.keyboard.press("Control+A")
+    await page.keyboard.type(server.token)
+    await page.keyboard.press("Enter")
     await page.getByRole("heading", { name: "Workflows" }).waitFor()
+    // The first Tab reaches the skip link, which moves focus past the navigation.
+    await page.keyboard.press("Tab")
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe("Skip to content")
     expect(await page.evaluate(() => sessionStorage.getItem("wes.token"))).toBe(server.token)
   })
 
