@@ -1,6 +1,6 @@
 /**
  * The server's wiring. Reading the layers top to bottom draws the system: HTTP edge (rate limit,
- * request log, routes, OpenAPI, docs) -> handlers -> use cases (@wes/core) -> store + runner
+ * request log, routes, OpenAPI, docs, dashboard) -> handlers -> use cases (@wes/core) -> store + runner
  * gateway + platform services.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
@@ -21,6 +21,7 @@ import type { Duplex } from "node:stream"
 import { adminHttp } from "./AdminHttp.js"
 import { type Authentication, WesApi } from "./Api.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
+import { dashboardRoute } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
 import { ErrorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
@@ -123,6 +124,7 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   const app = HttpApiBuilder.serve(middleware).pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
     Layer.provide(docsRoute),
+    Layer.provide(dashboardRoute),
     Layer.provide(apiLayer(options))
   )
   return app.pipe(

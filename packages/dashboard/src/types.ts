@@ -1,0 +1,34 @@
+/**
+ * The /v1 resources as the dashboard receives them: the wire (encoded) side of the schemas the
+ * HttpApi declaration uses, imported as types only. The
+ * declaration stays the one description of the contract.
+ */
+import type {
+  CurrentUser,
+  ManagedRunnerView,
+  Runner,
+  Template,
+  TemplateListItem,
+  WorkflowDetail,
+  WorkflowOutputView,
+  WorkflowStatus as WorkflowStatusSchema,
+  WorkflowSummary
+} from "@wes/core"
+import type * as Schema from "effect/Schema"
+
+export type WorkflowSummaryJson = Schema.Schema.Encoded<typeof WorkflowSummary>
+/** Fields another change may add (a queue position, a priority) are shown only when present. */
+export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail> & {
+  readonly queue_position?: number | null
+  readonly priority?: number | null
+}
+export type OutputJson = Schema.Schema.Encoded<typeof WorkflowOutputView>
+export type TemplateJson = Schema.Schema.Encoded<typeof Template>
+export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
+export type RunnerJson = Schema.Schema.Encoded<typeof Runner>
+export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
+export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
+export type Status = typeof WorkflowStatusSchema.Type
+
+/** The statuses, in the order of a workflow's life, and which of them are final (from the core). */
+export { isTerminal as isFinished, WorkflowStatus } from "@wes/core"

@@ -1,0 +1,81 @@
+/**
+ * Runners: list with status, tags and work in flight (counted in each runner's recent history,
+ * the 10 newest workflows: "10+" when all of them are unfinished), create, disable or enable,
+ * delete (asked twice), and the recent history of one.
+ */
+import { useState } from "preact/hooks"
+import { api, postJson, query } from "../api.js"
+import { isFinished, type RunnerJson, type WorkflowSummaryJson } from "../types.js"
+import { ErrorBox, Pager, Section, StatusBadge, Tags, Time, useLoad } from "../ui.js"
+import { ManagedRunners } from "./ManagedRunners.js"
+import { RunnerForm } from "./RunnerForm.js"
+
+const PER_PAGE = 10
+
+interface Row {
+  readonly runner: RunnerJson
+  readonly history: ReadonlyArray<WorkflowSummaryJson>
+}
+
+const load = async (page: number) => {
+  const { runners, total } = await api<{ runners: ReadonlyArray<RunnerJson>; total: number }>(`/v1/runner${query({ page, per_page: PER_PAGE })}`)
+  const rows = await Promise.all(runners.map(async (runner): Promise<Row> => ({
+    runner,
+    history: await api<ReadonlyArray<WorkflowSummaryJson>>(`/v1/runner/${runner.id}/history`)
+  })))
+  return { rows, total }
+}
+
+export const Runners = () => {
+  const [page, setPage] = useState(1)
+  const list = useLoad(() => load(page), `${page}`)
+  const [confirming, setConfirming] = useState<string | undefined>(undefined)
+  const [error, setError] = useState<unknown>(undefined)
+  const act = async (f: () => Promise<unknown>) => {
+    setError(undefined)
+    try {
+      await f()
+      setConfirming(undefined)
+      list.reload()
+    } catch (e) {
+      setError(e)
+    }
+  }
+  const rows = list.data?.rows ?? []
+  return (
+    <Section title="Runners">
+      <ErrorBox error={list.error} />
+      <ErrorBox error={error} />
+      {list.data !== undefined && rows.length === 0 && <p>No runners of your own yet.</p>}
+      {rows.map(({ history, runner }) => {
+        const inFlight = history.filter((w) => !isFinished(w.status)).length
+        return (
+          <article class="card runner" key={runner.id} aria-label={`Runner ${runner.name}`}>
+            <h3>{runner.name} <StatusBadge status={runner.status} /></h3>
+            <dl class="facts">
+              <dt>Endpoint</dt><dd><code>{runner.endpoint}</code></dd>
+              <dt>Tags</dt><dd><Tags tags={runner.tags} /></dd>
+              <dt>In flight</dt><dd>{inFlight === 10 ? "10+" : inFlight}</dd>
+              <dt>Headers</dt><dd>{Object.keys(runner.headers).join(", ") || <span class="muted">none</span>}</dd>
+            </dl>
+            <div class="actions">
+              <button type="button" onClick={() => void act(() => postJson(`/v1/runner/${runner.id}`, "PATCH", { status: runner.status === "active" ? "disabled" : "active" }))}>
+                {runner.status === "active" ? "Disable" : "Enable"} {runner.name}
+              </button>
+              {confirming === runner.id
+                ? <button type="button" class="danger" onClick={() => void act(() => api(`/v1/runner/${runner.id}`, { method: "DELETE" }))}>Confirm delete {runner.name}</button>
+                : <button type="button" onClick={() => setConfirming(runner.id)}>Delete {runner.name}</button>}
+            </div>
+            <details>
+              <summary>Recent history ({history.length})</summary>
+              <ul>{history.map((w) => <li key={w.id}><a href={`#/workflows/${w.id}`}>{w.name}</a> <StatusBadge status={w.status} /> <Time at={w.created_at} /></li>)}</ul>
+            </details>
+          </article>
+        )
+      })}
+      {list.data !== undefined && <Pager page={page} perPage={PER_PAGE} total={list.data.total} onPage={setPage} />}
+      <RunnerForm onCreated={list.reload} />
+      <ManagedRunners />
+    </Section>
+  )
+}

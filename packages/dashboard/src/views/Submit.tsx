@@ -1,0 +1,114 @@
+/**
+ * Submit a workflow: drop or pick an API-format JSON file, or choose a template; the form for its
+ * placeholders is rendered from the definition; it is sent as multipart exactly like the API
+ * takes it, and the new workflow opens with live progress.
+ */
+import * as Either from "effect/Either"
+import { useEffect, useState } from "preact/hooks"
+import { api, ApiError } from "../api.js"
+import { appendParams, ParamFields, type ParamValues, type Placeholder, placeholdersOf } from "../params.js"
+import { navigate } from "../router.js"
+import type { TemplateJson, TemplateListItemJson, WorkflowSummaryJson } from "../types.js"
+import { ErrorBox, Section, useLoad } from "../ui.js"
+
+type Source =
+  | { readonly kind: "file"; readonly file: File; readonly text: string }
+  | { readonly kind: "template"; readonly template: TemplateJson }
+
+export const Submit = (props: { readonly templateId: string | undefined }) => {
+  const templates = useLoad(() => api<{ templates: ReadonlyArray<TemplateListItemJson> }>("/v1/template?per_page=100"), "templates")
+  const [source, setSource] = useState<Source | undefined>(undefined)
+  const [placeholders, setPlaceholders] = useState<ReadonlyArray<Placeholder>>([])
+  const [values, setValues] = useState<ParamValues>({})
+  const [name, setName] = useState("")
+  const [tags, setTags] = useState("")
+  const [error, setError] = useState<unknown>(undefined)
+  const [busy, setBusy] = useState(false)
+  const [dragging, setDragging] = useState(false)
+
+  const use = (next: Source, definition: unknown, defaultName: string) => {
+    const found = placeholdersOf(definition)
+    if (Either.isLeft(found)) return setError(new Error(found.left))
+    setError(undefined)
+    setSource(next)
+    setPlaceholders(found.right)
+    setValues({})
+    setName((n) => (n === "" ? defaultName : n))
+  }
+  const pickFile = async (file: File | undefined) => {
+    if (file === undefined) return
+    const text = await file.text()
+    let definition: unknown
+    try {
+      definition = JSON.parse(text)
+    } catch (e) {
+      return setError(new Error(`${file.name} is not valid JSON (${e instanceof Error ? e.message : String(e)})`))
+    }
+    use({ kind: "file", file, text }, definition, file.name.replace(/\.json$/i, ""))
+  }
+  const pickTemplate = async (id: string) => {
+    if (id === "") return setSource(undefined)
+    try {
+      const template = await api<TemplateJson>(`/v1/template/${id}`)
+      use({ kind: "template", template }, template.body, template.name)
+    } catch (e) {
+      setError(e)
+    }
+  }
+  useEffect(() => void (props.templateId !== undefined && pickTemplate(props.templateId)), [props.templateId])
+
+  const submit = async (e: Event) => {
+    e.preventDefault()
+    if (source === undefined) return setError(new Error("Choose a workflow file or a template first"))
+    const form = new FormData()
+    form.append("name", name)
+    if (source.kind === "file") form.append("workflow_json", new Blob([source.text], { type: "application/json" }), source.file.name)
+    else form.append("template_id", source.template.id)
+    if (tags.trim() !== "") form.append("tags", tags)
+    appendParams(form, values)
+    setBusy(true)
+    try {
+      const created = await api<WorkflowSummaryJson>("/v1/workflow", { method: "POST", body: form })
+      navigate(`/workflows/${created.id}`)
+    } catch (err) {
+      setError(err instanceof ApiError ? err : new Error(String(err)))
+    } finally {
+      setBusy(false)
+    }
+  }
+  return (
+    <Section title="Submit a workflow">
+      <div
+        class={`drop${dragging ? " over" : ""}`}
+        onDragOver={(e) => { e.preventDefault(); setDragging(true) }}
+        onDragLeave={() => setDragging(false)}
+        onDrop={(e) => { e.preventDefault(); setDragging(false); void pickFile(e.dataTransfer?.files[0]) }}
+      >
+        <label for="workflow-file">Workflow file (ComfyUI API format, .json): drop it here or pick it</label>
+        <input id="workflow-file" type="file" accept=".json,application/json" onChange={(e) => void pickFile(e.currentTarget.files?.[0])} />
+        <label for="template">or a template</label>
+        <select id="template" value={source?.kind === "template" ? source.template.id : ""} onChange={(e) => void pickTemplate(e.currentTarget.value)}>
+          <option value="">(none)</option>
+          {(templates.data?.templates ?? []).map((t) => <option key={t.id} value={t.id}>{t.name}</option>)}
+        </select>
+      </div>
+      <ErrorBox error={templates.error} />
+      {source !== undefined && (
+        <form onSubmit={submit}>
+          <p>From {source.kind === "file" ? <>file <code>{source.file.name}</code></> : <>template <strong>{source.template.name}</strong></>}</p>
+          <div class="field">
+            <label for="wf-name">Name</label>
+            <input id="wf-name" required maxLength={200} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          </div>
+          <div class="field">
+            <label for="wf-tags">Tags (comma-separated, optional)</label>
+            <input id="wf-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+          </div>
+          <ParamFields placeholders={placeholders} values={values} onChange={(f, v) => setValues({ ...values, [f]: v })} />
+          <button class="primary" type="submit" disabled={busy}>Submit workflow</button>
+        </form>
+      )}
+      <ErrorBox error={error} />
+    </Section>
+  )
+}
