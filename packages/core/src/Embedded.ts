@@ -40,7 +40,7 @@ import { RunnerProbe } from "./runners/RunnerProbe.js"
 import { RunnerService } from "./runners/RunnerService.js"
 import { TierPolicy, type TierTableOverride } from "./accounts/Tier.js"
 import { PlatformLive, type StoreServices, type UseCaseServices, useCasesLayer } from "./UseCases.js"
-import { WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
+import { type QueueEstimate, type Workflow, WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
 import { WorkflowEvent } from "./workflows/WorkflowEvents.js"
 import { type UploadedFile, WorkflowService } from "./workflows/WorkflowService.js"
 
@@ -198,7 +198,9 @@ const errorOf = <E>(cause: Cause.Cause<E>): unknown => Option.getOrElse(Cause.fa
 const encodeUser = Schema.encodeSync(User)
 const encodeToken = Schema.encodeSync(IssuedToken)
 const encodeRunner = Schema.encodeSync(Runner)
-const encodeDetail = Schema.encodeSync(WorkflowDetail)
+const encodeDetailForm = Schema.encodeSync(WorkflowDetail)
+/** The detail of a workflow; without an estimate (a create's answer), none. */
+const encodeDetail = (w: Workflow & Partial<QueueEstimate>) => encodeDetailForm({ queue_position: null, estimated_start_at: null, ...w })
 const encodeSummary = Schema.encodeSync(WorkflowSummary)
 const encodeOutput = Schema.encodeSync(WorkflowOutputView)
 const encodeEvent = Schema.encodeSync(WorkflowEvent)

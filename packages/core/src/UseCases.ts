@@ -14,6 +14,7 @@ import type { RunnerProbe } from "./runners/RunnerProbe.js"
 import type { RunnerRepository } from "./runners/RunnerRepository.js"
 import { RunnerService } from "./runners/RunnerService.js"
 import { Scheduler } from "./dispatch/Scheduler.js"
+import { RunTimes } from "./dispatch/RunTimes.js"
 import type { TemplateRepository } from "./templates/TemplateRepository.js"
 import { TemplateService } from "./templates/TemplateService.js"
 import type { TierPolicy } from "./accounts/Tier.js"
@@ -42,6 +43,7 @@ export type UseCaseServices =
   | ManagedRunnerService
   | AccountService
   | Scheduler
+  | RunTimes
 
 /** Ids (UUID v7) and crypto from the Web Crypto API. */
 export const PlatformLive: Layer.Layer<IdGenerator | Crypto> = IdGeneratorLive.pipe(Layer.provideMerge(CryptoWeb))
@@ -55,7 +57,7 @@ export const useCasesLayer = (
   StoreServices | RunnerGateway | TierPolicy | RunnerProbe | IdGenerator | Crypto
 > => {
   const scheduler = Scheduler.Live
-  const workflows = WorkflowService.Live.pipe(Layer.provide(scheduler))
+  const workflows = WorkflowService.Live.pipe(Layer.provide(scheduler), Layer.provideMerge(RunTimes.layer))
   return Layer.mergeAll(
     workflows,
     TemplateService.Live,

@@ -17,11 +17,7 @@ import type {
 import type * as Schema from "effect/Schema"
 
 export type WorkflowSummaryJson = Schema.Schema.Encoded<typeof WorkflowSummary>
-/** Fields another change may add (a queue position, a priority) are shown only when present. */
-export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail> & {
-  readonly queue_position?: number | null
-  readonly priority?: number | null
-}
+export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail>
 export type OutputJson = Schema.Schema.Encoded<typeof WorkflowOutputView>
 export type TemplateJson = Schema.Schema.Encoded<typeof Template>
 export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>

@@ -10,6 +10,7 @@ import {
   IdGeneratorLive,
   RunnerProbe,
   type StoreServices,
+  PriorityAging,
   TierPolicy,
   useCasesLayer
 } from "@wes/core"
@@ -61,7 +62,9 @@ export const coreLayer = (config: WesConfig) => {
       gateway,
       config.runnerDenyPrivate ? denyPrivateProbe().pipe(Layer.provide(probe)) : probe,
       TierPolicy.fromConfig,
-      platform
+      platform,
+      // Queue positions order waiting work with the dispatcher's aging.
+      Layer.succeed(PriorityAging, config.priorityAging)
     ))
   )
 }

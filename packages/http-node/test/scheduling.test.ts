@@ -11,6 +11,7 @@ import {
   json,
   readJson,
   type RunnerJson,
+  smokeWorkflow,
   startServer,
   type TestServer,
   type WorkflowDetailJson,
@@ -39,8 +40,10 @@ const fake = async () => {
 
 type User = Awaited<ReturnType<TestServer["user"]>>
 
+let colour = 0
+/** Each a different graph: ComfyUI caches the nodes of a graph it ran, and would not run it again. */
 const create = (u: User, fields: Record<string, string> = {}) =>
-  server.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "run", ...fields }) })
+  server.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "run", ...fields }, smokeWorkflow({ color: colour++ % 256 })) })
 
 const submit = async (u: User, fields: Record<string, string> = {}) => {
   const res = await create(u, fields)
@@ -116,6 +119,12 @@ describe("scheduling", () => {
     const high = await submit(u, { priority: "high" })
     // Nothing beyond the concurrency reaches the runner while it is busy.
     expect(postedOnce(f)).toHaveLength(CONCURRENCY)
+    // Each waiting one knows how many start before it: the two on the runner, then the order.
+    await untilStatus(u, first[0]!.id, ["running"])
+    const positions = await Promise.all([first[1]!, high, normal, low].map(async (w) => (await get(u, w.id)).queue_position))
+    expect(positions).toEqual([1, 2, 3, 4])
+    // No run finished on this runner yet: no estimate of a start.
+    expect((await get(u, low.id)).estimated_start_at).toBeNull()
     f.release()
     await waitAll(u, [...first, normal, low, high].map((w) => w.id))
     expect(postedOnce(f)).toEqual([...first.map((w) => w.id), high.id, normal.id, low.id])
@@ -196,5 +205,26 @@ describe("scheduling", () => {
       if (d.status === "completed") throw new Error("a lost run completed without a runner to retry on")
       await new Promise((r) => setTimeout(r, 25))
     }
+  })
+
+  it("a waiting workflow's detail estimates its start from the runner's recent run times", async () => {
+    const u = await server.user("pro")
+    const f = await fake()
+    expect((await server.fetch("/v1/runner", json({ name: "r", endpoint: f.url }, u.auth))).status).toBe(201)
+    f.setExecutionDelay(100)
+    await waitAll(u, [(await submit(u)).id])
+    f.hold()
+    const ws = [await submit(u), await submit(u), await submit(u)]
+    await untilStatus(u, ws[0]!.id, ["running"])
+    const before = Date.now()
+    const last = await get(u, ws[2]!.id)
+    expect(last.queue_position).toBe(2)
+    expect(last.estimated_start_at).not.toBeNull()
+    // Two runs of at least 100 ms each ahead of it.
+    expect(Date.parse(last.estimated_start_at!)).toBeGreaterThanOrEqual(before + 200)
+    const running = await get(u, ws[0]!.id)
+    expect([running.queue_position, running.estimated_start_at]).toEqual([null, null])
+    f.release()
+    await waitAll(u, ws.map((w) => w.id))
   })
 })

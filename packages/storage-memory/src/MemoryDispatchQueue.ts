@@ -43,7 +43,7 @@ const keepOldest = (kept: Map<string, Array<Candidate>>, key: string, c: Candida
   if (list.length > n) list.pop()
 }
 
-export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.PubSub<string>) =>
+export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.PubSub<string>): DispatchQueue["Type"] =>
   DispatchQueue.of({
     claim: (runner, owner, limit, leaseMs, agingMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
@@ -71,6 +71,19 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
           out.push({ workflow: marked, resubmit: w.submitted_at !== null })
         }
         return out
+      }),
+    waitingOn: (runner, limit) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const waiting: Array<Candidate> = []
+        const onRunner = new Map<string, number>()
+        for (const id of table.unfinishedByRunner.get(runner) ?? []) {
+          const w = table.byId.get(id)!
+          const claim = table.claims.get(id)
+          if ((w.status === "accepted" || w.status === "uploaded") && (claim === undefined || claim.until <= now)) {
+            if (waiting.length < limit) waiting.push(toCandidate(w))
+          } else onRunner.set(w.user_id, (onRunner.get(w.user_id) ?? 0) + 1)
+        }
+        return { waiting, onRunner }
       }),
     renew: (ids, owner, leaseMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {

@@ -20,6 +20,16 @@ import { WORKFLOW_COLUMNS, WorkflowRow } from "./WorkflowRows.js"
 /** A claimed row: the workflow, and whether an earlier claim had marked it as possibly posted. */
 const ClaimedRow = Schema.Struct({ ...WorkflowRow.fields, resubmit: Schema.Boolean })
 
+/** A row of `waitingOn`: a waiting workflow, or a user's count on the runner. */
+const QueueRow = Schema.Struct({
+  kind: Schema.Literal("waiting", "load"),
+  id: Schema.NullOr(Schema.String),
+  user_id: Schema.String,
+  priority: Schema.NullOr(WorkflowRow.fields.priority),
+  created_at: Schema.NullOr(WorkflowRow.fields.created_at),
+  n: Schema.Number
+})
+
 /** The default NOTIFY channel of new work; every instance sharing a database must use the same. */
 export const DEFAULT_WORK_CHANNEL = "wes_work"
 
@@ -107,6 +117,22 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
           RETURNING ${claimedColumns}, picked.resubmit, picked.effective, picked.turn)
         SELECT ${workflows}, resubmit FROM claimed ORDER BY effective DESC, turn, created_at, id`
     },
+    /** The runner's unclaimed waiting work, oldest first, with each user's count on it, in one statement. */
+    waitingOn: (runnerId: string, limit: number) =>
+      sql`WITH waiting AS (
+          SELECT id, user_id, priority, created_at FROM workflows
+          WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId} AND status IN ${waiting}
+            AND (claimed_by IS NULL OR lease_expires_at < now())
+          ORDER BY created_at, id LIMIT ${limit}
+        ), load AS (
+          SELECT user_id, count(*)::int AS n FROM workflows
+          WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
+            AND (status IN ('queued', 'running') OR (status IN ('accepted', 'uploaded') AND submitted_at IS NOT NULL))
+            AND (status IN ('queued', 'running') OR lease_expires_at >= now())
+          GROUP BY user_id
+        )
+        SELECT 'waiting' AS kind, id::text, user_id::text, priority::int, created_at, 0 AS n FROM waiting
+        UNION ALL SELECT 'load', NULL, user_id::text, NULL, NULL, n FROM load`,
     renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) =>
       sql`UPDATE workflows SET lease_expires_at = ${leaseEnd(leaseMs)}
         WHERE id = ANY(${ids}::uuid[]) AND claimed_by = ${owner}`,
@@ -147,6 +173,7 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
     const sql = yield* SqlClient.SqlClient
     const q = dispatchQueries(sql)
     const decodeClaims = decodeRows(ClaimedRow)
+    const decodeQueueRows = decodeRows(QueueRow)
     return DispatchQueue.of({
       claim: (runnerId, owner, limit, leaseMs, agingMs) =>
         isId(runnerId) && limit > 0
@@ -156,6 +183,21 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
             orStorageError("dispatch.claim")
           )
           : Effect.succeed([]),
+      waitingOn: (runnerId, limit) =>
+        isId(runnerId) && limit > 0
+          ? run(q.waitingOn(runnerId, limit)).pipe(
+            Effect.flatMap(decodeQueueRows),
+            Effect.map((rows) => ({
+              waiting: rows.flatMap((r) =>
+                r.kind === "waiting" && r.id !== null && r.priority !== null && r.created_at !== null
+                  ? [{ id: r.id, user_id: r.user_id, priority: r.priority, created_at: r.created_at.epochMillis }]
+                  : []
+              ),
+              onRunner: new Map(rows.flatMap((r) => (r.kind === "load" ? [[r.user_id, r.n] as const] : [])))
+            })),
+            orStorageError("dispatch.waitingOn")
+          )
+          : Effect.succeed({ waiting: [], onRunner: new Map() }),
       renew: (ids, owner, leaseMs) => {
         const valid = ids.filter(isId)
         return valid.length === 0

@@ -11,6 +11,7 @@ import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { StorageError } from "../shared/Errors.js"
 import type { Workflow } from "../workflows/Workflow.js"
+import type { Waiting } from "./Ordering.js"
 
 /**
  * A claimed workflow. Claiming marks it as possibly posted (`submitted_at`), so whoever claims it
@@ -19,6 +20,12 @@ import type { Workflow } from "../workflows/Workflow.js"
 export interface ClaimedWorkflow {
   readonly workflow: Workflow
   readonly resubmit: boolean
+}
+
+/** A runner's waiting work and each user's work on it (see `DispatchQueue.waitingOn`). */
+export interface RunnerQueue {
+  readonly waiting: ReadonlyArray<Waiting>
+  readonly onRunner: ReadonlyMap<string, number>
 }
 
 /** Workflows waiting to be submitted, claimed with a lease so two instances never both submit one. */
@@ -38,6 +45,12 @@ export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<Dispat
     leaseMs: number,
     agingMs: number
   ) => Effect.Effect<ReadonlyArray<ClaimedWorkflow>, StorageError>
+  /**
+   * What waits on `runnerId` (accepted or uploaded, no live claim: at most `limit`, oldest first)
+   * and each user's workflows on it (queued, running, or claimed with a live lease): what the
+   * claim orders, read for queue positions.
+   */
+  readonly waitingOn: (runnerId: string, limit: number) => Effect.Effect<RunnerQueue, StorageError>
   /** Extends the leases `owner` holds on `ids`. */
   readonly renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) => Effect.Effect<void, StorageError>
   /** Gives up `owner`'s claims on `ids` (a submission given back for later). */

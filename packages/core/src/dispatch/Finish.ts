@@ -27,6 +27,7 @@ import { Driving } from "./Driving.js"
 import type { Phase } from "./InFlight.js"
 import { transition } from "./Lifecycle.js"
 import { failOrRetry } from "./Retry.js"
+import { RunTimes } from "./RunTimes.js"
 
 /** The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost). */
 export const endSteps = (
@@ -133,6 +134,10 @@ export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyA
         const chosen = yield* failOrRetry(tracked.value.workflow, details, at)
         if (chosen._tag === "Retried") end = chosen
       }
+    }
+    if (history.outcome === "success" && end === undefined && history.started_at !== null && history.completed_at !== null) {
+      const runTimes = yield* Effect.serviceOption(RunTimes)
+      if (Option.isSome(runTimes)) yield* runTimes.value.record(driving.ref.id, history.completed_at - history.started_at)
     }
     let status = tracked.value.workflow.status
     for (let attempt = 0; attempt < 2; attempt++) {

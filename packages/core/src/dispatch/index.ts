@@ -1,9 +1,11 @@
 /** Dispatch: which runner takes a workflow, and driving each runner's work to its end. */
-export { type ClaimedWorkflow, DispatchQueue, type RunnerLease, RunnerOwnership } from "./Dispatch.js"
+export { type ClaimedWorkflow, DispatchQueue, type RunnerLease, RunnerOwnership, type RunnerQueue } from "./Dispatch.js"
+export { RunTimes } from "./RunTimes.js"
 export { Dispatcher, type DispatcherDeps } from "./Dispatcher.js"
 export { defaultDispatcherOptions, type DispatcherOptions, retrySchedule } from "./DispatcherOptions.js"
 export * as Lifecycle from "./Lifecycle.js"
-export { effectivePriority, orderWaiting, priorityLevel, type Ranked, type Waiting } from "./Ordering.js"
+export { effectivePriority, orderWaiting, PriorityAging, priorityLevel, type Ranked, type Waiting } from "./Ordering.js"
+export { estimateOf, type EstimateSources, estimateSources } from "./QueueEstimate.js"
 export { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
 export { type RunnerCandidate, RunnerLoad } from "./RunnerLoad.js"
 export { noEligibleRunner, Scheduler } from "./Scheduler.js"

@@ -87,8 +87,22 @@ const detailFields = {
 export const WorkflowSummary = Schema.Struct(summaryFields).annotations({ identifier: "WorkflowSummary" })
 export interface WorkflowSummary extends Schema.Schema.Type<typeof WorkflowSummary> {}
 
+/**
+ * What get-workflow adds to the record while a workflow waits (dispatch/QueueEstimate.ts): how many
+ * workflows will start before it on its runner, and when it may start from the runner's recent
+ * run times. Null when not waiting, or not known.
+ */
+export const queueEstimateFields = {
+  queue_position: Schema.NullOr(Schema.Int),
+  estimated_start_at: Schema.NullOr(Timestamp)
+}
+export interface QueueEstimate extends Schema.Struct.Type<typeof queueEstimateFields> {}
+
+/** A workflow as get-workflow answers it: the record and its queue estimate. */
+export type WorkflowView = Workflow & QueueEstimate
+
 /** Detail form: get-workflow. */
-export const WorkflowDetail = Schema.Struct(detailFields).annotations({ identifier: "WorkflowDetail" })
+export const WorkflowDetail = Schema.Struct({ ...detailFields, ...queueEstimateFields }).annotations({ identifier: "WorkflowDetail" })
 export interface WorkflowDetail extends Schema.Schema.Type<typeof WorkflowDetail> {}
 
 /** The stored workflow: the detail form plus what the service keeps for itself. */
@@ -124,7 +138,8 @@ export const toSummary = (w: WorkflowHead): WorkflowSummary => ({
 
 /** The detail form of a stored workflow. */
 // Fields listed one by one: spreading the summary into a larger object is ~100x slower in V8.
-export const toDetail = (w: Workflow): WorkflowDetail => ({
+export const toDetail = (w: Workflow, estimate: QueueEstimate = { queue_position: null, estimated_start_at: null }): WorkflowDetail => ({
+  ...estimate,
   id: w.id,
   name: w.name,
   status: w.status,

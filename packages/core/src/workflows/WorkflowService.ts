@@ -21,7 +21,7 @@ import { makeCreateWorkflow } from "./usecases/CreateWorkflow.js"
 import { type FollowStart, makeFollowWorkflow } from "./usecases/FollowWorkflow.js"
 import type { CreateWorkflowInput, ListWorkflowsInput, RerunWorkflowInput } from "./usecases/Inputs.js"
 import { makeReadWorkflows } from "./usecases/ReadWorkflows.js"
-import type { Workflow, WorkflowHead, WorkflowOutput, WorkflowSummary } from "./Workflow.js"
+import type { Workflow, WorkflowHead, WorkflowOutput, WorkflowSummary, WorkflowView } from "./Workflow.js"
 import type { WorkflowEvent, WorkflowEventBus } from "./WorkflowEvents.js"
 import type { WorkflowRepository } from "./WorkflowRepository.js"
 
@@ -33,7 +33,7 @@ type CreateError = ValidationError | NoEligibleRunner | TierLimitExceeded | NotF
 export class WorkflowService extends Context.Tag("@wes/core/WorkflowService")<WorkflowService, {
   readonly create: (user: User, input: CreateWorkflowInput) => Effect.Effect<Workflow, CreateError>
   readonly rerun: (user: User, id: string, input: RerunWorkflowInput) => Effect.Effect<Workflow, CreateError>
-  readonly get: (user: User, id: string) => Effect.Effect<Workflow, NotFound | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<WorkflowView, NotFound | StorageError>
   readonly list: (user: User, input: ListWorkflowsInput) => Effect.Effect<Paged<WorkflowSummary>, ValidationError | StorageError>
   /** Cancels an unfinished workflow (409 `Conflict` when it already finished). */
   readonly cancel: (user: User, id: string) => Effect.Effect<WorkflowHead, NotFound | Conflict | StorageError>

@@ -23,6 +23,9 @@ export {
 } from "./Placeholders.js"
 export {
   activeStatuses,
+  type QueueEstimate,
+  queueEstimateFields,
+  type WorkflowView,
   Priority,
   isTerminal,
   type RunnerRef,

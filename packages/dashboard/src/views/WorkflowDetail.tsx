@@ -78,7 +78,7 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
       setActionError(e)
     }
   }
-  const position = workflow.queue_position ?? (workflow.status === "queued" ? workflow.queue_number : null)
+  const position = workflow.queue_position
   return (
     <section aria-label="Workflow">
       <p><a href="#/workflows">All workflows</a></p>
@@ -91,7 +91,9 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
         <dt>Started</dt><dd><Time at={workflow.started_at} /></dd>
         <dt>Finished</dt><dd><Time at={workflow.completed_at} /></dd>
         {position !== null && position !== undefined && <><dt>Queue position</dt><dd data-testid="queue-position">{position}</dd></>}
-        {workflow.priority !== undefined && workflow.priority !== null && <><dt>Priority</dt><dd>{workflow.priority}</dd></>}
+        {workflow.estimated_start_at !== null && <><dt>Estimated start</dt><dd><Time at={workflow.estimated_start_at} /></dd></>}
+        <dt>Priority</dt><dd>{workflow.priority}</dd>
+        {workflow.attempts.length > 0 && <><dt>Earlier attempts</dt><dd>{workflow.attempts.map((a) => `${a.exception_type} on ${a.runner_id}`).join("; ")}</dd></>}
         <dt>Runner</dt><dd><code>{workflow.user_runner_id ?? workflow.managed_runner_id ?? "-"}</code>{workflow.managed_runner_id !== null ? " (managed)" : ""}</dd>
       </dl>
       {!finished && <button type="button" class="danger" onClick={cancel}>Cancel workflow</button>}

@@ -9,7 +9,8 @@ import { NotFound, type StorageError, ValidationError } from "../../shared/Error
 import { isUuid } from "../../shared/Ids.js"
 import { pageOf } from "../../shared/Pagination.js"
 import { normalizeTag } from "../../shared/Tags.js"
-import { type WorkflowOutput, WorkflowStatus } from "../Workflow.js"
+import { estimateOf, estimateSources } from "../../dispatch/QueueEstimate.js"
+import { type WorkflowOutput, WorkflowStatus, type WorkflowView } from "../Workflow.js"
 import { WorkflowRepository } from "../WorkflowRepository.js"
 import type { ListWorkflowsInput } from "./Inputs.js"
 
@@ -18,10 +19,15 @@ const decodeStatus = Schema.decodeUnknownEither(WorkflowStatus)
 export const makeReadWorkflows = Effect.gen(function*() {
   const repo = yield* WorkflowRepository
   const blobs = yield* BlobStore
+  const sources = yield* estimateSources
 
+  /** One workflow, with its place on its runner while it waits (QueueEstimate.ts). */
   const get = (user: User, id: string) =>
     (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed })),
+      Effect.flatMap((w) =>
+        Effect.map(estimateOf(w, sources), (estimate): WorkflowView => ({ ...w, ...estimate }))
+      )
     )
 
   const list = (user: User, input: ListWorkflowsInput) =>
