@@ -52,6 +52,8 @@ export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
       ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED" }))
       : Effect.succeed({ comfyui_version: "0.3.64" }),
   cancel: () => Effect.void,
+  // No capabilities to read: they stay unknown (the runner stays eligible).
+  objectInfo: (runner) => Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "GET /object_info: no answer" })),
   uploadInput: () => unexpected("uploadInput"),
   submit: () => unexpected("submit"),
   queue: () => unexpected("queue"),

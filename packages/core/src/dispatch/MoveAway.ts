@@ -28,7 +28,7 @@ export const moveAway = (w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "disp
         Effect.flatMap(Option.match({
           onNone: () => Effect.succeedNone,
           onSome: (user) =>
-            Effect.map(Effect.either(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, new Set([driving.ref.id])))), Either.getRight)
+            Effect.map(Effect.either(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id] }))), Either.getRight)
         }))
       )
     if (Option.isNone(next)) yield* failUnavailable

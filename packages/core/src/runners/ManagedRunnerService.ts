@@ -24,6 +24,7 @@ import {
   toManagedRunnerView,
   UpdateManagedRunnerRequest
 } from "./Runner.js"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { RunnerProbe } from "./RunnerProbe.js"
 import { HISTORY_LENGTH, type ListRunnersInput, runnerBusy, statusFilter } from "./RunnerService.js"
 import { normalizeTags } from "../shared/Tags.js"
@@ -55,7 +56,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
   static Live: Layer.Layer<
     ManagedRunnerService,
     never,
-    ManagedRunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator
+    ManagedRunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator | RunnerCapabilities
   > = Layer.effect(
     ManagedRunnerService,
     Effect.gen(function*() {
@@ -64,6 +65,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
       const policy = yield* TierPolicy
       const probe = yield* RunnerProbe
       const ids = yield* IdGenerator
+      const capabilities = yield* RunnerCapabilities
       const decodeCreate = decodeRequest(CreateManagedRunnerRequest)
       const decodeUpdate = decodeRequest(UpdateManagedRunnerRequest)
 
@@ -104,7 +106,9 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               updated_at: now
             }
             yield* probe.check(managedRunnerTarget(runner))
-            return yield* repo.insert(runner)
+            const inserted = yield* repo.insert(runner)
+            yield* capabilities.read(managedRunnerTarget(inserted))
+            return inserted
           }),
         adminGet,
         adminList: (input) =>
@@ -127,11 +131,12 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               headers: req.headers ?? current.headers,
               tags: tags ?? current.tags
             }
-            if (next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)) {
-              yield* probe.check(managedRunnerTarget(next))
-            }
+            const moved = next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)
+            if (moved) yield* probe.check(managedRunnerTarget(next))
             const now = yield* DateTime.now
-            return yield* repo.update(id, (r) => ({ ...r, ...next, id: r.id, created_at: r.created_at, updated_at: now }))
+            const updated = yield* repo.update(id, (r) => ({ ...r, ...next, id: r.id, created_at: r.created_at, updated_at: now }))
+            if (moved) yield* capabilities.read(managedRunnerTarget(updated), { forgetOnFailure: true })
+            return updated
           }),
         adminDelete: (id) =>
           Effect.gen(function*() {
@@ -139,6 +144,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
             const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
             if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
             if (!(yield* repo.delete(id))) return yield* Effect.fail(NotFound.managedRunner())
+            yield* capabilities.forget(id)
           })
       })
     })
