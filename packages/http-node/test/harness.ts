@@ -192,7 +192,7 @@ export const readJson = <T>(res: Response): Promise<T> => res.json() as Promise<
 // The contract's JSON shapes: the encoded (wire) side of the core's schemas.
 export type WorkflowSummaryJson = Schema.Schema.Encoded<typeof WorkflowSummary>
 export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail>
-export type RunnerJson = Schema.Schema.Encoded<typeof Runner>
+export type RunnerJson = Schema.Schema.Encoded<typeof RunnerView>
 export type TemplateJson = Schema.Schema.Encoded<typeof Template>
 export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
 export type ManagedRunnerViewJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
