@@ -15,7 +15,7 @@ import {
   type ManagedRunner,
   type ManagedRunnerView,
   PlatformLive,
-  type Runner,
+  type RunnerView,
   RunnerGateway,
   RunnerProbe,
   RunnerUnreachable,
