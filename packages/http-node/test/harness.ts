@@ -9,6 +9,7 @@ import {
   Dispatcher,
   type DispatcherOptions,
   type ApiTokenView,
+  type CapabilitiesOptions,
   type CurrentUser,
   type IssuedToken,
   type StoreServices,
@@ -103,14 +104,17 @@ export const startServer = async (options: {
   readonly store?: Layer.Layer<StoreServices, unknown>
   /** WES_RUNNER_DENY_PRIVATE, resolving host names with this resolver. */
   readonly denyPrivate?: Resolver
+  /** How runners' capabilities are read and cached. */
+  readonly capabilities?: Partial<CapabilitiesOptions>
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
   const gateway = options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
   const probe = RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway))
+  const useCasesOptions = options.capabilities === undefined ? {} : { capabilities: options.capabilities }
   const useCases = options.dispatcher === undefined
-    ? useCasesLayer()
-    : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer()))
+    ? useCasesLayer(useCasesOptions)
+    : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer(useCasesOptions)))
   const core = useCases.pipe(
     Layer.provideMerge(Layer.mergeAll(
       options.store ?? MemoryStoreLive,

@@ -28,7 +28,9 @@ export const noEligibleRunner = (tags: ReadonlyArray<string>): NoEligibleRunner 
 const NAMED_RUNNERS = 10
 
 /** The 400 for a workflow whose tags some runners carry, none of which has what it needs. */
-export const missingCapabilities = (lacking: ReadonlyArray<readonly [RunnerTarget, Missing]>): MissingCapabilities => {
+export const missingCapabilities = (unsorted: ReadonlyArray<readonly [RunnerTarget, Missing]>): MissingCapabilities => {
+  // By name (then id), so the message reads the same however the store listed the runners.
+  const lacking = [...unsorted].sort(([a], [b]) => a.name.localeCompare(b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
   const runners: Array<RunnerLack> = lacking.map(([r, m]) => ({
     runner_id: r.id,
     runner_name: r.name,
