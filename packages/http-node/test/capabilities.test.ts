@@ -168,6 +168,19 @@ describe("routing by capabilities", () => {
     expect((await finished(u, w.id)).status).toBe("completed")
   })
 
+  it("does not move a workflow to a runner that lacks its nodes when its own runner stops answering", async () => {
+    const u = await server.user("pro")
+    const unknown = await fake({ failStatus: 500 })
+    await addRunner(u, unknown, "unknown")
+    const lacking = await fake({ nodes: without("ImageInvert") })
+    await addRunner(u, lacking, "no-invert")
+    unknown.failHttp(503)
+    const w = await created(u, smokeWorkflow({ color: 11 }))
+    const end = await finished(u, w.id)
+    expect([end.status, end.exception_type]).toEqual(["failed", "RunnerUnavailable"])
+    expect(lacking.submissions).toHaveLength(0)
+  })
+
   it("reads a runner again when its ComfyUI restarts, and again when its endpoint changes", async () => {
     const u = await server.user("pro")
     const f = await fake({ nodes: without("ImageInvert") })
