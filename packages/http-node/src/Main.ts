@@ -51,7 +51,7 @@ export const coreLayer = (config: WesConfig) => {
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
   return Dispatcher.layer({ concurrencyPerRunner: config.runnerConcurrency, claimLease: config.lease }).pipe(
-    Layer.provideMerge(useCasesLayer()),
+    Layer.provideMerge(useCasesLayer({ capabilities: { refreshInterval: config.capabilityRefresh } })),
     Layer.provideMerge(Layer.mergeAll(
       storeLayer(config),
       gateway,
