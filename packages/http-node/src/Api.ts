@@ -17,7 +17,7 @@ import {
   CurrentUser as CurrentUserView,
   IssuedToken,
   IssueTokenRequest,
-  ManagedRunner,
+  ManagedRunnerAdminView,
   ManagedRunnerView,
   type Principal,
   RunnerStatus,
@@ -237,13 +237,13 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.get("listTokens", "/admin/v1/users/:id/tokens").setPath(Id).addSuccess(Schema.Array(ApiTokenView)))
   .add(HttpApiEndpoint.del("revokeToken", "/admin/v1/tokens/:id").setPath(TokenId).addSuccess(HttpApiSchema.NoContent))
   .add(HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners").setPayload(json(CreateManagedRunnerRequest))
-    .addSuccess(ManagedRunner, created).addError(BadRequest))
+    .addSuccess(ManagedRunnerAdminView, created).addError(BadRequest))
   .add(HttpApiEndpoint.get("listManagedRunners", "/admin/v1/managed-runners")
     .setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
-    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunner), total: Schema.Int })).addError(BadRequest))
-  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunner))
+    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunnerAdminView), total: Schema.Int })).addError(BadRequest))
+  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunnerAdminView))
   .add(HttpApiEndpoint.patch("updateManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
-    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunner).addError(BadRequest))
+    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunnerAdminView).addError(BadRequest))
   .add(HttpApiEndpoint.del("deleteManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
     .addSuccess(HttpApiSchema.NoContent).addError(ConflictStatus))
   .addError(NotFoundStatus)

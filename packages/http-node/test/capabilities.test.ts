@@ -7,9 +7,11 @@
 import { FakeComfyUI, type ObjectInfoOptions, slowWorkflow } from "@wes/runner-client/testing"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
+  ADMIN_TOKEN,
   type ErrorBody,
   fastDispatch,
   json,
+  type ManagedRunnerJson,
   readJson,
   type RunnerJson,
   smokeWorkflow,
@@ -179,6 +181,28 @@ describe("routing by capabilities", () => {
     const end = await finished(u, w.id)
     expect([end.status, end.exception_type]).toEqual(["failed", "RunnerUnavailable"])
     expect(lacking.submissions).toHaveLength(0)
+  })
+
+  it("routes a paid tier's workflow among managed runners by capabilities too; the operator sees them", async () => {
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const register = async (f: FakeComfyUI, name: string) => {
+      const res = await server.fetch("/admin/v1/managed-runners", json({ name, runner_type: "pro", endpoint: f.url, tags: ["managed-caps"] }, admin))
+      expect(res.status).toBe(201)
+      return readJson<ManagedRunnerJson>(res)
+    }
+    const lacking = await register(await fake({ nodes: without("ImageInvert") }), "managed-no-invert")
+    const capable = await register(await fake({}), "managed-full")
+    expect([lacking.capabilities?.node_classes, capable.capabilities?.node_classes]).toEqual([CATALOGUE.length - 1, CATALOGUE.length])
+    const u = await server.user("pro")
+    const form = workflowForm({ name: "managed", tags: "managed-caps" }, smokeWorkflow({ color: 13 }))
+    const res = await server.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: form })
+    expect(res.status).toBe(201)
+    const w = await detail(u, (await readJson<WorkflowSummaryJson>(res)).id)
+    expect(w.managed_runner_id).toBe(capable.id)
+    await finished(u, w.id)
+    for (const r of [lacking, capable]) {
+      expect((await server.fetch(`/admin/v1/managed-runners/${r.id}`, { ...json({ status: "disabled" }, admin), method: "PATCH" })).status).toBe(200)
+    }
   })
 
   it("reads a runner again when its ComfyUI restarts, and again when its endpoint changes", async () => {

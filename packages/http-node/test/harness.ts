@@ -13,7 +13,7 @@ import {
   type CurrentUser,
   type IssuedToken,
   type StoreServices,
-  type ManagedRunner,
+  type ManagedRunnerAdminView,
   type ManagedRunnerView,
   PlatformLive,
   type RunnerView,
@@ -200,7 +200,7 @@ export type RunnerJson = Schema.Schema.Encoded<typeof RunnerView>
 export type TemplateJson = Schema.Schema.Encoded<typeof Template>
 export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
 export type ManagedRunnerViewJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
-export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunner>
+export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerAdminView>
 export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
 export type UserJson = Schema.Schema.Encoded<typeof User>
 export type IssuedTokenJson = Schema.Schema.Encoded<typeof IssuedToken>

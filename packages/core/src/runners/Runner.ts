@@ -125,6 +125,13 @@ export const ManagedRunner = Schema.Struct({
 }).annotations({ identifier: "ManagedRunnerRecord" })
 export interface ManagedRunner extends Schema.Schema.Type<typeof ManagedRunner> {}
 
+/** A managed runner as the operator sees it: the record and what its `/object_info` offered. */
+export const ManagedRunnerAdminView = Schema.Struct({
+  ...ManagedRunner.fields,
+  capabilities: Schema.NullOr(CapabilitiesView)
+}).annotations({ identifier: "ManagedRunnerAdminView" })
+export interface ManagedRunnerAdminView extends Schema.Schema.Type<typeof ManagedRunnerAdminView> {}
+
 /** A managed runner as users see it: no endpoint, headers or owner. */
 export const ManagedRunnerView = Schema.Struct({
   id: ManagedRunnerId,

@@ -6,6 +6,7 @@ export {
   CreateRunnerRequest,
   isRunnerEndpoint,
   ManagedRunner,
+  ManagedRunnerAdminView,
   managedRunnerTarget,
   ManagedRunnerView,
   Runner,
