@@ -12,6 +12,7 @@ import {
   PlatformLive,
   type PromptHistory,
   RunnerGateway,
+  RunnerRequestFailed,
   type RunnerEvent,
   RunnerProbe,
   RunnerService,
@@ -39,6 +40,8 @@ const sockets = new Map<string, Queue.Queue<RunnerEvent>>()
 const done: PromptHistory = { outcome: "success", outputs: [], started_at: null, completed_at: null, error: null }
 const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   probe: () => Effect.succeed({ comfyui_version: "stub" }),
+  // Capabilities stay unknown: every runner stays eligible.
+  objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "no object_info" })),
   uploadInput: () => Effect.dieMessage("no uploads"),
   submit: (runner, p) =>
     Effect.flatMap(Effect.sync(() => sockets.get(runner.id)!), (q) =>

@@ -25,6 +25,7 @@ const noRunnerClient = (runner: { readonly id: string }) =>
 
 const NoGateway = Layer.succeed(RunnerGateway, {
   probe: noRunnerClient,
+  objectInfo: noRunnerClient,
   uploadInput: noRunnerClient,
   submit: noRunnerClient,
   queue: noRunnerClient,

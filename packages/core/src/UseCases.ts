@@ -2,6 +2,8 @@
 import * as Layer from "effect/Layer"
 import type { AccountRepository } from "./accounts/AccountRepository.js"
 import { AccountService, defaultTokenUseOptions, type TokenUseOptions } from "./accounts/AccountService.js"
+import type { CapabilityRepository } from "./capabilities/CapabilityRepository.js"
+import { type CapabilitiesOptions, RunnerCapabilities } from "./capabilities/RunnerCapabilities.js"
 import type { BlobStore } from "./shared/BlobStore.js"
 import { Crypto, CryptoWeb } from "./shared/Crypto.js"
 import type { DispatchQueue, RunnerOwnership } from "./dispatch/Dispatch.js"
@@ -34,6 +36,7 @@ export type StoreServices =
   | AccountRepository
   | WorkflowEventBus
   | BlobStore
+  | CapabilityRepository
 
 /** The use cases. */
 export type UseCaseServices =
@@ -44,19 +47,24 @@ export type UseCaseServices =
   | AccountService
   | Scheduler
   | RunTimes
+  | RunnerCapabilities
 
 /** Ids (UUID v7) and crypto from the Web Crypto API. */
 export const PlatformLive: Layer.Layer<IdGenerator | Crypto> = IdGeneratorLive.pipe(Layer.provideMerge(CryptoWeb))
 
-/** Every use case, over a store, a gateway, a tier policy, a probe and the platform services. */
+/**
+ * Every use case, over a store, a gateway, a tier policy, a probe and the platform services.
+ * `capabilities` tunes how runners' capabilities are read and cached.
+ */
 export const useCasesLayer = (
-  options: { readonly tokenUse?: TokenUseOptions } = {}
+  options: { readonly tokenUse?: TokenUseOptions; readonly capabilities?: Partial<CapabilitiesOptions> } = {}
 ): Layer.Layer<
   UseCaseServices,
   never,
   StoreServices | RunnerGateway | TierPolicy | RunnerProbe | IdGenerator | Crypto
 > => {
-  const scheduler = Scheduler.Live
+  const capabilities = RunnerCapabilities.layer(options.capabilities)
+  const scheduler = Scheduler.Live.pipe(Layer.provideMerge(capabilities))
   const workflows = WorkflowService.Live.pipe(Layer.provide(scheduler), Layer.provideMerge(RunTimes.layer))
   return Layer.mergeAll(
     workflows,
@@ -65,5 +73,5 @@ export const useCasesLayer = (
     ManagedRunnerService.Live,
     AccountService.layer(options.tokenUse ?? defaultTokenUseOptions),
     scheduler
-  )
+  ).pipe(Layer.provideMerge(capabilities))
 }

@@ -4,6 +4,7 @@
  * list of what it makes public, and this file re-exports those lists.
  */
 export * from "./accounts/index.js"
+export * from "./capabilities/index.js"
 export * from "./dispatch/index.js"
 export * from "./Embedded.js"
 export * from "./runners/index.js"

@@ -12,6 +12,7 @@ import {
   InvalidToken,
   ManagedRunnersForbidden,
   MissingAuthorization,
+  MissingCapabilities,
   NoEligibleRunner,
   NotFound,
   RunnerProbeFailed,
@@ -94,11 +95,28 @@ const declared = <B extends Schema.Schema.AnyNoContext, const C extends Readonly
   }).annotations(HttpApiSchema.annotations({ status }))
 }
 
-/** 400: the request is malformed (core's validation, no runner for the tags, a runner that does not answer the probe). */
-export const BadRequest = declared(BadRequestError, 400, [ValidationError, NoEligibleRunner, RunnerProbeFailed], (e) =>
-  new BadRequestError(e._tag === "ValidationError"
-    ? { status: 400, message: e.message, details: e.details }
-    : { status: 400, message: e.message }))
+/**
+ * 400: the request is malformed (core's validation, no runner for the tags, no runner with the
+ * workflow's nodes and models: `details` has one entry per runner, a runner that does not answer
+ * the probe).
+ */
+export const BadRequest = declared(BadRequestError, 400, [ValidationError, NoEligibleRunner, MissingCapabilities, RunnerProbeFailed], (e) =>
+  new BadRequestError(
+    e._tag === "ValidationError"
+      ? { status: 400, message: e.message, details: e.details }
+      : e._tag === "MissingCapabilities"
+      ? { status: 400, message: e.message, details: e.runners.map(runnerLacks) }
+      : { status: 400, message: e.message }
+  ))
+
+/** One runner's lack as a 400 detail: `runner:<name>` and what it lacks. */
+const runnerLacks = (r: MissingCapabilities["runners"][number]) => ({
+  field: `runner:${r.runner_id}`,
+  message: `runner ${JSON.stringify(r.runner_name)} lacks ` + [
+    r.node_classes.length === 0 ? undefined : `node classes: ${r.node_classes.join(", ")}`,
+    r.model_files.length === 0 ? undefined : `model files: ${r.model_files.join(", ")}`
+  ].filter((s) => s !== undefined).join("; ")
+})
 
 /** 401: no token, an unknown one, or an expired one (the contract's three messages). */
 export const Unauthorized = declared(UnauthorizedError, 401, [MissingAuthorization, InvalidToken, TokenExpired], (e) =>

@@ -52,6 +52,11 @@ export interface WesConfig {
    * link-local or unspecified addresses (multi-tenant hosting).
    */
   readonly runnerDenyPrivate: boolean
+  /**
+   * WES_CAPABILITY_REFRESH: every active runner's `/object_info` is read again at least this often
+   * (5m; at least 10s). Reads also happen at registration and at every reconnection.
+   */
+  readonly capabilityRefresh: Duration.Duration
 }
 
 const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Either.Either<A, string>) =>
@@ -85,7 +90,11 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
     Config.validate({ message: "WES_DB_SILENCE_TIMEOUT must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
     Config.option
   ),
-  runnerDenyPrivate: Config.boolean("WES_RUNNER_DENY_PRIVATE").pipe(Config.withDefault(false))
+  runnerDenyPrivate: Config.boolean("WES_RUNNER_DENY_PRIVATE").pipe(Config.withDefault(false)),
+  capabilityRefresh: Config.duration("WES_CAPABILITY_REFRESH").pipe(
+    Config.validate({ message: "WES_CAPABILITY_REFRESH must be at least 10 seconds", validation: (d) => Duration.toMillis(d) >= 10_000 }),
+    Config.withDefault(Duration.minutes(5))
+  )
 })
 
 /** Reads and checks the configuration. */

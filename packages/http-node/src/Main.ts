@@ -56,7 +56,7 @@ export const coreLayer = (config: WesConfig) => {
     claimLease: config.lease,
     priorityAging: config.priorityAging
   }).pipe(
-    Layer.provideMerge(useCasesLayer()),
+    Layer.provideMerge(useCasesLayer({ capabilities: { refreshInterval: config.capabilityRefresh } })),
     Layer.provideMerge(Layer.mergeAll(
       storeLayer(config),
       gateway,

@@ -128,6 +128,7 @@ export const denyPrivateGateway = (resolve: Resolver = systemResolver): Layer.La
       check(resolve)(runner).pipe(Effect.mapError((message) => new RunnerUnreachable({ runner_id: runner.id, message })))
     return RunnerGateway.of({
       probe: (runner) => Effect.zipRight(guard(runner), inner.probe(runner)),
+      objectInfo: (runner) => Effect.zipRight(guard(runner), inner.objectInfo(runner)),
       uploadInput: (runner, file) => Effect.zipRight(guard(runner), inner.uploadInput(runner, file)),
       submit: (runner, prompt) => Effect.zipRight(guard(runner), inner.submit(runner, prompt)),
       queue: (runner) => Effect.zipRight(guard(runner), inner.queue(runner)),

@@ -16,6 +16,7 @@ Runs the WES server. Configuration (environment, all optional):
   WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4)  WES_LEASE (15 seconds)
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
   WES_RUNNER_DENY_PRIVATE (1: refuse runner endpoints on private, loopback or link-local addresses)
+  WES_CAPABILITY_REFRESH (5 minutes: every runner's /object_info is read again at least this often)
 `
 
 const command = process.argv[2]

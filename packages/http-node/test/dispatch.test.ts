@@ -142,7 +142,10 @@ describe("running workflows", () => {
   })
 
   it("marks a prompt the runner rejects as invalid, keeping the runner's reason", async () => {
-    const f = await fake()
+    // A runner whose capabilities are unknown: WES cannot refuse the unknown node at create (it
+    // would, with a 400, for a runner it has read: capabilities.test.ts), so the runner refuses it.
+    const f = await FakeComfyUI.start({ objectInfo: { failStatus: 500 } })
+    fakes.push(f)
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, { ...saveImageWorkflow(), "1": { class_type: "NoSuchNode", inputs: {} } })

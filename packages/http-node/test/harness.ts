@@ -9,13 +9,14 @@ import {
   Dispatcher,
   type DispatcherOptions,
   type ApiTokenView,
+  type CapabilitiesOptions,
   type CurrentUser,
   type IssuedToken,
   type StoreServices,
-  type ManagedRunner,
+  type ManagedRunnerAdminView,
   type ManagedRunnerView,
   PlatformLive,
-  type Runner,
+  type RunnerView,
   RunnerGateway,
   RunnerProbe,
   RunnerUnreachable,
@@ -52,6 +53,8 @@ export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
       ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED" }))
       : Effect.succeed({ comfyui_version: "0.3.64" }),
   cancel: () => Effect.void,
+  // No capabilities to read: they stay unknown (the runner stays eligible).
+  objectInfo: (runner) => Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "GET /object_info: no answer" })),
   uploadInput: () => unexpected("uploadInput"),
   submit: () => unexpected("submit"),
   queue: () => unexpected("queue"),
@@ -101,14 +104,17 @@ export const startServer = async (options: {
   readonly store?: Layer.Layer<StoreServices, unknown>
   /** WES_RUNNER_DENY_PRIVATE, resolving host names with this resolver. */
   readonly denyPrivate?: Resolver
+  /** How runners' capabilities are read and cached. */
+  readonly capabilities?: Partial<CapabilitiesOptions>
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
   const gateway = options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
   const probe = RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway))
+  const useCasesOptions = options.capabilities === undefined ? {} : { capabilities: options.capabilities }
   const useCases = options.dispatcher === undefined
-    ? useCasesLayer()
-    : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer()))
+    ? useCasesLayer(useCasesOptions)
+    : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer(useCasesOptions)))
   const core = useCases.pipe(
     Layer.provideMerge(Layer.mergeAll(
       options.store ?? MemoryStoreLive,
@@ -190,11 +196,11 @@ export const readJson = <T>(res: Response): Promise<T> => res.json() as Promise<
 // The contract's JSON shapes: the encoded (wire) side of the core's schemas.
 export type WorkflowSummaryJson = Schema.Schema.Encoded<typeof WorkflowSummary>
 export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail>
-export type RunnerJson = Schema.Schema.Encoded<typeof Runner>
+export type RunnerJson = Schema.Schema.Encoded<typeof RunnerView>
 export type TemplateJson = Schema.Schema.Encoded<typeof Template>
 export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
 export type ManagedRunnerViewJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
-export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunner>
+export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerAdminView>
 export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
 export type UserJson = Schema.Schema.Encoded<typeof User>
 export type IssuedTokenJson = Schema.Schema.Encoded<typeof IssuedToken>

@@ -222,6 +222,7 @@ describe("WES_RUNNER_DENY_PRIVATE (suite 7)", () => {
     const calls: Array<string> = []
     const inner = Layer.succeed(RunnerGateway, RunnerGateway.of({
       probe: () => Effect.sync(() => { calls.push("probe") }).pipe(Effect.as({ comfyui_version: "x" })),
+      objectInfo: () => Effect.sync(() => { calls.push("objectInfo") }).pipe(Effect.as({})),
       uploadInput: () => Effect.sync(() => { calls.push("upload") }).pipe(Effect.as({ name: "a", subfolder: "wes", type: "input" })),
       submit: () => Effect.sync(() => { calls.push("submit") }).pipe(Effect.as({ prompt_id: "p", number: 1 })),
       queue: () => Effect.sync(() => { calls.push("queue") }).pipe(Effect.as({ running: [], pending: [] })),
@@ -240,6 +241,7 @@ describe("WES_RUNNER_DENY_PRIVATE (suite 7)", () => {
           Effect.map(Effect.either(e), (r) => (Either.isLeft(r) ? r.left.message : undefined))
         const results = [
           yield* message(g.probe(t)),
+          yield* message(g.objectInfo(t)),
           yield* message(g.uploadInput(t, { filename: "a", content_type: "x", content: Stream.empty })),
           yield* message(g.submit(t, prompt)),
           yield* message(g.queue(t)),
@@ -252,12 +254,12 @@ describe("WES_RUNNER_DENY_PRIVATE (suite 7)", () => {
       }).pipe(Effect.provide(gateway))
     const before = await Effect.runPromise(everyCall(target("user")))
     expect(before.failed).toEqual([])
-    expect(calls).toHaveLength(8)
+    expect(calls).toHaveLength(9)
     // The name now points inside the network: nothing reaches the runner any more.
     answer = ["127.0.0.1"]
     calls.length = 0
     const after = await Effect.runPromise(everyCall(target("user")))
-    expect(after.failed).toHaveLength(7)
+    expect(after.failed).toHaveLength(8)
     for (const m of after.failed) expect(m).toContain("WES_RUNNER_DENY_PRIVATE")
     expect(after.first).toEqual(expect.objectContaining({ value: expect.objectContaining({ _tag: "Disconnected" }) }))
     expect(calls).toEqual([])

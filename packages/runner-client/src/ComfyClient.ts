@@ -6,6 +6,7 @@
 import { Readable } from "node:stream"
 import {
   type Download,
+  type ObjectInfo,
   type OutputFile,
   type PromptHistory,
   PromptRejected,
@@ -30,6 +31,7 @@ import type { Dispatcher } from "undici"
 import {
   hasNodeErrors,
   HistoryAnswer,
+  ObjectInfoAnswer,
   HistoryEntry,
   partialRejection,
   PromptAccepted,
@@ -69,6 +71,10 @@ export interface ComfyClientOptions {
   readonly uploadTimeout?: Duration.DurationInput
   /** A download fails when no bytes arrive for this long (default 60 s); its headers obey `requestTimeout`. */
   readonly downloadIdleTimeout?: Duration.DurationInput
+  /** Limit of a `GET /object_info`, the whole exchange (default 30 s): it can be several MB. */
+  readonly objectInfoTimeout?: Duration.DurationInput
+  /** Largest `/object_info` answer read, in bytes (default 64 MiB; a bare ComfyUI 0.3.64 sends 0.5 MB). */
+  readonly objectInfoMaxBytes?: number
   /** Sub folder of the runner's input directory for uploads (default `wes`). */
   readonly uploadSubfolder?: string
   /**
@@ -81,6 +87,7 @@ export interface ComfyClientOptions {
 /** The runner's HTTP operations; what `RunnerGateway` exposes minus the WebSocket. */
 export interface ComfyClient {
   readonly probe: (runner: RunnerTarget) => Effect.Effect<RunnerInfo, RunnerError>
+  readonly objectInfo: (runner: RunnerTarget) => Effect.Effect<ObjectInfo, RunnerError>
   readonly uploadInput: (
     runner: RunnerTarget,
     file: { readonly filename: string; readonly content_type: string; readonly content: Stream.Stream<Uint8Array, StorageError> }
@@ -105,6 +112,7 @@ const historyAnswer = decodeAnswer(HistoryAnswer)
 const systemStats = decodeAnswer(SystemStats)
 const promptAccepted = decodeAnswer(PromptAccepted)
 const uploadAnswer = decodeAnswer(UploadAnswer)
+const objectInfoAnswer = decodeAnswer(ObjectInfoAnswer)
 const decodeRefused = Schema.decodeUnknownEither(PromptRefused)
 const decodeHistoryEntry = Schema.decodeUnknownEither(HistoryEntry)
 
@@ -125,6 +133,9 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
   // The whole upload is bounded; undici's own timers cannot fire first.
   const upload: Limits = { headers: uploadTimeout, body: uploadTimeout, whole: uploadTimeout, named: uploadTimeout }
   const download: Limits = { headers: requestTimeout, body: idleTimeout, named: requestTimeout }
+  const objectInfoTimeout = options.objectInfoTimeout ?? Duration.seconds(30)
+  const objectInfoLimits: Limits = { headers: objectInfoTimeout, body: objectInfoTimeout, whole: objectInfoTimeout, named: objectInfoTimeout }
+  const objectInfoMaxBytes = options.objectInfoMaxBytes ?? 64 * 1024 * 1024
   const stalled = `download stalled for ${Duration.format(Duration.decode(idleTimeout))}`
 
   const getJson = <A>(runner: RunnerTarget, path: string, decode: (runner: RunnerTarget, answer: Answer) => Effect.Effect<A, RunnerUnreachable>) =>
@@ -214,6 +225,11 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
 
   return {
     probe: (runner) => Effect.map(getJson(runner, "/system_stats", systemStats), toRunnerInfo),
+    objectInfo: (runner) =>
+      Effect.flatMap(
+        sendOk(dispatcher, runner, { method: "GET", path: "/object_info", acceptJson: true, maxBytes: objectInfoMaxBytes }, objectInfoLimits),
+        (answer) => objectInfoAnswer(runner, answer)
+      ),
     uploadInput,
     submit,
     queue: (runner) => Effect.map(getJson(runner, "/queue", queueAnswer), toQueueSnapshot),

@@ -15,6 +15,9 @@ export const SystemStats = Schema.Struct({
 
 export const toRunnerInfo = (s: typeof SystemStats.Type): RunnerInfo => ({ comfyui_version: s.system.comfyui_version ?? null })
 
+/** `GET /object_info`: an object of node classes; their definitions are read by core's summary. */
+export const ObjectInfoAnswer = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
 /** `POST /upload/image` answer. */
 export const UploadAnswer = Schema.Struct({
   name: Schema.String,

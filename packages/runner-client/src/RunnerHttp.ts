@@ -63,6 +63,8 @@ export interface Call {
   readonly json?: unknown
   /** Streamed as is. */
   readonly stream?: { readonly body: Readable; readonly contentType: string }
+  /** A 2xx answer longer than this many bytes is refused (its reading stops there). */
+  readonly maxBytes?: number
 }
 
 /** The one timeout of a call, given to undici. */
@@ -115,6 +117,26 @@ class BodyReadFailed {
   constructor(readonly cause: unknown) {}
 }
 
+/** A body of a 2xx answer longer than the call's `maxBytes`. */
+class BodyTooLarge {
+  constructor(readonly limit: number) {}
+}
+
+/** Reads at most `limit` bytes of `body` as UTF-8; more is a `BodyTooLarge` (and the rest is not read). */
+const boundedText = async (body: AsyncIterable<Uint8Array> & { destroy?: () => unknown }, limit: number): Promise<string> => {
+  const chunks: Array<Uint8Array> = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.byteLength
+    if (size > limit) {
+      body.destroy?.()
+      throw new BodyTooLarge(limit)
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks, size).toString("utf8")
+}
+
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
 
 /** undici's headers or body timeout, or the whole-exchange `AbortSignal.timeout`. */
@@ -145,6 +167,7 @@ const dispatch = (dispatcher: Dispatcher, runner: RunnerTarget, call: Call, limi
 }
 
 const failure = (runner: RunnerTarget, what: string, limits: Limits) => (e: unknown): RunnerUnreachable => {
+  if (e instanceof BodyTooLarge) return unreachable(runner, `${what}: the answer is larger than ${e.limit} bytes`)
   const cause = e instanceof BodyReadFailed ? e.cause : e
   if (isTimeout(cause)) return unreachable(runner, `${what}: no answer within ${Duration.format(Duration.decode(limits.named))}`)
   return unreachable(runner, e instanceof BodyReadFailed ? `${what}: reading the answer failed: ${describeCause(cause)}` : `${what}: ${describeCause(cause)}`)
@@ -164,7 +187,9 @@ export const send = (
       const ok = response.statusCode >= 200 && response.statusCode < 300
       // A JSON answer must arrive whole. Otherwise the status is what counts: a broken body of a
       // failure just leaves its message shorter, and an empty 200 is read only to free the connection.
-      const text = await response.body.text().catch((e: unknown) => {
+      const read = ok && call.maxBytes !== undefined ? boundedText(response.body, call.maxBytes) : response.body.text()
+      const text = await read.catch((e: unknown) => {
+        if (e instanceof BodyTooLarge) throw e
         if (ok && call.acceptJson === true) throw new BodyReadFailed(e)
         return ""
       })

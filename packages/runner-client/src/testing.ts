@@ -10,6 +10,7 @@ export {
   FakeComfyUIServer,
   type NodeFailure,
   type NodeMatch,
+  type ObjectInfoOptions,
   type PromptSubmission,
   type RequestRecord,
   type RestartOptions,

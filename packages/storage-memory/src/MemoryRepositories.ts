@@ -8,6 +8,7 @@ import {
   NotFound,
   pageBounds,
   type Runner,
+  type RunnerRef,
   RunnerRepository,
   type Template,
   TemplateRepository,
@@ -73,9 +74,16 @@ export const makeMemoryTemplateRepository = () => {
   })
 }
 
-export const makeMemoryRunnerRepository = () => {
+/** Active runners of either kind, for the capability store's `due` (not part of core's interfaces). */
+export interface ActiveRunners {
+  readonly activeRefs: () => ReadonlyArray<RunnerRef>
+}
+
+export const makeMemoryRunnerRepository = (): RunnerRepository["Type"] & ActiveRunners => {
   const store = new Owned<Runner>()
-  return RunnerRepository.of({
+  const activeRefs = () =>
+    Array.from(store.byId.values()).filter((r) => r.status === "active").map((r): RunnerRef => ({ kind: "user", id: r.id }))
+  return Object.assign(RunnerRepository.of({
     insert: (r, limit) => Effect.suspend(() => store.insert(r, limit, "runners")),
     findById: (id) => Effect.sync(() => Option.fromNullable(store.byId.get(id))),
     findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
@@ -88,14 +96,16 @@ export const makeMemoryRunnerRepository = () => {
       }),
     count: (userId) => Effect.sync(() => store.count(userId)),
     listActiveForUser: (userId) => Effect.sync(() => store.newest(userId).filter((r) => r.status === "active"))
-  })
+  }), { activeRefs })
 }
 
-export const makeMemoryManagedRunnerRepository = () => {
+export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Type"] & ActiveRunners => {
   const byId = new Map<string, ManagedRunner>()
   const index = new NewestFirst()
   const newest = () => Array.from(index.newest(), (id) => byId.get(id)!)
-  return ManagedRunnerRepository.of({
+  const activeRefs = () =>
+    Array.from(byId.values()).filter((r) => r.status === "active").map((r): RunnerRef => ({ kind: "managed", id: r.id }))
+  return Object.assign(ManagedRunnerRepository.of({
     insert: (r) =>
       Effect.sync(() => {
         byId.set(r.id, r)
@@ -130,7 +140,7 @@ export const makeMemoryManagedRunnerRepository = () => {
         )
       }),
     listActive: (types) => Effect.sync(() => newest().filter((r) => r.status === "active" && types.includes(r.runner_type)))
-  })
+  }), { activeRefs })
 }
 
 export const makeMemoryAccountRepository = () => {

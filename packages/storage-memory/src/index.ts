@@ -3,6 +3,7 @@
  * One process; nothing survives a restart.
  */
 import {
+  CapabilityRepository,
   DispatchQueue,
   ManagedRunnerRepository,
   RunnerLoad,
@@ -16,6 +17,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import { MemoryBlobStore } from "./MemoryBlobStore.js"
+import { makeMemoryCapabilityRepository } from "./MemoryCapabilityRepository.js"
 import { makeMemoryDispatchQueue } from "./MemoryDispatchQueue.js"
 import { makeMemoryEventLog } from "./MemoryEventBus.js"
 import {
@@ -35,11 +37,11 @@ export * from "./MemoryRepositories.js"
 export * from "./MemoryRunnerOwnership.js"
 
 /**
- * Workflows, their events, the dispatch queue, runners and the scheduling read over them: one
+ * Workflows, their events, the dispatch queue, runners (and their capabilities) and the scheduling read over them: one
  * set of shared state, so a workflow's write, its events and its wake-up happen in one step.
  */
 export const MemoryWorkflowStore: Layer.Layer<
-  WorkflowRepository | WorkflowEventBus | DispatchQueue | RunnerRepository | ManagedRunnerRepository | RunnerLoad
+  WorkflowRepository | WorkflowEventBus | DispatchQueue | RunnerRepository | ManagedRunnerRepository | RunnerLoad | CapabilityRepository
 > = Layer.effectContext(Effect.gen(function*() {
   const table = new WorkflowTable()
   const log = makeMemoryEventLog()
@@ -51,7 +53,8 @@ export const MemoryWorkflowStore: Layer.Layer<
     Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),
     Context.add(RunnerRepository, runners),
     Context.add(ManagedRunnerRepository, managed),
-    Context.add(RunnerLoad, makeMemoryRunnerLoad(runners, managed, table))
+    Context.add(RunnerLoad, makeMemoryRunnerLoad(runners, managed, table)),
+    Context.add(CapabilityRepository, makeMemoryCapabilityRepository([runners, managed]))
   )
 }))
 

@@ -21,6 +21,7 @@ import { DEFAULT_HEARTBEAT_INTERVAL, startListener } from "./PgListener.js"
 import { PgManagedRunnerRepository } from "./PgManagedRunnerRepository.js"
 import { layerPgRunnerOwnership, type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
 import { PgRunnerLoad } from "./PgRunnerLoad.js"
+import { PgCapabilityRepository } from "./PgCapabilityRepository.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
 import { PgTemplateRepository } from "./PgTemplateRepository.js"
 import { makePgWorkflowRepository } from "./PgWorkflowRepository.js"
@@ -100,6 +101,7 @@ export const PgStoreFromClient = (options: PgStoreOptions = {}): Layer.Layer<Sto
     PgAccountRepository,
     PgBlobStore,
     PgRunnerLoad,
+    PgCapabilityRepository,
     layerPgWorkflows(options),
     layerPgRunnerOwnership(options.runnerLeases)
   ).pipe(Layer.provide(PgMigrationsLive), Layer.provide(SqlFromPg))

@@ -25,6 +25,7 @@ describe("migrations", () => {
         "blobs",
         MIGRATIONS_TABLE,
         "managed_runners",
+        "runner_capabilities",
         "runner_leases",
         "runners",
         "templates",

@@ -1,20 +1,25 @@
 /**
  * A workflow this runner cannot take (unreachable after every retry, or disabled) moves to
- * another eligible runner, whose dispatcher the store wakes; after `maxRunnersTried` runners, or
- * when no other runner is eligible, it fails with `RunnerUnavailable`.
+ * another eligible runner (one not known to lack its nodes and models), whose dispatcher the store
+ * wakes; after `maxRunnersTried` runners, or when no other runner is eligible, it fails with
+ * `RunnerUnavailable`.
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { AccountRepository } from "../accounts/AccountRepository.js"
 import type { ManagedRunnerId, RunnerId } from "../shared/Ids.js"
-import type { RunnerRef, WorkflowHead } from "../workflows/Workflow.js"
+import { needsOf } from "../capabilities/Needs.js"
+import type { RunnerRef, Workflow } from "../workflows/Workflow.js"
 import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
 import { advance } from "./Advance.js"
 import { Driving } from "./Driving.js"
 import { Scheduler } from "./Scheduler.js"
 
-export const moveAway = (w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "dispatch_attempts">, reason: string) =>
+export const moveAway = (
+  w: Pick<Workflow, "id" | "user_id" | "tags" | "dispatch_attempts" | "workflow_json" | "workflow_params">,
+  reason: string
+) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const failUnavailable = advance(w.id, () => [T.Failed({
@@ -28,7 +33,7 @@ export const moveAway = (w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "disp
         Effect.flatMap(Option.match({
           onNone: () => Effect.succeedNone,
           onSome: (user) =>
-            Effect.map(Effect.either(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, new Set([driving.ref.id])))), Either.getRight)
+            Effect.map(Effect.either(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params) }))), Either.getRight)
         }))
       )
     if (Option.isNone(next)) yield* failUnavailable

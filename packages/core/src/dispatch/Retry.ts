@@ -18,6 +18,8 @@ import { TierPolicy } from "../accounts/Tier.js"
 import type { ManagedRunnerId, RunnerId } from "../shared/Ids.js"
 import type { RunnerRef, WorkflowAttempt, WorkflowHead } from "../workflows/Workflow.js"
 import { type FailureDetails, WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
+import { needsOf } from "../capabilities/Needs.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { Driving } from "./Driving.js"
 import { Scheduler } from "./Scheduler.js"
 
@@ -33,7 +35,7 @@ export const isRetryable = (exceptionType: string): boolean =>
  * exists; otherwise `Failed`. Lookups that fail leave the failure standing (never a lost workflow).
  */
 export const failOrRetry = (
-  w: Pick<WorkflowHead, "user_id" | "tags" | "attempts" | "started_at">,
+  w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "attempts" | "started_at">,
   failure: FailureDetails,
   startedAt: WorkflowAttempt["started_at"] = w.started_at
 ) =>
@@ -45,8 +47,12 @@ export const failOrRetry = (
     if (Option.isNone(user)) return failed
     const policy = yield* TierPolicy
     if (w.attempts.length >= policy.limitsFor(user.value.tier).retries) return failed
-    const tried = new Set([driving.ref.id as string, ...w.attempts.map((a) => a.runner_id)])
-    const next = yield* Effect.flatMap(Scheduler, (s) => s.choose(user.value, w.tags, tried))
+    // The definition (read only for a retry) says what the next runner must have.
+    const stored = yield* Effect.flatMap(WorkflowRepository, (repo) => repo.findById(w.id))
+    if (Option.isNone(stored)) return failed
+    const exclude = [driving.ref.id, ...w.attempts.map((a) => a.runner_id as RunnerId)]
+    const needs = needsOf(stored.value.workflow_json, stored.value.workflow_params)
+    const next = yield* Effect.flatMap(Scheduler, (s) => s.choose(user.value, w.tags, { exclude, needs }))
     const runner: RunnerRef = next.kind === "user"
       ? { kind: "user", id: next.id as RunnerId }
       : { kind: "managed", id: next.id as ManagedRunnerId }

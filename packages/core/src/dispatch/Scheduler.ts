@@ -4,11 +4,13 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { User } from "../accounts/Account.js"
+import { describeMissing, lacksNothing, type Missing, missingOn, type Needs } from "../capabilities/Needs.js"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { managedRunnerTypesFor } from "../accounts/Tier.js"
 import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
 import { managedRunnerTarget, type RunnerTarget, userRunnerTarget } from "../runners/Runner.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
-import { NoEligibleRunner, type StorageError } from "../shared/Errors.js"
+import { MissingCapabilities, NoEligibleRunner, type RunnerLack, type StorageError } from "../shared/Errors.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
 import { RunnerLoad } from "./RunnerLoad.js"
 import { eligibleRunners, pickRunner } from "./Scheduling.js"
@@ -22,32 +24,78 @@ export const noEligibleRunner = (tags: ReadonlyArray<string>): NoEligibleRunner 
       : `No runner available with matching tags: no active runner has all of ${tags.join(", ")}`
   })
 
+/** How many runners a "lacks" message names before it counts the rest. */
+const NAMED_RUNNERS = 10
+
+/** The 400 for a workflow whose tags some runners carry, none of which has what it needs. */
+export const missingCapabilities = (unsorted: ReadonlyArray<readonly [RunnerTarget, Missing]>): MissingCapabilities => {
+  // By name (then id), so the message reads the same however the store listed the runners.
+  const lacking = [...unsorted].sort(([a], [b]) => a.name.localeCompare(b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  const runners: Array<RunnerLack> = lacking.map(([r, m]) => ({
+    runner_id: r.id,
+    runner_name: r.name,
+    node_classes: m.node_classes,
+    model_files: m.model_files.map((f) => `${f.file} (${f.node_class}.${f.input})`)
+  }))
+  const described = lacking.map(([, m]) => describeMissing(m))
+  const message = described.every((d) => d === described[0])
+    ? `No runner has what the workflow needs: ${lacking.length === 1 ? `runner ${JSON.stringify(lacking[0]![0].name)} lacks` : "every eligible runner lacks"} ${described[0]}`
+    : "No runner has what the workflow needs: " +
+      lacking.slice(0, NAMED_RUNNERS).map(([r], i) => `runner ${JSON.stringify(r.name)} lacks ${described[i]}`).join("; ") +
+      (lacking.length > NAMED_RUNNERS ? `; and ${lacking.length - NAMED_RUNNERS} more runners lack some of it` : "")
+  return new MissingCapabilities({ message, runners })
+}
+
+/** Options of a choice: runners to skip (already tried), and what the workflow needs. */
+export interface ChooseOptions {
+  readonly exclude?: ReadonlyArray<RunnerRef["id"]> | undefined
+  /** A runner whose capabilities are known must have all of it; unknown ones stay eligible. */
+  readonly needs?: Needs | undefined
+}
+
 export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
   /**
-   * The runner for a workflow with `tags`: eligible, least in flight, ties round robin.
-   * `exclude` skips runners already tried.
+   * The runner for a workflow with `tags`: eligible (and, with `needs`, not known to lack any
+   * of it), least in flight, ties round robin. `exclude` skips runners already tried.
    */
   readonly choose: (
     user: Pick<User, "id" | "tier">,
     tags: ReadonlyArray<string>,
-    exclude?: ReadonlySet<string>
-  ) => Effect.Effect<RunnerTarget, NoEligibleRunner | StorageError>
+    options?: ChooseOptions
+  ) => Effect.Effect<RunnerTarget, NoEligibleRunner | MissingCapabilities | StorageError>
   /** The runner a reference points to, if it still exists. */
   readonly resolve: (ref: RunnerRef) => Effect.Effect<Option.Option<RunnerTarget>, StorageError>
 }>() {
-  static Live: Layer.Layer<Scheduler, never, RunnerLoad | RunnerRepository | ManagedRunnerRepository> = Layer.effect(
+  static Live: Layer.Layer<
+    Scheduler,
+    never,
+    RunnerLoad | RunnerRepository | ManagedRunnerRepository | RunnerCapabilities
+  > = Layer.effect(
     Scheduler,
     Effect.gen(function*() {
       const load = yield* RunnerLoad
       const runners = yield* RunnerRepository
       const managed = yield* ManagedRunnerRepository
+      const capabilities = yield* RunnerCapabilities
       let cursor = 0
+      /** The runners of `eligible` that are not known to lack anything of `needs`. */
+      const capable = (eligible: ReadonlyArray<RunnerTarget>, needs: Needs) =>
+        Effect.gen(function*() {
+          const checked = yield* Effect.forEach(eligible, (r) =>
+            Effect.map(capabilities.lookup(r.id), (known) =>
+              [r, Option.match(known, { onNone: () => undefined, onSome: (k) => missingOn(k.index, needs) })] as const), { concurrency: 8 })
+          const able = checked.filter(([, m]) => m === undefined || lacksNothing(m)).map(([r]) => r)
+          if (able.length > 0) return able
+          return yield* Effect.fail(missingCapabilities(checked.map(([r, m]) => [r, m!] as const)))
+        })
       return Scheduler.of({
-        choose: (user, tags, exclude) =>
+        choose: (user, tags, options = {}) =>
           Effect.gen(function*() {
             const candidates = yield* load.candidates(user.id, managedRunnerTypesFor(user.tier))
-            const eligible = eligibleRunners(candidates.map((c) => c.target), tags).filter((r) => exclude?.has(r.id) !== true)
-            if (eligible.length === 0) return yield* Effect.fail(noEligibleRunner(tags))
+            const excluded = new Set<string>(options.exclude ?? [])
+            const tagged = eligibleRunners(candidates.map((c) => c.target), tags).filter((r) => !excluded.has(r.id))
+            if (tagged.length === 0) return yield* Effect.fail(noEligibleRunner(tags))
+            const eligible = options.needs === undefined ? tagged : yield* capable(tagged, options.needs)
             const inFlight = new Map(candidates.map((c) => [c.target.id, c.in_flight]))
             return pickRunner(eligible, inFlight, cursor++)!
           }),

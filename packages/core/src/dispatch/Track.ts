@@ -4,7 +4,8 @@
  * workflow's stream, with the prompt's overall percent (Progress.ts, also fed by
  * `execution_cached`, `progress_state` and `executed`); `executing {node: null}` (the runner wrote the history) -> its end is
  * recorded beside the stream, so a slow output copy never holds up the next prompt's events. A
- * (re)connection asks for reconciliation, a queue change for fresh queue positions. Events of
+ * (re)connection asks for reconciliation and a read of the runner's capabilities, a queue change
+ * for fresh queue positions. Events of
  * prompts this driver does not track (another client's, or finished) are ignored.
  *
  * Events are taken as they have piled up (the chunks of the gateway's stream), never waited for: the run
@@ -19,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import type { RunnerTarget } from "../runners/Runner.js"
 import { type RunnerEvent, RunnerGateway } from "../runners/RunnerGateway.js"
 import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
@@ -67,6 +69,8 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const bus = yield* WorkflowEventBus
+    // Optional: a dispatcher composed without the use cases reads no capabilities.
+    const capabilities = yield* Effect.serviceOption(RunnerCapabilities)
     // One event's failure is logged and does not lose the rest of the chunk.
     const logged = (what: string) => (e: { readonly message: string }) =>
       Effect.logWarning(what, { runner_id: driving.ref.id, error: e.message })
@@ -88,6 +92,13 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
         case "Connected":
           yield* Deferred.succeed(driving.socketOpen, undefined)
           yield* Queue.offer(driving.reconcileNow, undefined)
+          // A (re)connection may be a restarted ComfyUI with other nodes or models.
+          if (Option.isSome(capabilities)) {
+            yield* driving.fork("could not read the runner's capabilities", Effect.flatMap(driving.target, Option.match({
+              onNone: () => Effect.void,
+              onSome: capabilities.value.reconnected
+            })))
+          }
           break
         case "Disconnected":
           // The socket did not open (or closed): nothing to wait for before posting.

@@ -19,11 +19,13 @@ import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
 import {
   CreateManagedRunnerRequest,
   type ManagedRunner,
+  type ManagedRunnerAdminView,
   managedRunnerTarget,
   type ManagedRunnerView,
   toManagedRunnerView,
   UpdateManagedRunnerRequest
 } from "./Runner.js"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { RunnerProbe } from "./RunnerProbe.js"
 import { HISTORY_LENGTH, type ListRunnersInput, runnerBusy, statusFilter } from "./RunnerService.js"
 import { normalizeTags } from "../shared/Tags.js"
@@ -43,19 +45,19 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
     user: User,
     id: string
   ) => Effect.Effect<ReadonlyArray<WorkflowSummary>, ManagedRunnersForbidden | NotFound | StorageError>
-  readonly adminCreate: (input: unknown) => Effect.Effect<ManagedRunner, ValidationError | RunnerProbeFailed | StorageError>
-  readonly adminGet: (id: string) => Effect.Effect<ManagedRunner, NotFound | StorageError>
-  readonly adminList: (input: ListRunnersInput) => Effect.Effect<Paged<ManagedRunner>, ValidationError | StorageError>
+  readonly adminCreate: (input: unknown) => Effect.Effect<ManagedRunnerAdminView, ValidationError | RunnerProbeFailed | StorageError>
+  readonly adminGet: (id: string) => Effect.Effect<ManagedRunnerAdminView, NotFound | StorageError>
+  readonly adminList: (input: ListRunnersInput) => Effect.Effect<Paged<ManagedRunnerAdminView>, ValidationError | StorageError>
   readonly adminUpdate: (
     id: string,
     input: unknown
-  ) => Effect.Effect<ManagedRunner, ValidationError | NotFound | RunnerProbeFailed | StorageError>
+  ) => Effect.Effect<ManagedRunnerAdminView, ValidationError | NotFound | RunnerProbeFailed | StorageError>
   readonly adminDelete: (id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
 }>() {
   static Live: Layer.Layer<
     ManagedRunnerService,
     never,
-    ManagedRunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator
+    ManagedRunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator | RunnerCapabilities
   > = Layer.effect(
     ManagedRunnerService,
     Effect.gen(function*() {
@@ -64,13 +66,16 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
       const policy = yield* TierPolicy
       const probe = yield* RunnerProbe
       const ids = yield* IdGenerator
+      const capabilities = yield* RunnerCapabilities
       const decodeCreate = decodeRequest(CreateManagedRunnerRequest)
       const decodeUpdate = decodeRequest(UpdateManagedRunnerRequest)
 
-      const adminGet = (id: string) =>
+      const find = (id: string) =>
         (isUuid(id) ? repo.findById(id) : Effect.succeedNone).pipe(
           Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.managedRunner()), onSome: Effect.succeed }))
         )
+      const withCapabilities = (r: ManagedRunner): Effect.Effect<ManagedRunnerAdminView, StorageError> =>
+        Effect.map(capabilities.view(r.id), (view) => ({ ...r, capabilities: view }))
 
       return ManagedRunnerService.of({
         list: (user, page) =>
@@ -83,7 +88,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
         history: (user, id) =>
           Effect.gen(function*() {
             const types = yield* policy.requireManagedAccess(user.tier)
-            const runner = yield* adminGet(id)
+            const runner = yield* find(id)
             if (!types.includes(runner.runner_type)) return yield* Effect.fail(NotFound.managedRunner())
             return yield* workflows.history(user.id, { kind: "managed", id: runner.id }, HISTORY_LENGTH)
           }),
@@ -104,20 +109,23 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               updated_at: now
             }
             yield* probe.check(managedRunnerTarget(runner))
-            return yield* repo.insert(runner)
+            const inserted = yield* repo.insert(runner)
+            yield* capabilities.read(managedRunnerTarget(inserted))
+            return yield* withCapabilities(inserted)
           }),
-        adminGet,
+        adminGet: (id) => Effect.flatMap(find(id), withCapabilities),
         adminList: (input) =>
           Effect.gen(function*() {
             const page = yield* pageOf(input)
             const status = yield* statusFilter(input.status)
-            return yield* repo.list({ ...page, status })
+            const result = yield* repo.list({ ...page, status })
+            return { items: yield* Effect.forEach(result.items, withCapabilities, { concurrency: 8 }), total: result.total }
           }),
         adminUpdate: (id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
             const tags = req.tags === undefined ? undefined : yield* normalizeTags(req.tags)
-            const current = yield* adminGet(id)
+            const current = yield* find(id)
             const next: ManagedRunner = {
               ...current,
               name: req.name ?? current.name,
@@ -127,18 +135,20 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               headers: req.headers ?? current.headers,
               tags: tags ?? current.tags
             }
-            if (next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)) {
-              yield* probe.check(managedRunnerTarget(next))
-            }
+            const moved = next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)
+            if (moved) yield* probe.check(managedRunnerTarget(next))
             const now = yield* DateTime.now
-            return yield* repo.update(id, (r) => ({ ...r, ...next, id: r.id, created_at: r.created_at, updated_at: now }))
+            const updated = yield* repo.update(id, (r) => ({ ...r, ...next, id: r.id, created_at: r.created_at, updated_at: now }))
+            if (moved) yield* capabilities.read(managedRunnerTarget(updated), { forgetOnFailure: true })
+            return yield* withCapabilities(updated)
           }),
         adminDelete: (id) =>
           Effect.gen(function*() {
-            yield* adminGet(id)
+            yield* find(id)
             const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
             if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
             if (!(yield* repo.delete(id))) return yield* Effect.fail(NotFound.managedRunner())
+            yield* capabilities.forget(id)
           })
       })
     })

@@ -4,6 +4,7 @@ import { ManagedRunnerId, RunnerId, UserId } from "../shared/Ids.js"
 import { Timestamp } from "../shared/Json.js"
 import { MAX_TAG_LENGTH, MAX_TAGS } from "../shared/Tags.js"
 import { RunnerType } from "../accounts/Tier.js"
+import { CapabilitiesView } from "../capabilities/View.js"
 
 export const RunnerStatus = Schema.Literal("active", "disabled").annotations({
   identifier: "RunnerStatus",
@@ -81,8 +82,15 @@ export const Runner = Schema.Struct({
   headers: Schema.Record({ key: Schema.String, value: Schema.String }),
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "Runner" })
+}).annotations({ identifier: "RunnerRecord" })
 export interface Runner extends Schema.Schema.Type<typeof Runner> {}
+
+/** A user-owned runner as the API returns it: the record and what its `/object_info` offered. */
+export const RunnerView = Schema.Struct({
+  ...Runner.fields,
+  capabilities: Schema.NullOr(CapabilitiesView)
+}).annotations({ identifier: "Runner" })
+export interface RunnerView extends Schema.Schema.Type<typeof RunnerView> {}
 
 /** Body of create-runner. */
 export const CreateRunnerRequest = Schema.Struct({
@@ -116,6 +124,13 @@ export const ManagedRunner = Schema.Struct({
   updated_at: Timestamp
 }).annotations({ identifier: "ManagedRunnerRecord" })
 export interface ManagedRunner extends Schema.Schema.Type<typeof ManagedRunner> {}
+
+/** A managed runner as the operator sees it: the record and what its `/object_info` offered. */
+export const ManagedRunnerAdminView = Schema.Struct({
+  ...ManagedRunner.fields,
+  capabilities: Schema.NullOr(CapabilitiesView)
+}).annotations({ identifier: "ManagedRunnerAdminView" })
+export interface ManagedRunnerAdminView extends Schema.Schema.Type<typeof ManagedRunnerAdminView> {}
 
 /** A managed runner as users see it: no endpoint, headers or owner. */
 export const ManagedRunnerView = Schema.Struct({

@@ -43,6 +43,9 @@ export interface RunnerInfo {
   readonly comfyui_version: string | null
 }
 
+/** `/object_info` as ComfyUI sends it: node class name -> its definition (inputs, outputs, ...). */
+export type ObjectInfo = { readonly [nodeClass: string]: unknown }
+
 /** Where an uploaded input file landed on the runner. */
 export interface UploadedInput {
   readonly name: string
@@ -154,6 +157,11 @@ export type RunnerEvent =
 export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<RunnerGateway, {
   /** `GET /system_stats`: is the runner there and answering? */
   readonly probe: (runner: RunnerTarget) => Effect.Effect<RunnerInfo, RunnerError>
+  /**
+   * `GET /object_info`: the node classes the runner has loaded and their inputs (model loaders
+   * list their files). Large (0.5 MB for a bare ComfyUI); the client bounds its size and time.
+   */
+  readonly objectInfo: (runner: RunnerTarget) => Effect.Effect<ObjectInfo, RunnerError>
   /** `POST /upload/image`: puts an input file on the runner. */
   readonly uploadInput: (
     runner: RunnerTarget,

@@ -17,7 +17,8 @@ import {
 } from "../shared/Errors.js"
 import { IdGenerator, isUuid, type RunnerId } from "../shared/Ids.js"
 import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
-import { CreateRunnerRequest, type Runner, RunnerStatus, UpdateRunnerRequest, userRunnerTarget } from "./Runner.js"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
+import { CreateRunnerRequest, type Runner, RunnerStatus, type RunnerView, UpdateRunnerRequest, userRunnerTarget } from "./Runner.js"
 import { RunnerProbe } from "./RunnerProbe.js"
 import { RunnerRepository } from "./RunnerRepository.js"
 import { normalizeTags } from "../shared/Tags.js"
@@ -52,15 +53,15 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
   readonly create: (
     user: User,
     input: unknown
-  ) => Effect.Effect<Runner, ValidationError | TierLimitExceeded | RunnerProbeFailed | StorageError>
-  readonly get: (user: User, id: string) => Effect.Effect<Runner, NotFound | StorageError>
-  readonly list: (user: User, input: ListRunnersInput) => Effect.Effect<Paged<Runner>, ValidationError | StorageError>
+  ) => Effect.Effect<RunnerView, ValidationError | TierLimitExceeded | RunnerProbeFailed | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<RunnerView, NotFound | StorageError>
+  readonly list: (user: User, input: ListRunnersInput) => Effect.Effect<Paged<RunnerView>, ValidationError | StorageError>
   /** Omitted fields keep their values; tags are replaced, not merged. */
   readonly update: (
     user: User,
     id: string,
     input: unknown
-  ) => Effect.Effect<Runner, ValidationError | NotFound | RunnerProbeFailed | StorageError>
+  ) => Effect.Effect<RunnerView, ValidationError | NotFound | RunnerProbeFailed | StorageError>
   /** Deletes a runner without unfinished workflows (409 otherwise). */
   readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
   /** The caller's workflows on the runner, newest first, at most 10. */
@@ -69,7 +70,7 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
   static Live: Layer.Layer<
     RunnerService,
     never,
-    RunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator
+    RunnerRepository | WorkflowRepository | TierPolicy | RunnerProbe | IdGenerator | RunnerCapabilities
   > = Layer.effect(
     RunnerService,
     Effect.gen(function*() {
@@ -78,13 +79,17 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
       const policy = yield* TierPolicy
       const probe = yield* RunnerProbe
       const ids = yield* IdGenerator
+      const capabilities = yield* RunnerCapabilities
       const decodeCreate = decodeRequest(CreateRunnerRequest)
       const decodeUpdate = decodeRequest(UpdateRunnerRequest)
 
-      const get = (user: User, id: string) =>
+      const find = (user: User, id: string) =>
         (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
           Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.runner()), onSome: Effect.succeed }))
         )
+      const withCapabilities = (r: Runner): Effect.Effect<RunnerView, StorageError> =>
+        Effect.map(capabilities.view(r.id), (view) => ({ ...r, capabilities: view }))
+      const get = (user: User, id: string) => Effect.flatMap(find(user, id), withCapabilities)
 
       return RunnerService.of({
         create: (user, input) =>
@@ -106,22 +111,26 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
               updated_at: now
             }
             yield* probe.check(userRunnerTarget(runner))
-            return yield* repo.insert(runner, limit).pipe(
+            const inserted = yield* repo.insert(runner, limit).pipe(
               Effect.catchTag("LimitReached", () => Effect.fail(limitExceeded("runners", user.tier, limit)))
             )
+            // Unknown (null) when the read fails: the runner is registered all the same.
+            yield* capabilities.read(userRunnerTarget(inserted))
+            return yield* withCapabilities(inserted)
           }),
         get,
         list: (user, input) =>
           Effect.gen(function*() {
             const page = yield* pageOf(input)
             const status = yield* statusFilter(input.status)
-            return yield* repo.list(user.id, { ...page, status })
+            const result = yield* repo.list(user.id, { ...page, status })
+            return { items: yield* Effect.forEach(result.items, withCapabilities, { concurrency: 8 }), total: result.total }
           }),
         update: (user, id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
             const tags = req.tags === undefined ? undefined : yield* normalizeTags(req.tags)
-            const current = yield* get(user, id)
+            const current = yield* find(user, id)
             const next: Runner = {
               ...current,
               name: req.name ?? current.name,
@@ -134,7 +143,7 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
               JSON.stringify(next.headers) !== JSON.stringify(current.headers)
             if (moved) yield* probe.check(userRunnerTarget(next))
             const now = yield* DateTime.now
-            return yield* repo.update(user.id, id, (r) => ({
+            const updated = yield* repo.update(user.id, id, (r) => ({
               ...r,
               name: next.name,
               endpoint: next.endpoint,
@@ -143,17 +152,21 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
               status: next.status,
               updated_at: now
             }))
+            // A new endpoint may be another ComfyUI: what the old one offered no longer counts.
+            if (moved) yield* capabilities.read(userRunnerTarget(updated), { forgetOnFailure: true })
+            return yield* withCapabilities(updated)
           }),
         delete: (user, id) =>
           Effect.gen(function*() {
-            yield* get(user, id)
+            yield* find(user, id)
             const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
             if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
             const deleted = yield* repo.delete(user.id, id)
             if (!deleted) return yield* Effect.fail(NotFound.runner())
+            yield* capabilities.forget(id)
           }),
         history: (user, id) =>
-          Effect.flatMap(get(user, id), (r) => workflows.history(user.id, { kind: "user", id: r.id }, HISTORY_LENGTH))
+          Effect.flatMap(find(user, id), (r) => workflows.history(user.id, { kind: "user", id: r.id }, HISTORY_LENGTH))
       })
     })
   )

@@ -28,6 +28,25 @@ export class NoEligibleRunner extends Schema.TaggedError<NoEligibleRunner>()("No
   tags: Schema.Array(Schema.String)
 }) {}
 
+/** What one runner lacks of a workflow's needs. */
+export const RunnerLack = Schema.Struct({
+  runner_id: Schema.String,
+  runner_name: Schema.String,
+  node_classes: Schema.Array(Schema.String),
+  /** `file (NodeClass.input)`. */
+  model_files: Schema.Array(Schema.String)
+})
+export interface RunnerLack extends Schema.Schema.Type<typeof RunnerLack> {}
+
+/**
+ * Runners carry the workflow's tags, but none has every node class and model file it uses
+ * (400): `runners` says which runner lacks what.
+ */
+export class MissingCapabilities extends Schema.TaggedError<MissingCapabilities>()("MissingCapabilities", {
+  message: Schema.String,
+  runners: Schema.Array(RunnerLack)
+}) {}
+
 /** The runner endpoint did not answer the reachability probe. */
 export class RunnerProbeFailed extends Schema.TaggedError<RunnerProbeFailed>()("RunnerProbeFailed", {
   message: Schema.String
@@ -98,6 +117,7 @@ export class IllegalTransition extends Schema.TaggedError<IllegalTransition>()("
 export type ApiError =
   | ValidationError
   | NoEligibleRunner
+  | MissingCapabilities
   | RunnerProbeFailed
   | TierLimitExceeded
   | ManagedRunnersForbidden

@@ -16,6 +16,7 @@ import { TemplateRepository } from "../templates/TemplateRepository.js"
 import { WorkflowEventBus } from "../workflows/WorkflowEvents.js"
 import { equal, failure, ok } from "./Assert.js"
 import { c, type ConformanceCase } from "./Case.js"
+import { capabilityCases } from "./CapabilityCases.js"
 import * as F from "./Fixtures.js"
 import { dispatchCases, runnerLoadCases, transitionCases, workflowCases } from "./WorkflowCases.js"
 
@@ -281,6 +282,7 @@ export const storeConformanceCases: ReadonlyArray<ConformanceCase> = [
   ...eventCases,
   ...blobCases,
   ...dispatchCases,
-  ...runnerLoadCases
+  ...runnerLoadCases,
+  ...capabilityCases
 ]
 

@@ -12,7 +12,15 @@ import type { TierPolicy } from "../accounts/Tier.js"
 import type { Scheduler } from "../dispatch/Scheduler.js"
 import type { RunnerGateway } from "../runners/RunnerGateway.js"
 import type { Blob, BlobStore } from "../shared/BlobStore.js"
-import type { Conflict, NoEligibleRunner, NotFound, StorageError, TierLimitExceeded, ValidationError } from "../shared/Errors.js"
+import type {
+  Conflict,
+  MissingCapabilities,
+  NoEligibleRunner,
+  NotFound,
+  StorageError,
+  TierLimitExceeded,
+  ValidationError
+} from "../shared/Errors.js"
 import type { IdGenerator } from "../shared/Ids.js"
 import type { Paged } from "../shared/Pagination.js"
 import type { TemplateRepository } from "../templates/TemplateRepository.js"
@@ -28,7 +36,7 @@ import type { WorkflowRepository } from "./WorkflowRepository.js"
 export type { FollowStart } from "./usecases/FollowWorkflow.js"
 export * from "./usecases/Inputs.js"
 
-type CreateError = ValidationError | NoEligibleRunner | TierLimitExceeded | NotFound | StorageError
+type CreateError = ValidationError | NoEligibleRunner | MissingCapabilities | TierLimitExceeded | NotFound | StorageError
 
 export class WorkflowService extends Context.Tag("@wes/core/WorkflowService")<WorkflowService, {
   readonly create: (user: User, input: CreateWorkflowInput) => Effect.Effect<Workflow, CreateError>

@@ -34,7 +34,7 @@ const layerFor = (
   } = {}
 ) =>
   Layer.mergeAll(
-    Layer.mock(WorkflowRepository, { transition: store.transition }),
+    Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
     Layer.mock(RunnerGateway, gateway),
     Layer.mock(BlobStore, extra.blobs ?? {}),
     Layer.mock(WorkflowEventBus, extra.published === undefined ? {} : {

@@ -7,7 +7,7 @@
  */
 import { RealComfyUI, solidPng } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { json, readJson } from "../harness.js"
+import { json, readJson, workflowForm } from "../harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, subscribe, type TestUser } from "../instances.js"
 import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, imageColours, setup, SLOW, smoke, unique, waitStatus } from "./suite.js"
 
@@ -156,11 +156,18 @@ describe.skipIf(setup === undefined)("WES over its HTTP API on a real ComfyUI", 
     expect((await detail(wes, user, queued.id)).status).toBe("cancelled")
   })
 
+  it("refuses at create a node class ComfyUI does not have (read from its /object_info), naming it", async () => {
+    const { token } = unique()
+    const graph = { "1": { class_type: "NoSuchNode", inputs: {} }, "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: `${token}/x` } } }
+    const res = await wes.fetch("/v1/workflow", { method: "POST", headers: user.auth, body: workflowForm({ name: "e2e" }, graph) })
+    expect(res.status).toBe(400)
+    expect((await readJson<{ message: string }>(res)).message).toContain("lacks node class NoSuchNode")
+  })
+
   it("ends a prompt ComfyUI rejects `invalid`, with ComfyUI's error type, node and reasons", async () => {
     const { token, color } = unique()
     const save = { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: `${token}/x` } }
     const cases = [
-      { graph: { "1": { class_type: "NoSuchNode", inputs: {} }, "2": save }, type: "invalid_prompt", node: "1", message: "NoSuchNode does not exist" },
       { graph: { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1 } }, "2": save }, type: "prompt_outputs_failed_validation", node: "1", message: "node 1 (EmptyImage): Required input is missing: color" },
       { graph: { "1": { class_type: "EmptyImage", inputs: { width: 0, height: 8, batch_size: 1, color } }, "2": save }, type: "prompt_outputs_failed_validation", node: "1", message: "node 1 (EmptyImage): Value 0 smaller than min of 1: width" }
     ]

@@ -16,7 +16,15 @@ import { type WebSocket, WebSocketServer } from "ws"
 import { Abandoned, Executor, type InjectedFailure, Notifier, sleep } from "./Executor.js"
 import { FileStore } from "./Files.js"
 import { PromptQueue, type QueueItem } from "./PromptQueue.js"
-import type { FakeComfyUIOptions, NodeFailure, PromptSubmission, RequestRecord, RestartOptions, UploadRecord } from "./FakeOptions.js"
+import type {
+  FakeComfyUIOptions,
+  NodeFailure,
+  ObjectInfoOptions,
+  PromptSubmission,
+  RequestRecord,
+  RestartOptions,
+  UploadRecord
+} from "./FakeOptions.js"
 import { missingHeader, originMismatch, readBody, writeReply } from "./HttpPlumbing.js"
 import { dispatch, plain, type RouteHost, serverError, serverFeatures } from "./Routes.js"
 import { type ConnectionRecord, SocketHub } from "./SocketHub.js"
@@ -25,6 +33,7 @@ export type {
   FakeComfyUIOptions,
   NodeFailure,
   NodeMatch,
+  ObjectInfoOptions,
   PromptSubmission,
   RequestRecord,
   RestartOptions,
@@ -72,6 +81,7 @@ export class FakeComfyUI {
   private httpDelayMs = 0
   private upgradeDelayMs = 0
   private refusing: "close" | "reset" | undefined
+  private objectInfo: ObjectInfoOptions
   private held = false
   private workerPaused = false
   private pendingFree = false
@@ -88,6 +98,7 @@ export class FakeComfyUI {
     this.queue = new PromptQueue(options.maxHistory ?? 10_000)
     this.nodeDelayMs = options.nodeDelayMs ?? 0
     this.requiredHeaders = options.requiredHeaders ?? {}
+    this.objectInfo = options.objectInfo ?? {}
     const cache = options.cache ?? true
     this.executor = new Executor({
       files,
@@ -298,6 +309,11 @@ export class FakeComfyUI {
     this.hub.unsilenceAll()
   }
 
+  /** Changes the loaded classes and what `/object_info` says (as a ComfyUI restarted with other nodes or models would). */
+  setObjectInfo(objectInfo: ObjectInfoOptions): void {
+    this.objectInfo = objectInfo
+  }
+
   /** Answers every HTTP request (and WebSocket upgrade) with `status` until `restoreHttp`. */
   failHttp(status = 500): void {
     this.httpFailure = status
@@ -443,7 +459,9 @@ export class FakeComfyUI {
         createTime: this.options.createTime ?? false,
         unknownNodeError: this.options.unknownNodeError ?? "invalid_prompt",
         version: this.options.version ?? "0.3.64",
-        maxUploadBytes: this.maxUploadBytes()
+        maxUploadBytes: this.maxUploadBytes(),
+        loaded: (name) => this.objectInfo.nodes === undefined || this.objectInfo.nodes.includes(name),
+        objectInfo: this.objectInfo
       },
       nextNumber: () => this.number++,
       enqueue: (item: QueueItem) => {

@@ -35,10 +35,28 @@ export interface FakeComfyUIOptions {
   readonly maxHistory?: number
   /** Entries kept per log (default 10000, oldest dropped first). */
   readonly logLimit?: number
+  /** What `/object_info` offers (default: the whole catalogue, as ComfyUI 0.3.64 describes it). */
+  readonly objectInfo?: ObjectInfoOptions
   /** Called as each WebSocket JSON message is sent (benchmarks time event delivery with it). */
   readonly onMessage?: (type: string, data: unknown) => void
   /** Called as each `POST /prompt` is answered (benchmarks time dispatch latency with it). */
   readonly onSubmission?: (submission: PromptSubmission) => void
+}
+
+/** The node classes the fake has loaded, and what `/object_info` says about them. */
+export interface ObjectInfoOptions {
+  /**
+   * The catalogue's classes this server has loaded (default: all). The others are unknown to
+   * `/object_info` and `/prompt` alike, as on a ComfyUI without them.
+   */
+  readonly nodes?: ReadonlyArray<string>
+  /**
+   * More classes for `/object_info`, served as given (model loaders with their file lists, custom
+   * nodes); `/prompt` does not run them.
+   */
+  readonly extra?: Readonly<Record<string, unknown>>
+  /** `/object_info` answers this status (500, ...) instead; the other routes work. */
+  readonly failStatus?: number
 }
 
 /** A `POST /prompt` the fake handled. */

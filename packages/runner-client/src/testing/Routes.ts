@@ -8,6 +8,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { Executor } from "./Executor.js"
 import { annotated, type FileStore, isFileType, parseMultipart, viewHeaders, within } from "./Files.js"
+import type { ObjectInfoOptions } from "./FakeOptions.js"
 import { NODES, nodeInfo } from "./Nodes.js"
 import { type PromptQueue, type QueueItem, UnorderableItems } from "./PromptQueue.js"
 import { PyError, pyBool, pyFloatOf, pyStr } from "./Python.js"
@@ -41,6 +42,9 @@ export interface RouteHost {
     readonly unknownNodeError: "invalid_prompt" | "missing_node_type"
     readonly version: string
     readonly maxUploadBytes: number
+    /** Whether a catalogue class is loaded. */
+    readonly loaded: (nodeClass: string) => boolean
+    readonly objectInfo: ObjectInfoOptions
   }
   /** The POST counter (`self.number`), incremented by every POST /prompt without `number`. */
   nextNumber(): number
@@ -314,13 +318,18 @@ const ROUTES: ReadonlyArray<Route> = [
   route("GET", "/prompt", (h) => json({ exec_info: { queue_remaining: h.queue.remaining() } })),
   route("POST", "/prompt", postPrompt),
   route("GET", "/object_info", async (h) => {
+    const { extra, failStatus } = h.settings.objectInfo
+    if (failStatus !== undefined) return plain(failStatus, `${failStatus}: object_info failed`)
     const out: Record<string, unknown> = {}
-    for (const def of NODES.values()) out[def.name] = await nodeInfo(def, h.files)
-    return json(out)
+    for (const def of NODES.values()) if (h.settings.loaded(def.name)) out[def.name] = await nodeInfo(def, h.files)
+    return json({ ...out, ...extra })
   }),
   route("GET", "/object_info/{node_class}", async (h, r) => {
-    const def = NODES.get(r.params.node_class!)
-    return json(def === undefined ? {} : { [def.name]: await nodeInfo(def, h.files) })
+    const name = r.params.node_class!
+    const def = NODES.get(name)
+    const extra = h.settings.objectInfo.extra ?? {}
+    if (def !== undefined && h.settings.loaded(name)) return json({ [def.name]: await nodeInfo(def, h.files) })
+    return json(Object.hasOwn(extra, name) ? { [name]: extra[name] } : {})
   }),
   route("GET", "/history", (h, r) =>
     json(h.queue.historyPage(intParam(r.query.get("max_items")), intParam(r.query.get("offset")) ?? -1))),

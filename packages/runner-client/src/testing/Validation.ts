@@ -29,6 +29,8 @@ export type ValidationResult =
 export interface ValidationOptions {
   /** `invalid_prompt` (0.3.64) or `missing_node_type` (newer) for unknown or missing class types. */
   readonly unknownNodeError: "invalid_prompt" | "missing_node_type"
+  /** Whether a catalogue class is loaded (the fake's `objectInfo.nodes`). */
+  readonly loaded: (nodeClass: string) => boolean
 }
 
 type Graph = Record<string, Record<string, unknown>>
@@ -307,7 +309,8 @@ export const validatePrompt = async (
   if (!isObject(prompt)) throw new PyError("AttributeError", `'${Array.isArray(prompt) ? "list" : "str"}' object has no attribute 'keys'`)
   const outputs: Array<string> = []
   for (const [id, node] of Object.entries(prompt)) {
-    if (!isObject(node) || !("class_type" in node) || !NODES.has(pyStr(node.class_type)) || typeof node.class_type !== "string") {
+    if (!isObject(node) || !("class_type" in node) || !NODES.has(pyStr(node.class_type)) || typeof node.class_type !== "string" ||
+      !options.loaded(node.class_type)) {
       return { ok: false, error: unknownNode(options, id, node), nodeErrors: {} }
     }
     if (NODES.get(node.class_type)!.outputNode && targeted(partialTargets, id)) outputs.push(id)

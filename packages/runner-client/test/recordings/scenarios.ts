@@ -14,8 +14,60 @@ export interface Scenario {
   /** Under `/api` (the prefix every route also has). */
   readonly api?: boolean
   readonly featureFlags?: boolean
+  /**
+   * Recorded from ComfyUI only, never replayed against the fake: shapes of what the fake does not
+   * have (model loaders), kept as test data for the capability summary.
+   */
+  readonly realOnly?: boolean
+  /** The part of a recording the fake must reproduce (default: all of it). */
+  readonly compared?: (recording: Recording) => unknown
   readonly run: (s: Session) => Promise<void>
 }
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * An input of `/object_info` as clients read it: a combo's options (an upload input's options are
+ * the server's input folder, so only the fact is kept), or the type; tooltips and widget hints go.
+ */
+const inputShape = (spec: unknown): unknown => {
+  if (!Array.isArray(spec)) return spec
+  const config = isRecord(spec[1]) ? spec[1] : {}
+  const upload = Object.keys(config).filter((k) => k.endsWith("_upload") && config[k] === true)
+  if (upload.length > 0) return { combo: "<input files>", upload }
+  if (Array.isArray(spec[0])) return { combo: spec[0] }
+  if (spec[0] === "COMBO") return { combo: config["options"] }
+  return { type: spec[0] }
+}
+
+/** A node class of `/object_info` reduced to what WES and ComfyUI's clients use: inputs, outputs, output node. */
+export const nodeShape = (info: unknown): unknown => {
+  if (!isRecord(info) || !isRecord(info["input"])) return info
+  const sections: Record<string, unknown> = {}
+  for (const section of ["required", "optional"]) {
+    const specs = info["input"][section]
+    if (isRecord(specs)) sections[section] = Object.fromEntries(Object.entries(specs).map(([k, v]) => [k, inputShape(v)]))
+  }
+  return { name: info["name"], input: sections, output: info["output"], output_node: info["output_node"] }
+}
+
+/** The node classes of the fake's catalogue that ComfyUI 0.3.64 has too (FakeSleep and SaveImageWebsocket are not built in). */
+export const SHARED_NODE_CLASSES: ReadonlyArray<string> = [
+  "EmptyImage", "ImageInvert", "ImageScale", "MaskToImage", "ImageBlur", "SolidMask", "LoadImage", "SaveImage", "PreviewImage",
+  "SaveAnimatedWEBP", "PrimitiveString", "PrimitiveStringMultiline", "PrimitiveInt", "PrimitiveFloat", "PrimitiveBoolean",
+  "StringConcatenate", "PreviewAny"
+]
+
+/**
+ * Classes whose inputs show every shape the capability summary reads: V1 combos of model files
+ * (empty without models, or with built-in entries: `pixel_space`, `*.yaml`), V3 `COMBO` loaders,
+ * combos that are not files (`sampler_name`), and upload inputs (images, videos) that list the
+ * input folder rather than models.
+ */
+export const LOADER_SHAPE_CLASSES: ReadonlyArray<string> = [
+  "CheckpointLoaderSimple", "CheckpointLoader", "LoraLoader", "LoraLoaderModelOnly", "VAELoader", "UNETLoader", "CLIPLoader",
+  "TripleCLIPLoader", "ControlNetLoader", "KSampler", "LoadImageOutput", "LoadVideo"
+]
 
 const empty = (color: number, size = 64, batch = 1) =>
   ({ class_type: "EmptyImage", inputs: { width: size, height: size, batch_size: batch, color } })
@@ -142,6 +194,24 @@ export const scenarios: ReadonlyArray<Scenario> = [
       await s.request("GET", `/history/${running}`)
       await s.request("GET", `/history/${queued}`)
       await s.request("GET", "/queue")
+    }
+  },
+  {
+    name: "object-info",
+    compared: (r) => r.http.map((e) => ({
+      ...e,
+      answer: isRecord(e.answer) ? Object.fromEntries(Object.entries(e.answer).map(([k, v]) => [k, nodeShape(v)])) : e.answer
+    })),
+    run: async (s) => {
+      for (const name of SHARED_NODE_CLASSES) await s.request("GET", `/object_info/${name}`)
+      await s.request("GET", "/object_info/NoSuchNode")
+    }
+  },
+  {
+    name: "object-info-loaders",
+    realOnly: true,
+    run: async (s) => {
+      for (const name of LOADER_SHAPE_CLASSES) await s.request("GET", `/object_info/${name}`)
     }
   },
   {

@@ -11,6 +11,7 @@ import {
   type PromptHistory,
   type RunnerEvent,
   RunnerGateway,
+  RunnerRequestFailed,
   StorageError,
   type SubmitPrompt,
   TemplateService,
@@ -39,6 +40,8 @@ const makeInstantRunner = () => {
   const cancels: Array<string> = []
   const gateway = RunnerGateway.of({
     probe: () => Effect.succeed({ comfyui_version: "test" }),
+    // No capabilities to read: they stay unknown, and the runner eligible.
+    objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "GET /object_info: 404" })),
     uploadInput: (_runner, file) =>
       Effect.map(Stream.runCollect(Stream.decodeText(file.content)), (chunks) => {
         uploads.push({ filename: file.filename, text: Array.from(chunks).join("") })

@@ -8,6 +8,7 @@ import {
   RunnerGateway,
   RunnerProbe,
   RunnerService,
+  RunnerRequestFailed,
   RunnerUnreachable,
   TierPolicy,
   type TierTableOverride,
@@ -39,6 +40,8 @@ export const makeTestGateway = (calls: GatewayCalls) =>
         )
       ),
     cancel: (runner, prompt) => Effect.sync(() => void calls.cancels.push({ runner: runner.id, prompt })),
+    // A runner without capabilities to read: they stay unknown (the runner stays eligible).
+    objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "GET /object_info: 404" })),
     uploadInput: () => unexpected("uploadInput"),
     submit: () => unexpected("submit"),
     queue: () => unexpected("queue"),

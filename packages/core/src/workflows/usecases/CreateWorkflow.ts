@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { User } from "../../accounts/Account.js"
 import { limitExceeded, TierPolicy } from "../../accounts/Tier.js"
+import { needsOf } from "../../capabilities/Needs.js"
 import { Scheduler } from "../../dispatch/Scheduler.js"
 import type { RunnerTarget } from "../../runners/Runner.js"
 import { BlobStore, inputBlobKey } from "../../shared/BlobStore.js"
@@ -144,7 +145,9 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         yield* policy.check(user.tier, "active_workflows", yield* repo.countActive(user.id))
         yield* policy.check(user.tier, "workflows_per_day", yield* repo.countCreatedSince(user.id, dayStart))
       }
-      const runner = yield* scheduler.choose(user, spec.tags)
+      // What the runner must have, with the chosen parameter values in place.
+      const values = resolved.flatMap((r) => r.value._tag === "Value" ? [[placeholderKey(r.placeholder), r.value.value] as const] : [])
+      const runner = yield* scheduler.choose(user, spec.tags, { needs: needsOf(spec.workflow_json, values) })
       const id = (yield* ids.next) as WorkflowId
       return yield* Effect.scoped(Effect.gen(function*() {
         const params = yield* storeParams(id, resolved)

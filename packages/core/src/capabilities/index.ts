@@ -1,0 +1,22 @@
+/** Runners' capabilities: what their /object_info offers, what a workflow needs, and the match. */
+export { CapabilityRepository, StoredCapabilities } from "./CapabilityRepository.js"
+export {
+  type CapabilityIndex,
+  describeMissing,
+  indexSummary,
+  lacksNothing,
+  type Missing,
+  missingOn,
+  type ModelNeed,
+  type Needs,
+  needsOf,
+  workflowNeeds
+} from "./Needs.js"
+export {
+  type CapabilitiesOptions,
+  defaultCapabilitiesOptions,
+  type KnownCapabilities,
+  RunnerCapabilities
+} from "./RunnerCapabilities.js"
+export { CapabilitiesView, toCapabilitiesView } from "./View.js"
+export { CapabilitySummary, looksLikeFile, modelFileCount, normalizePath, summarize, summaryHash } from "./Summary.js"
