@@ -203,7 +203,12 @@ describe("dashboard", () => {
     for (const n of [1, 2, 3, 4, 5]) {
       const form = new FormData()
       form.append("name", `extra-${n}`)
-      form.append("workflow_json", new Blob([JSON.stringify({ "1": { class_type: "NoSuchNode", inputs: {} } })]), "extra.json")
+      // Known nodes (an unknown one is refused at create), a value the runner rejects.
+      const rejected = {
+        "1": { class_type: "EmptyImage", inputs: { width: 0, height: 8, batch_size: 1, color: 0 } },
+        "2": { class_type: "SaveImage", inputs: { images: ["1", 0], filename_prefix: "extra" } }
+      }
+      form.append("workflow_json", new Blob([JSON.stringify(rejected)]), "extra.json")
       expect((await fetch(`${server.dashboard}v1/workflow`, { method: "POST", headers: { authorization: `Bearer ${server.token}` }, body: form })).status).toBe(201)
     }
     await page.getByLabel("Per page").selectOption("10")
