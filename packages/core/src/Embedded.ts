@@ -21,6 +21,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -42,6 +43,7 @@ import { TierPolicy, type TierTableOverride } from "./accounts/Tier.js"
 import { PlatformLive, type StoreServices, type UseCaseServices, useCasesLayer } from "./UseCases.js"
 import { WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
 import { WorkflowEvent } from "./workflows/WorkflowEvents.js"
+import { checkJsonText } from "./workflows/WorkflowJson.js"
 import { type UploadedFile, WorkflowService } from "./workflows/WorkflowService.js"
 
 /** What `createWes` composes. Only `store` and `gateway` are required. */
@@ -207,6 +209,8 @@ const idOf = (user: WesUserRef) => (typeof user === "string" ? user : user.id)
 
 const parseJson = (value: unknown) => {
   if (typeof value !== "string") return Effect.succeed(value)
+  const bounds = checkJsonText(value, "workflow_json")
+  if (Either.isLeft(bounds)) return Effect.fail(bounds.left)
   return Effect.try({
     try: () => JSON.parse(value) as unknown,
     catch: (e) =>
