@@ -17,10 +17,10 @@ import {
   CurrentUser as CurrentUserView,
   IssuedToken,
   IssueTokenRequest,
-  ManagedRunner,
+  ManagedRunnerResponse,
   ManagedRunnerView,
   type Principal,
-  Runner,
+  RunnerResponse,
   RunnerStatus,
   Template,
   TemplateListItem,
@@ -188,18 +188,18 @@ export class TemplatesGroup extends HttpApiGroup.make("templates")
   .middleware(Authentication)
 {}
 
-const RunnerList = Schema.Struct({ runners: Schema.Array(Runner), total: Schema.Int })
+const RunnerList = Schema.Struct({ runners: Schema.Array(RunnerResponse), total: Schema.Int })
 
 export class RunnersGroup extends HttpApiGroup.make("runners")
-  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(json(CreateRunnerRequest)).addSuccess(Runner, created)
+  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(json(CreateRunnerRequest)).addSuccess(RunnerResponse, created)
     .addError(BadRequest).addError(Forbidden).annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"))
   .add(HttpApiEndpoint.get("list", "/v1/runner").setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
     .addSuccess(RunnerList).addError(BadRequest).annotate(OpenApi.Summary, "List runners, newest first"))
-  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(Runner).addError(NotFoundStatus)
+  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(RunnerResponse).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Get a runner"))
-  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(Runner)
+  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(RunnerResponse)
     .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a runner (omitted fields keep their values)"))
-  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(Runner)
+  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(RunnerResponse)
     .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a runner (same as PATCH)"))
   .add(HttpApiEndpoint.del("delete", "/v1/runner/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent)
     .addError(NotFoundStatus).addError(ConflictStatus).annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"))
@@ -237,13 +237,13 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.get("listTokens", "/admin/v1/users/:id/tokens").setPath(Id).addSuccess(Schema.Array(ApiTokenView)))
   .add(HttpApiEndpoint.del("revokeToken", "/admin/v1/tokens/:id").setPath(TokenId).addSuccess(HttpApiSchema.NoContent))
   .add(HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners").setPayload(json(CreateManagedRunnerRequest))
-    .addSuccess(ManagedRunner, created).addError(BadRequest))
+    .addSuccess(ManagedRunnerResponse, created).addError(BadRequest))
   .add(HttpApiEndpoint.get("listManagedRunners", "/admin/v1/managed-runners")
     .setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
-    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunner), total: Schema.Int })).addError(BadRequest))
-  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunner))
+    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunnerResponse), total: Schema.Int })).addError(BadRequest))
+  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunnerResponse))
   .add(HttpApiEndpoint.patch("updateManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
-    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunner).addError(BadRequest))
+    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunnerResponse).addError(BadRequest))
   .add(HttpApiEndpoint.del("deleteManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
     .addSuccess(HttpApiSchema.NoContent).addError(ConflictStatus))
   .addError(NotFoundStatus)

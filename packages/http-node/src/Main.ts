@@ -46,7 +46,7 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
 
 /** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
 export const coreLayer = (config: WesConfig) => {
-  // With WES_RUNNER_DENY_PRIVATE, user runners' endpoints are checked on create/update (probe) and before every call (gateway).
+  // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
   const gateway = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))

@@ -15,7 +15,7 @@ Runs the WES server. Configuration (environment, all optional):
   WES_BLOB_DIR  WES_TIER_LIMITS (JSON)  WES_RUNNER_PROBE (on | off)  WES_DEV (1: demo user and simulated runner)
   WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4)  WES_LEASE (15 seconds)
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
-  WES_RUNNER_DENY_PRIVATE (1: refuse runner endpoints on private, loopback or link-local addresses)
+  WES_RUNNER_ALLOW_PRIVATE (false: runner endpoints on private, loopback or link-local addresses are refused)
 `
 
 const command = process.argv[2]

@@ -42,7 +42,7 @@ import { jsonLoggerLayer } from "../src/Logging.js"
 import { defaultRateLimit } from "../src/RateLimit.js"
 import { denyPrivateGateway, denyPrivateProbe, type Resolver } from "../src/RunnerAddressPolicy.js"
 
-export const ADMIN_TOKEN = "admin-secret-for-tests"
+export const ADMIN_TOKEN = "admin-secret-for-tests-0123456789abcdef"
 
 const unexpected = (method: string) => Effect.die(new Error(`unexpected RunnerGateway.${method} call`))
 
@@ -99,7 +99,7 @@ export const startServer = async (options: {
   readonly dispatcher?: Partial<DispatcherOptions>
   /** The store (default: a fresh memory store). */
   readonly store?: Layer.Layer<StoreServices, unknown>
-  /** WES_RUNNER_DENY_PRIVATE, resolving host names with this resolver. */
+  /** Refuse private runner addresses (as without WES_RUNNER_ALLOW_PRIVATE), resolving host names with this resolver. */
   readonly denyPrivate?: Resolver
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []

@@ -22,6 +22,7 @@ import {
   managedRunnerTarget,
   type ManagedRunnerView,
   toManagedRunnerView,
+  unmaskHeaders,
   UpdateManagedRunnerRequest
 } from "./Runner.js"
 import { RunnerProbe } from "./RunnerProbe.js"
@@ -124,7 +125,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               runner_type: req.runner_type ?? current.runner_type,
               status: req.status ?? current.status,
               endpoint: req.endpoint ?? current.endpoint,
-              headers: req.headers ?? current.headers,
+              headers: req.headers === undefined ? current.headers : unmaskHeaders(req.headers, current.headers),
               tags: tags ?? current.tags
             }
             if (next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)) {

@@ -7,14 +7,19 @@ export {
   isRunnerEndpoint,
   ManagedRunner,
   managedRunnerTarget,
+  HEADER_MASK,
+  ManagedRunnerResponse,
   ManagedRunnerView,
+  maskHeaders,
   Runner,
   RunnerEndpoint,
   RunnerHeaders,
   RunnerName,
+  RunnerResponse,
   RunnerStatus,
   type RunnerTarget,
   toManagedRunnerView,
+  unmaskHeaders,
   UpdateManagedRunnerRequest,
   UpdateRunnerRequest,
   userRunnerTarget
@@ -37,6 +42,6 @@ export {
   type Submitted,
   type UploadedInput
 } from "./RunnerGateway.js"
-export { RunnerProbe } from "./RunnerProbe.js"
+export { PROBE_MESSAGES, RunnerProbe } from "./RunnerProbe.js"
 export { type RunnerListQuery, RunnerRepository } from "./RunnerRepository.js"
 export { HISTORY_LENGTH, type ListRunnersInput, RunnerService } from "./RunnerService.js"
