@@ -27,7 +27,9 @@ import {
   UpdateManagedRunnerRequest,
   UpdateRunnerRequest,
   UpdateUserRequest,
+  Tier,
   User,
+  UserDetail,
   WorkflowDetail,
   WorkflowOutputView,
   WorkflowStatus,
@@ -229,7 +231,10 @@ const TokenId = Schema.Struct({ id: Schema.String })
 
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.post("createUser", "/admin/v1/users").setPayload(json(CreateUserRequest)).addSuccess(User, created).addError(BadRequest))
-  .add(HttpApiEndpoint.get("getUser", "/admin/v1/users/:id").setPath(Id).addSuccess(User))
+  .add(HttpApiEndpoint.get("listUsers", "/admin/v1/users")
+    .setUrlParams(Schema.Struct({ ...PageParams.fields, tier: Schema.optional(Tier) }))
+    .addSuccess(Schema.Struct({ users: Schema.Array(User), total: Schema.Int })).addError(BadRequest))
+  .add(HttpApiEndpoint.get("getUser", "/admin/v1/users/:id").setPath(Id).addSuccess(UserDetail))
   .add(HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id").setPath(Id).setPayload(json(UpdateUserRequest)).addSuccess(User)
     .addError(BadRequest))
   .add(HttpApiEndpoint.post("issueToken", "/admin/v1/users/:id/tokens").setPath(Id).setPayload(json(IssueTokenRequest))

@@ -14,7 +14,7 @@ import type { StoreServices, UseCaseServices } from "@wes/core"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
@@ -22,7 +22,7 @@ import { adminHttp } from "./AdminHttp.js"
 import { type Authentication, WesApi } from "./Api.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { docsPage } from "./DocsPage.js"
-import { ErrorMiddleware } from "./ErrorMiddleware.js"
+import { errorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
 import { MultipartReader } from "./MultipartReader.js"
 import * as NodeServerLayer from "./NodeServer.js"
@@ -104,7 +104,7 @@ const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "au
       systemHttp,
       adminHttp
     ]),
-    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware]),
+    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), errorMiddleware(Option.isSome(options.adminToken))]),
     Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive }))
   )
 

@@ -42,6 +42,6 @@ export {
   utf8Length
 } from "./Json.js"
 export { LimitReached } from "./LimitReached.js"
-export { type PageInput, type PageRequest, type Paged, pageBounds } from "./Pagination.js"
+export { type PageInput, type PageRequest, type Paged, pageBounds, paginate } from "./Pagination.js"
 export { MAX_TAGS, normalizeTag, normalizeTags, parseTagList, tagsMatch } from "./Tags.js"
 export { type DecodeIssue, fromDecodeIssues } from "./Validation.js"

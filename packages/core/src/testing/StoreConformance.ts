@@ -139,6 +139,21 @@ const accountCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(Option.map(yield* repo.findUser(u.id), (x) => x.tier), Option.some("plus"), "updated tier")
     yield* equal((yield* failure(repo.updateUser(F.uuid(), (x) => x), "unknown user"))._tag, "NotFound", "unknown user")
   })),
+  c("accounts: users are listed newest first, paged, optionally of one tier", Effect.gen(function*() {
+    const repo = yield* AccountRepository
+    // Later than any other case's users, so they are the newest whatever else the store holds.
+    const a = F.user({ tier: "free", created_at: F.at(10_000_001) })
+    const b = F.user({ tier: "pro", created_at: F.at(10_000_002) })
+    const c3 = F.user({ tier: "free", created_at: F.at(10_000_003) })
+    for (const u of [b, a, c3]) yield* repo.insertUser(u)
+    yield* equal(ids((yield* repo.listUsers({ page: 1, per_page: 2 })).items), [c3.id, b.id], "newest first")
+    yield* equal(ids((yield* repo.listUsers({ page: 2, per_page: 1 })).items), [b.id], "second page")
+    const free = yield* repo.listUsers({ page: 1, per_page: 2, tier: "free" })
+    yield* equal(ids(free.items), [c3.id, a.id], "of one tier")
+    const all = yield* repo.listUsers({ page: 1, per_page: 1 })
+    yield* equal(all.total >= free.total + 1 && free.total >= 2, true, "totals count every page")
+    yield* equal((yield* repo.listUsers({ page: 1, per_page: 100, tier: "free" })).items.every((u) => u.tier === "free"), true, "only that tier")
+  })),
   c("accounts: tokens are found by hash with their user, listed newest first, revoked", Effect.gen(function*() {
     const repo = yield* AccountRepository
     const u = F.user()
