@@ -64,7 +64,7 @@ const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: strin
 export const WesConfig: Config.Config<WesConfig> = Config.all({
   port: Config.port("WES_PORT").pipe(Config.withDefault(8080)),
   host: Config.string("WES_HOST").pipe(Config.withDefault("127.0.0.1")),
-  storage: Config.literal("memory", "postgres")("WES_STORAGE").pipe(Config.withDefault("memory" as const)),
+  storage: Config.option(Config.literal("memory", "postgres")("WES_STORAGE")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   adminToken: Config.option(Config.redacted("WES_ADMIN_TOKEN").pipe(Config.validate({
     message: `WES_ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (generate one with: openssl rand -hex 32)`,
@@ -89,13 +89,21 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   ),
   runnerAllowPrivate: Config.option(Config.boolean("WES_RUNNER_ALLOW_PRIVATE")),
   runnerDenyPrivate: Config.option(Config.boolean("WES_RUNNER_DENY_PRIVATE"))
-}).pipe(Config.map(({ runnerAllowPrivate, runnerDenyPrivate, ...rest }): WesConfig => ({
-  ...rest,
-  runnerDenyPrivate: Option.match(runnerAllowPrivate, {
-    onSome: (allow) => !allow,
-    onNone: () => Option.getOrElse(runnerDenyPrivate, () => !rest.dev)
-  })
-})))
+}).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, ...rest }) =>
+  // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
+  Option.isNone(storage) && Option.isSome(rest.databaseUrl)
+    ? Either.left(ConfigError.InvalidData(
+      ["WES_STORAGE"],
+      "DATABASE_URL is set but WES_STORAGE is not: set WES_STORAGE=postgres to use the database, or WES_STORAGE=memory to run without it"
+    ))
+    : Either.right<WesConfig>({
+      ...rest,
+      storage: Option.getOrElse(storage, () => "memory" as const),
+      runnerDenyPrivate: Option.match(runnerAllowPrivate, {
+        onSome: (allow) => !allow,
+        onNone: () => Option.getOrElse(runnerDenyPrivate, () => !rest.dev)
+      })
+    })))
 
 /** Reads and checks the configuration. */
 export const loadConfig: Effect.Effect<WesConfig, ConfigError.ConfigError> = Effect.flatMap(WesConfig, (c) =>

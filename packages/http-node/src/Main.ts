@@ -75,7 +75,8 @@ export const serverLayer = (config: WesConfig) => {
     shutdownGrace: config.shutdownGrace
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
-  const started = Layer.effectDiscard(Effect.gen(function*() {
+  // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
+  const started = Layer.scopedDiscard(Effect.gen(function*() {
     const { address } = yield* HttpServer.HttpServer
     const port = address._tag === "TcpAddress" ? address.port : config.port
     yield* Effect.logInfo("wes serve listening", {
@@ -85,6 +86,7 @@ export const serverLayer = (config: WesConfig) => {
       admin_api: Option.isSome(config.adminToken),
       rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
     })
+    yield* Effect.addFinalizer(() => Effect.logInfo("stopping", { grace: Duration.format(config.shutdownGrace) }))
     if (config.storage === "memory") {
       yield* Effect.logWarning("memory store: nothing survives a restart (set WES_STORAGE=postgres and DATABASE_URL to keep data)")
     }
