@@ -15,7 +15,9 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import type * as Redacted from "effect/Redacted"
+import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
 import { adminHttp } from "./AdminHttp.js"
@@ -56,7 +58,7 @@ export interface HttpOptions {
  * a request line and headers over node's 16 KB limit -> 431, anything else malformed -> 400
  * (node's default answers carry no body).
  */
-export const answerClientErrors = (server: NodeServer): NodeServer => {
+export const answerClientErrors = (server: NodeServer, log: (fields: Record<string, unknown>) => void = () => {}): NodeServer => {
   // node reports a parse error again for every later chunk of the same request: answer once.
   const answered = new WeakSet<Duplex>()
   return server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
@@ -69,6 +71,8 @@ export const answerClientErrors = (server: NodeServer): NodeServer => {
       ? [408, "Request Timeout", "The request was not received in time"]
       : [400, "Bad Request", "The HTTP request is malformed"]
     const body = JSON.stringify({ status, message })
+    // Logged like any other answer (no route saw it, so there is no method or path to name).
+    log({ status, reason: message, request_id: randomUUID() })
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `Connection: close\r\n\r\n${body}`
@@ -128,12 +132,15 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   return app.pipe(
     // Closed before the listener: readiness turns 503 and event streams end first.
     Layer.provide(Shutdown.layer),
-    Layer.provideMerge(NodeServerLayer.layer(() => answerClientErrors(createServer()), {
-      port: options.port,
-      host: options.host,
-      shutdownGrace: options.shutdownGrace,
-      payloadKind
-    })),
+    Layer.provideMerge(Layer.unwrapEffect(Effect.map(Effect.runtime<never>(), (runtime) => {
+      const log = (fields: Record<string, unknown>) => void Runtime.runFork(runtime)(Effect.logInfo("request", fields))
+      return NodeServerLayer.layer(() => answerClientErrors(createServer(), log), {
+        port: options.port,
+        host: options.host,
+        shutdownGrace: options.shutdownGrace,
+        payloadKind
+      })
+    }))),
     Layer.provide(MultipartReader.layer()),
     Layer.provide(NodeContext.layer),
     // No tracer is exported, so per-request spans would only cost time.
