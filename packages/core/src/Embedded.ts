@@ -41,7 +41,7 @@ import { RunnerProbe } from "./runners/RunnerProbe.js"
 import { RunnerService } from "./runners/RunnerService.js"
 import { TierPolicy, type TierTableOverride } from "./accounts/Tier.js"
 import { PlatformLive, type StoreServices, type UseCaseServices, useCasesLayer } from "./UseCases.js"
-import { WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
+import { toDetail, WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
 import { WorkflowEvent } from "./workflows/WorkflowEvents.js"
 import { checkJsonText } from "./workflows/WorkflowJson.js"
 import { type UploadedFile, WorkflowService } from "./workflows/WorkflowService.js"
@@ -354,14 +354,14 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
             params,
             idempotency_key: input.idempotency_key
           })
-          return encodeDetail(created)
+          return encodeDetail(toDetail(created))
         })),
-    getWorkflow: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.get(user, id), encodeDetail)),
+    getWorkflow: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.get(user, id), (w) => encodeDetail(toDetail(w)))),
     listWorkflows: (ref, input = {}) =>
       asUser(ref, (user, workflows) =>
         Effect.map(workflows.list(user, input), (page) => ({ workflows: page.items.map((w) => encodeSummary(w)), total: page.total }))),
     cancelWorkflow: (ref, id) =>
-      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.zipRight(workflows.get(user, id)), Effect.map(encodeDetail))),
+      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.zipRight(workflows.get(user, id)), Effect.map((w) => encodeDetail(toDetail(w))))),
     follow: (ref, id, options = {}) =>
       iterate(
         runtime,
@@ -375,7 +375,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
         workflows.follow(user, id).pipe(
           Effect.flatMap(Stream.runDrain),
           Effect.zipRight(workflows.get(user, id)),
-          Effect.map(encodeDetail)
+          Effect.map((w) => encodeDetail(toDetail(w)))
         )),
     outputs: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.outputs(user, id), (all) => all.map((o) => encodeOutput(o)))),
     downloadOutput: (ref, id, outputId) =>

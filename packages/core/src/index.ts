@@ -6,6 +6,7 @@
 export * from "./accounts/index.js"
 export * from "./dispatch/index.js"
 export * from "./Embedded.js"
+export * from "./observability/index.js"
 export * from "./runners/index.js"
 export * from "./shared/index.js"
 export * from "./templates/index.js"

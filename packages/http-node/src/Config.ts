@@ -22,6 +22,8 @@ export interface WesConfig {
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   /** WES_ADMIN_TOKEN: enables /admin/v1. */
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** WES_METRICS_TOKEN: `GET /metrics` asks for it as a bearer token (unset: open). */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** WES_RATE_LIMIT: `40/10s` (default) or `off`. */
   readonly rateLimit: RateLimitSettings | "off"
   /** WES_TRUST_PROXY: number of proxies appending to X-Forwarded-For (`true` = 1). */
@@ -70,6 +72,7 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
     message: `WES_ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (generate one with: openssl rand -hex 32)`,
     validation: (token) => Redacted.value(token).length >= ADMIN_TOKEN_MIN_LENGTH
   }))),
+  metricsToken: Config.option(Config.redacted("WES_METRICS_TOKEN")),
   rateLimit: parsed("WES_RATE_LIMIT", Config.string("WES_RATE_LIMIT").pipe(Config.withDefault("40/10s")), parseRateLimit),
   trustedProxies: parsed("WES_TRUST_PROXY", Config.string("WES_TRUST_PROXY").pipe(Config.withDefault("false")), parseTrustProxy),
   blobDir: Config.option(Config.string("WES_BLOB_DIR")),

@@ -14,7 +14,10 @@ import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import { randomUUID } from "node:crypto"
+import { httpDuration, httpRequests } from "@wes/core"
+import * as MetricLabel from "effect/MetricLabel"
 import { NodeRequest } from "./NodeRequest.js"
+import { routeOf } from "./Routes.js"
 
 /** Where log lines go (stdout by default; tests capture them). */
 export type LogSink = (line: string) => void
@@ -68,15 +71,20 @@ export const requestLog = HttpMiddleware.make((app) =>
       // On the node response itself, so error answers (written from the cause) carry it too.
       if (request instanceof NodeRequest && !request.response.headersSent) request.response.setHeader("x-request-id", requestId)
       const context = { userId: undefined as string | undefined }
-      return Effect.onExit(app.pipe(Effect.provideService(RequestLogContext, context)), (exit) =>
-        Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
-          // The client left before an answer: nothing was answered, nothing to log.
-          ? Effect.void
-          : Effect.logInfo("request", {
-            method: request.method,
-            path: pathOf(request.url),
-            status: Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status,
-            duration_ms: clock.unsafeCurrentTimeMillis() - start,
-            ...(context.userId === undefined ? {} : { user_id: context.userId })
-          })).pipe(Effect.annotateLogs("request_id", requestId))
+      return Effect.onExit(app.pipe(Effect.provideService(RequestLogContext, context)), (exit) => {
+        // The client left before an answer: nothing was answered, nothing to log.
+        if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)) return Effect.void
+        const status = Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status
+        const duration = clock.unsafeCurrentTimeMillis() - start
+        const route = MetricLabel.make("route", routeOf(request.url))
+        httpRequests.unsafeUpdate(1, [route, MetricLabel.make("status", String(status))])
+        httpDuration.unsafeUpdate(duration / 1000, [route])
+        return Effect.logInfo("request", {
+          method: request.method,
+          path: pathOf(request.url),
+          status,
+          duration_ms: duration,
+          ...(context.userId === undefined ? {} : { user_id: context.userId })
+        })
+      }).pipe(Effect.annotateLogs("request_id", requestId))
     })))

@@ -71,6 +71,7 @@ export const serverLayer = (config: WesConfig) => {
     rateLimit: config.rateLimit,
     trustedProxies: config.trustedProxies,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     sseKeepAlive: "15 seconds",
     shutdownGrace: config.shutdownGrace
   })

@@ -26,6 +26,7 @@ import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { docsPage } from "./DocsPage.js"
 import { errorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
+import { metricsRoute } from "./Metrics.js"
 import { MultipartReader } from "./MultipartReader.js"
 import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
@@ -43,6 +44,8 @@ export interface HttpOptions {
   /** Proxies in front of the server that append to X-Forwarded-For (0: use the socket's address). */
   readonly trustedProxies: number
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** `GET /metrics` asks for this bearer token (none: open, like /healthz). */
+  readonly metricsToken?: Option.Option<Redacted.Redacted<string>> | undefined
   readonly sseKeepAlive: Duration.DurationInput
   /** Open connections are closed this long after shutdown begins, if they have not finished. */
   readonly shutdownGrace: Duration.DurationInput
@@ -84,8 +87,8 @@ export const answerClientErrors = (server: NodeServer, log: (fields: Record<stri
   })
 }
 
-/** Paths outside the public rate limit: health checks and the operator API. */
-const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/")
+/** Paths outside the public rate limit: health checks, metrics and the operator API. */
+const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/") || url.startsWith("/metrics")
 
 /** `GET /docs`: the reference page, rendered once from the OpenAPI document. */
 const docsRoute = HttpApiBuilder.Router.use((router) => {
@@ -127,6 +130,7 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   const app = HttpApiBuilder.serve(middleware).pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
     Layer.provide(docsRoute),
+    Layer.provide(metricsRoute(options.metricsToken ?? Option.none())),
     Layer.provide(apiLayer(options))
   )
   return app.pipe(

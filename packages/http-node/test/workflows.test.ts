@@ -19,7 +19,7 @@ import {
 } from "./harness.js"
 
 const SUMMARY_KEYS = ["completed_at", "created_at", "id", "name", "started_at", "status", "tags", "updated_at"]
-const DETAIL_KEYS = [...SUMMARY_KEYS, "error_node", "exception_message", "exception_type", "managed_runner_id", "prompt_id", "queue_number", "user_id", "user_runner_id", "workflow_json", "workflow_params"].sort()
+const DETAIL_KEYS = [...SUMMARY_KEYS, "error_node", "exception_message", "exception_type", "managed_runner_id", "prompt_id", "queue_ms", "queue_number", "run_ms", "user_id", "user_runner_id", "workflow_json", "workflow_params"].sort()
 
 describe("workflows", () => {
   let server: TestServer

@@ -1,4 +1,5 @@
 /** The workflow resource: its record, the contract's summary and detail forms, and its outputs. */
+import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
 import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "../shared/Ids.js"
 import { JsonObject, Timestamp } from "../shared/Json.js"
@@ -62,8 +63,16 @@ const detailFields = {
 export const WorkflowSummary = Schema.Struct(summaryFields).annotations({ identifier: "WorkflowSummary" })
 export interface WorkflowSummary extends Schema.Schema.Type<typeof WorkflowSummary> {}
 
+/** How long a workflow waited and ran (derived from its timestamps; not stored). */
+const timingFields = {
+  /** Milliseconds from creation to the start of execution, once started. */
+  queue_ms: Schema.NullOr(Schema.Int),
+  /** Milliseconds of execution, once it ended after starting. */
+  run_ms: Schema.NullOr(Schema.Int)
+}
+
 /** Detail form: get-workflow. */
-export const WorkflowDetail = Schema.Struct(detailFields).annotations({ identifier: "WorkflowDetail" })
+export const WorkflowDetail = Schema.Struct({ ...detailFields, ...timingFields }).annotations({ identifier: "WorkflowDetail" })
 export interface WorkflowDetail extends Schema.Schema.Type<typeof WorkflowDetail> {}
 
 /** The stored workflow: the detail form plus what the service keeps for itself. */
@@ -117,8 +126,12 @@ export const toDetail = (w: Workflow): WorkflowDetail => ({
   queue_number: w.queue_number,
   error_node: w.error_node,
   exception_type: w.exception_type,
-  exception_message: w.exception_message
+  exception_message: w.exception_message,
+  queue_ms: w.started_at === null ? null : elapsedMs(w.created_at, w.started_at),
+  run_ms: w.started_at === null || w.completed_at === null ? null : elapsedMs(w.started_at, w.completed_at)
 })
+
+const elapsedMs = (from: DateTime.Utc, to: DateTime.Utc): number => Math.max(0, DateTime.toEpochMillis(to) - DateTime.toEpochMillis(from))
 
 /** Which runner a workflow is assigned to: exactly one kind at a time. */
 export type RunnerRef =
