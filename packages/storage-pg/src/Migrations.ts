@@ -20,6 +20,7 @@ import m0008 from "./migrations/0008_blobs.js"
 import m0009 from "./migrations/0009_workflow_claims.js"
 import m0010 from "./migrations/0010_runner_leases.js"
 import m0011 from "./migrations/0011_workflow_quotas.js"
+import m0020 from "./migrations/0020_json_as_sent.js"
 import { orStorageError, run, storageError, transaction } from "./Sql.js"
 
 /** Every migration by `<id>_<name>`; ids only grow, and a released migration never changes. */
@@ -34,7 +35,8 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
   "0008_blobs": m0008,
   "0009_workflow_claims": m0009,
   "0010_runner_leases": m0010,
-  "0011_workflow_quotas": m0011
+  "0011_workflow_quotas": m0011,
+  "0020_json_as_sent": m0020
 }
 
 /** The Migrator's bookkeeping table (in the schema the connection's search_path selects). */

@@ -14,6 +14,7 @@ import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
 import { TemplateRepository } from "../templates/TemplateRepository.js"
 import { WorkflowEventBus } from "../workflows/WorkflowEvents.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { equal, failure, ok } from "./Assert.js"
 import { c, type ConformanceCase } from "./Case.js"
 import * as F from "./Fixtures.js"
@@ -41,6 +42,26 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(yield* repo.delete(owner.id, t.id), true, "owner deletes")
     yield* equal(yield* repo.findForUser(owner.id, t.id), Option.none(), "gone")
     yield* equal(yield* repo.count(owner.id), 0, "count after delete")
+  })),
+  c("templates and workflows: JSON comes back with its keys in the order sent", Effect.gen(function*() {
+    // Not sorted, and not in the order `jsonb` keeps (shorter keys first): the order a user wrote.
+    const body = { "10": { inputs: { width: 512, height: 512, color: 0, a: 1 }, class_type: "EmptyImage" }, "2": { class_type: "SaveImage", inputs: { zeta: 1, images: ["10", 0] } } }
+    const sent = JSON.stringify(body)
+    const templates = yield* TemplateRepository
+    const owner = F.user()
+    const t = F.template(owner.id, { body })
+    yield* templates.insert(t)
+    yield* equal(Option.map(yield* templates.findForUser(owner.id, t.id), (x) => JSON.stringify(x.body)), Option.some(sent), "template body as sent")
+    yield* templates.update(owner.id, t.id, (x) => ({ ...x, body: { "9": body["2"], "1": body["10"] } }))
+    yield* equal(
+      Option.map(yield* templates.findForUser(owner.id, t.id), (x) => JSON.stringify(x.body)),
+      Option.some(JSON.stringify({ "9": body["2"], "1": body["10"] })),
+      "updated body as sent"
+    )
+    const workflows = yield* WorkflowRepository
+    const w = F.workflow(owner.id, { workflow_json: body })
+    yield* workflows.create(w)
+    yield* equal(Option.map(yield* workflows.findForUser(owner.id, w.id), (x) => JSON.stringify(x.workflow_json)), Option.some(sent), "workflow_json as sent")
   })),
   c("templates: list is newest first, paginated, without bodies", Effect.gen(function*() {
     const repo = yield* TemplateRepository
