@@ -23,6 +23,7 @@ import type { WesConfig } from "./Config.js"
 import { CryptoNode } from "./CryptoNode.js"
 import { FsBlobStoreLive } from "./FsBlobStore.js"
 import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
+import { meteredGateway } from "./RunnerMetrics.js"
 import { httpLayer } from "./Server.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
@@ -47,7 +48,9 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
 /** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
 export const coreLayer = (config: WesConfig) => {
   // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
-  const gateway = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
+  const base = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
+  // Measured (prompts posted, output transfers, connected runners): RunnerMetrics.ts.
+  const gateway = meteredGateway.pipe(Layer.provide(base))
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
   return Dispatcher.layer({ concurrencyPerRunner: config.runnerConcurrency, claimLease: config.lease }).pipe(

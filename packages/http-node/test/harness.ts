@@ -37,6 +37,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { RunnerGatewayNode } from "@wes/runner-client"
+import { meteredGateway } from "../src/RunnerMetrics.js"
 import { httpLayer, type HttpOptions } from "../src/Server.js"
 import { jsonLoggerLayer } from "../src/Logging.js"
 import { defaultRateLimit } from "../src/RateLimit.js"
@@ -104,7 +105,10 @@ export const startServer = async (options: {
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
-  const gateway = options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
+  // Measured as `wes serve` measures it (RunnerMetrics.ts).
+  const gateway = meteredGateway.pipe(Layer.provide(
+    options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
+  ))
   const probe = RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway))
   const useCases = options.dispatcher === undefined
     ? useCasesLayer()

@@ -66,6 +66,10 @@ describe("GET /metrics", () => {
     expect(after).toMatch(/^# TYPE wes_http_request_duration_seconds histogram$/m)
     expect(after).toMatch(/^wes_http_request_duration_seconds_bucket\{route="\/v1\/runner",le="\+Inf"\} \d+$/m)
     expect(after).toMatch(/^# TYPE wes_sse_subscribers gauge$/m)
+    // The runner side: one prompt posted, its output copied, the runner's WebSocket connected.
+    expect(delta("wes_dispatch_attempts_total{result=\"submitted\"}")).toBe(1)
+    expect(delta("wes_output_transfer_seconds_count")).toBeGreaterThanOrEqual(1)
+    expect(valueOf(after, "wes_runners_connected{runner_kind=\"user\"}")).toBeGreaterThanOrEqual(1)
     // No ids in labels: an unknown path is "other".
     await server.fetch(`/nothing/${id}`)
     expect(await scrape()).not.toContain(id)

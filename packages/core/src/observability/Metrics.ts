@@ -42,3 +42,11 @@ export const recordFinished = (w: Pick<WorkflowHead, "status" | "created_at" | "
       if (w.completed_at !== null) yield* Metric.update(runTime, seconds(w.started_at, w.completed_at))
     }
   })
+
+export const dispatchAttempts = Metric.counter("wes_dispatch_attempts_total", {
+  description: "Prompts posted to runners, by result (submitted, rejected, error)",
+  incremental: true
+})
+export const outputTransfer = Metric.histogram("wes_output_transfer_seconds", durations, "Time to copy one output file from a runner")
+export const runnersConnected = Metric.gauge("wes_runners_connected", { description: "Runner WebSockets connected, by runner kind" })
+export const storeErrors = Metric.counter("wes_store_errors_total", { description: "Store operations that failed, by operation", incremental: true })
