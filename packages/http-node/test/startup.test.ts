@@ -93,6 +93,21 @@ describe("the built wes command", () => {
     }
   }, 60_000)
 
+  it("adds one readable line on a terminal (run under script(1), which gives it a pseudo-terminal)", async () => {
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("WES_") && k !== "DATABASE_URL"))
+    const child = spawn("script", ["-qec", `${JSON.stringify(process.execPath)} ${JSON.stringify(bin)} serve`, "/dev/null"], {
+      env: { ...base, WES_RATE_LIMIT: "fast" },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    children.push(child)
+    let text = ""
+    child.stdout!.on("data", (d: Buffer) => (text += d.toString()))
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve))
+    expect(code).toBe(1)
+    const readable = text.split(/\r?\n/).filter((l) => l.startsWith("wes serve: "))
+    expect(readable).toEqual([expect.stringMatching(/^wes serve: invalid configuration \(WES_RATE_LIMIT\): .*; set WES_RATE_LIMIT to an accepted value/)])
+  })
+
   it("names the port when it is in use", async () => {
     const taken: Server = await new Promise((resolve) => {
       const s = createServer().listen(0, "127.0.0.1", () => resolve(s))
