@@ -21,7 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { runClientPromise } from "../client.js"
 import { parseSseBlock, ProgressBar, sseEvents } from "../progress.js"
 
-const ADMIN_TOKEN = "example-client-admin-token"
+const ADMIN_TOKEN = "example-client-admin-token-0123456789"
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
 
 const freePort = () =>
@@ -63,7 +63,8 @@ describe("examples/client", () => {
   let comfyui: FakeComfyUI
   beforeAll(async () => {
     comfyui = await FakeComfyUI.start()
-    wes = await startWes({ WES_ADMIN_TOKEN: ADMIN_TOKEN, WES_RATE_LIMIT: "off" })
+    // The fake ComfyUI listens on 127.0.0.1.
+    wes = await startWes({ WES_ADMIN_TOKEN: ADMIN_TOKEN, WES_RATE_LIMIT: "off", WES_RUNNER_ALLOW_PRIVATE: "true" })
   })
   afterAll(async () => {
     await wes.close()

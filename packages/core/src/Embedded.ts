@@ -21,6 +21,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -40,8 +41,9 @@ import { RunnerProbe } from "./runners/RunnerProbe.js"
 import { RunnerService } from "./runners/RunnerService.js"
 import { TierPolicy, type TierTableOverride } from "./accounts/Tier.js"
 import { PlatformLive, type StoreServices, type UseCaseServices, useCasesLayer } from "./UseCases.js"
-import { type QueueEstimate, type Workflow, WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
+import { toDetail, WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
 import { WorkflowEvent } from "./workflows/WorkflowEvents.js"
+import { checkJsonText } from "./workflows/WorkflowJson.js"
 import { type UploadedFile, WorkflowService } from "./workflows/WorkflowService.js"
 
 /** What `createWes` composes. Only `store` and `gateway` are required. */
@@ -198,9 +200,7 @@ const errorOf = <E>(cause: Cause.Cause<E>): unknown => Option.getOrElse(Cause.fa
 const encodeUser = Schema.encodeSync(User)
 const encodeToken = Schema.encodeSync(IssuedToken)
 const encodeRunner = Schema.encodeSync(Runner)
-const encodeDetailForm = Schema.encodeSync(WorkflowDetail)
-/** The detail of a workflow; without an estimate (a create's answer), none. */
-const encodeDetail = (w: Workflow & Partial<QueueEstimate>) => encodeDetailForm({ queue_position: null, estimated_start_at: null, ...w })
+const encodeDetail = Schema.encodeSync(WorkflowDetail)
 const encodeSummary = Schema.encodeSync(WorkflowSummary)
 const encodeOutput = Schema.encodeSync(WorkflowOutputView)
 const encodeEvent = Schema.encodeSync(WorkflowEvent)
@@ -209,6 +209,8 @@ const idOf = (user: WesUserRef) => (typeof user === "string" ? user : user.id)
 
 const parseJson = (value: unknown) => {
   if (typeof value !== "string") return Effect.succeed(value)
+  const bounds = checkJsonText(value, "workflow_json")
+  if (Either.isLeft(bounds)) return Effect.fail(bounds.left)
   return Effect.try({
     try: () => JSON.parse(value) as unknown,
     catch: (e) =>
@@ -352,14 +354,14 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
             params,
             idempotency_key: input.idempotency_key
           })
-          return encodeDetail(created)
+          return encodeDetail(toDetail(created))
         })),
-    getWorkflow: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.get(user, id), encodeDetail)),
+    getWorkflow: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.get(user, id), (w) => encodeDetail(toDetail(w)))),
     listWorkflows: (ref, input = {}) =>
       asUser(ref, (user, workflows) =>
         Effect.map(workflows.list(user, input), (page) => ({ workflows: page.items.map((w) => encodeSummary(w)), total: page.total }))),
     cancelWorkflow: (ref, id) =>
-      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.zipRight(workflows.get(user, id)), Effect.map(encodeDetail))),
+      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.zipRight(workflows.get(user, id)), Effect.map((w) => encodeDetail(toDetail(w))))),
     follow: (ref, id, options = {}) =>
       iterate(
         runtime,
@@ -373,7 +375,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
         workflows.follow(user, id).pipe(
           Effect.flatMap(Stream.runDrain),
           Effect.zipRight(workflows.get(user, id)),
-          Effect.map(encodeDetail)
+          Effect.map((w) => encodeDetail(toDetail(w)))
         )),
     outputs: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.outputs(user, id), (all) => all.map((o) => encodeOutput(o)))),
     downloadOutput: (ref, id, outputId) =>

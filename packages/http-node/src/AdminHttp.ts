@@ -14,7 +14,9 @@ export const adminHttp = HttpApiBuilder.group(WesApi, "admin", (handlers) =>
     const managed = yield* ManagedRunnerService
     return handlers
       .handle("createUser", ({ payload }) => accounts.createUser(payload))
-      .handle("getUser", ({ path }) => accounts.getUser(path.id))
+      .handle("listUsers", ({ urlParams }) =>
+        Effect.map(accounts.listUsers(urlParams), (page) => ({ users: page.items, total: page.total })))
+      .handle("getUser", ({ path }) => accounts.userDetail(path.id))
       .handle("updateUser", ({ path, payload }) => accounts.updateUser(path.id, payload))
       .handle("issueToken", ({ path, payload }) =>
         Effect.flatMap(Effect.orDie(tokenRequestAsSent(payload)), (body) => accounts.issueToken(path.id, body)))

@@ -17,18 +17,20 @@ import {
   CurrentUser as CurrentUserView,
   IssuedToken,
   IssueTokenRequest,
-  ManagedRunnerAdminView,
+  ManagedRunnerResponse,
   ManagedRunnerView,
   type Principal,
+  RunnerResponse,
   RunnerStatus,
-  RunnerView,
   Template,
   TemplateListItem,
   UpdateManagedRunnerRequest,
   UpdateRunnerRequest,
   UpdateUserRequest,
+  Tier,
   User,
   Priority,
+  UserDetail,
   WorkflowDetail,
   WorkflowOutputView,
   WorkflowStatus,
@@ -192,18 +194,18 @@ export class TemplatesGroup extends HttpApiGroup.make("templates")
   .middleware(Authentication)
 {}
 
-const RunnerList = Schema.Struct({ runners: Schema.Array(RunnerView), total: Schema.Int })
+const RunnerList = Schema.Struct({ runners: Schema.Array(RunnerResponse), total: Schema.Int })
 
 export class RunnersGroup extends HttpApiGroup.make("runners")
-  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(json(CreateRunnerRequest)).addSuccess(RunnerView, created)
+  .add(HttpApiEndpoint.post("create", "/v1/runner").setPayload(json(CreateRunnerRequest)).addSuccess(RunnerResponse, created)
     .addError(BadRequest).addError(Forbidden).annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"))
   .add(HttpApiEndpoint.get("list", "/v1/runner").setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
     .addSuccess(RunnerList).addError(BadRequest).annotate(OpenApi.Summary, "List runners, newest first"))
-  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(RunnerView).addError(NotFoundStatus)
+  .add(HttpApiEndpoint.get("get", "/v1/runner/:id").setPath(Id).addSuccess(RunnerResponse).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Get a runner"))
-  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(RunnerView)
+  .add(HttpApiEndpoint.patch("update", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(RunnerResponse)
     .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a runner (omitted fields keep their values)"))
-  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(RunnerView)
+  .add(HttpApiEndpoint.put("replace", "/v1/runner/:id").setPath(Id).setPayload(json(UpdateRunnerRequest)).addSuccess(RunnerResponse)
     .addError(BadRequest).addError(NotFoundStatus).annotate(OpenApi.Summary, "Update a runner (same as PATCH)"))
   .add(HttpApiEndpoint.del("delete", "/v1/runner/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent)
     .addError(NotFoundStatus).addError(ConflictStatus).annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"))
@@ -233,7 +235,10 @@ const TokenId = Schema.Struct({ id: Schema.String })
 
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.post("createUser", "/admin/v1/users").setPayload(json(CreateUserRequest)).addSuccess(User, created).addError(BadRequest))
-  .add(HttpApiEndpoint.get("getUser", "/admin/v1/users/:id").setPath(Id).addSuccess(User))
+  .add(HttpApiEndpoint.get("listUsers", "/admin/v1/users")
+    .setUrlParams(Schema.Struct({ ...PageParams.fields, tier: Schema.optional(Tier) }))
+    .addSuccess(Schema.Struct({ users: Schema.Array(User), total: Schema.Int })).addError(BadRequest))
+  .add(HttpApiEndpoint.get("getUser", "/admin/v1/users/:id").setPath(Id).addSuccess(UserDetail))
   .add(HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id").setPath(Id).setPayload(json(UpdateUserRequest)).addSuccess(User)
     .addError(BadRequest))
   .add(HttpApiEndpoint.post("issueToken", "/admin/v1/users/:id/tokens").setPath(Id).setPayload(json(IssueTokenRequest))
@@ -241,13 +246,13 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(HttpApiEndpoint.get("listTokens", "/admin/v1/users/:id/tokens").setPath(Id).addSuccess(Schema.Array(ApiTokenView)))
   .add(HttpApiEndpoint.del("revokeToken", "/admin/v1/tokens/:id").setPath(TokenId).addSuccess(HttpApiSchema.NoContent))
   .add(HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners").setPayload(json(CreateManagedRunnerRequest))
-    .addSuccess(ManagedRunnerAdminView, created).addError(BadRequest))
+    .addSuccess(ManagedRunnerResponse, created).addError(BadRequest))
   .add(HttpApiEndpoint.get("listManagedRunners", "/admin/v1/managed-runners")
     .setUrlParams(Schema.Struct({ ...PageParams.fields, status: Schema.optional(RunnerStatus) }))
-    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunnerAdminView), total: Schema.Int })).addError(BadRequest))
-  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunnerAdminView))
+    .addSuccess(Schema.Struct({ runners: Schema.Array(ManagedRunnerResponse), total: Schema.Int })).addError(BadRequest))
+  .add(HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id).addSuccess(ManagedRunnerResponse))
   .add(HttpApiEndpoint.patch("updateManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
-    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunnerAdminView).addError(BadRequest))
+    .setPayload(json(UpdateManagedRunnerRequest)).addSuccess(ManagedRunnerResponse).addError(BadRequest))
   .add(HttpApiEndpoint.del("deleteManagedRunner", "/admin/v1/managed-runners/:id").setPath(Id)
     .addSuccess(HttpApiSchema.NoContent).addError(ConflictStatus))
   .addError(NotFoundStatus)

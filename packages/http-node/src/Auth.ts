@@ -7,6 +7,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { notFound, UnauthorizedError } from "./ApiErrors.js"
 import { AdminAuthentication, Authentication } from "./Api.js"
+import { RequestLogContext } from "./Logging.js"
 
 /** Reads the raw header: the contract tells a missing header from an invalid token. */
 const authorizationHeader = Effect.map(
@@ -19,7 +20,11 @@ export const AuthenticationLive: Layer.Layer<Authentication, never, AccountServi
   Effect.map(AccountService, (accounts) =>
     Authentication.of({
       bearer: () =>
-        Effect.flatMap(authorizationHeader, (header) => accounts.authenticate(Option.getOrUndefined(header)))
+        Effect.flatMap(authorizationHeader, (header) => accounts.authenticate(Option.getOrUndefined(header))).pipe(
+          // The request log names the caller.
+          Effect.tap((principal) =>
+            Effect.map(Effect.serviceOption(RequestLogContext), Option.map((log) => (log.userId = principal.user.id))))
+        )
     }))
 )
 

@@ -7,8 +7,8 @@ import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import { parseRateLimit, parseTrustProxy, type RateLimitSettings } from "./RateLimit.js"
 
 export interface WesConfig {
@@ -22,6 +22,8 @@ export interface WesConfig {
   readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
   /** WES_ADMIN_TOKEN: enables /admin/v1. */
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** WES_METRICS_TOKEN: `GET /metrics` asks for it as a bearer token (unset: open). */
+  readonly metricsToken: Option.Option<Redacted.Redacted<string>>
   /** WES_RATE_LIMIT: `40/10s` (default) or `off`. */
   readonly rateLimit: RateLimitSettings | "off"
   /** WES_TRUST_PROXY: number of proxies appending to X-Forwarded-For (`true` = 1). */
@@ -48,8 +50,10 @@ export interface WesConfig {
    */
   readonly dbSilenceTimeout: Option.Option<Duration.Duration>
   /**
-   * WES_RUNNER_DENY_PRIVATE: refuse user runner endpoints that resolve to private, loopback,
-   * link-local or unspecified addresses (multi-tenant hosting).
+   * Refuse user runner endpoints that resolve to private, loopback, link-local or unspecified
+   * addresses: the default, except in dev mode. `WES_RUNNER_ALLOW_PRIVATE=true` allows them (a
+   * single-tenant install whose runners are on its own network); the older
+   * `WES_RUNNER_DENY_PRIVATE` is still read when `WES_RUNNER_ALLOW_PRIVATE` is not set.
    */
   readonly runnerDenyPrivate: boolean
   /**
@@ -59,6 +63,9 @@ export interface WesConfig {
   readonly capabilityRefresh: Duration.Duration
 }
 
+/** The shortest accepted WES_ADMIN_TOKEN. */
+export const ADMIN_TOKEN_MIN_LENGTH = 32
+
 const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Either.Either<A, string>) =>
   Config.mapOrFail(config, (value) =>
     Either.mapLeft(parse(value), (message) => ConfigError.InvalidData([name], message)))
@@ -66,9 +73,13 @@ const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: strin
 export const WesConfig: Config.Config<WesConfig> = Config.all({
   port: Config.port("WES_PORT").pipe(Config.withDefault(8080)),
   host: Config.string("WES_HOST").pipe(Config.withDefault("127.0.0.1")),
-  storage: Config.literal("memory", "postgres")("WES_STORAGE").pipe(Config.withDefault("memory" as const)),
+  storage: Config.option(Config.literal("memory", "postgres")("WES_STORAGE")),
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
-  adminToken: Config.option(Config.redacted("WES_ADMIN_TOKEN")),
+  adminToken: Config.option(Config.redacted("WES_ADMIN_TOKEN").pipe(Config.validate({
+    message: `WES_ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (generate one with: openssl rand -hex 32)`,
+    validation: (token) => Redacted.value(token).length >= ADMIN_TOKEN_MIN_LENGTH
+  }))),
+  metricsToken: Config.option(Config.redacted("WES_METRICS_TOKEN")),
   rateLimit: parsed("WES_RATE_LIMIT", Config.string("WES_RATE_LIMIT").pipe(Config.withDefault("40/10s")), parseRateLimit),
   trustedProxies: parsed("WES_TRUST_PROXY", Config.string("WES_TRUST_PROXY").pipe(Config.withDefault("false")), parseTrustProxy),
   blobDir: Config.option(Config.string("WES_BLOB_DIR")),
@@ -90,12 +101,27 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
     Config.validate({ message: "WES_DB_SILENCE_TIMEOUT must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
     Config.option
   ),
-  runnerDenyPrivate: Config.boolean("WES_RUNNER_DENY_PRIVATE").pipe(Config.withDefault(false)),
+  runnerAllowPrivate: Config.option(Config.boolean("WES_RUNNER_ALLOW_PRIVATE")),
+  runnerDenyPrivate: Config.option(Config.boolean("WES_RUNNER_DENY_PRIVATE")),
   capabilityRefresh: Config.duration("WES_CAPABILITY_REFRESH").pipe(
     Config.validate({ message: "WES_CAPABILITY_REFRESH must be at least 10 seconds", validation: (d) => Duration.toMillis(d) >= 10_000 }),
     Config.withDefault(Duration.minutes(5))
   )
-})
+}).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, ...rest }) =>
+  // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
+  Option.isNone(storage) && Option.isSome(rest.databaseUrl)
+    ? Either.left(ConfigError.InvalidData(
+      ["WES_STORAGE"],
+      "DATABASE_URL is set but WES_STORAGE is not: set WES_STORAGE=postgres to use the database, or WES_STORAGE=memory to run without it"
+    ))
+    : Either.right<WesConfig>({
+      ...rest,
+      storage: Option.getOrElse(storage, () => "memory" as const),
+      runnerDenyPrivate: Option.match(runnerAllowPrivate, {
+        onSome: (allow) => !allow,
+        onNone: () => Option.getOrElse(runnerDenyPrivate, () => !rest.dev)
+      })
+    })))
 
 /** Reads and checks the configuration. */
 export const loadConfig: Effect.Effect<WesConfig, ConfigError.ConfigError> = Effect.flatMap(WesConfig, (c) =>

@@ -19,7 +19,11 @@ import { allowedMethods } from "./Routes.js"
 
 const encodeMethodNotAllowed = Schema.encodeSync(MethodNotAllowedError)
 
-const notAllowedOrMissing = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+/** Without an operator token every /admin path is missing, whatever the method (not 405). */
+const notAllowedOrMissing = (adminEnabled: boolean) => Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  if (!adminEnabled && (request.url === "/admin" || request.url.startsWith("/admin/") || request.url.startsWith("/admin?"))) {
+    return Effect.fail(notFound("Not found"))
+  }
   const allowed = allowedMethods(request.url)
   if (allowed.length === 0) return Effect.fail(notFound("Not found"))
   const allow = allowed.join(", ")
@@ -32,7 +36,7 @@ const tagOf = (u: unknown): string | undefined =>
 
 const isDecodeError = (u: unknown): u is { readonly issues: ReadonlyArray<DecodeIssue> } => tagOf(u) === "HttpApiDecodeError"
 
-export const ErrorMiddleware = HttpApiBuilder.middleware(WesApi, (app) =>
+export const errorMiddleware = (adminEnabled: boolean) => HttpApiBuilder.middleware(WesApi, (app) =>
   Effect.catchAllCause(app, (cause): Effect.Effect<
     HttpServerResponse.HttpServerResponse,
     ValidationError | NotFoundError | InternalError,
@@ -42,7 +46,7 @@ export const ErrorMiddleware = HttpApiBuilder.middleware(WesApi, (app) =>
     if (Option.isSome(failure)) {
       const error: unknown = failure.value
       if (isDecodeError(error)) return Effect.fail(fromDecodeIssues(error.issues))
-      if (tagOf(error) === "RouteNotFound") return notAllowedOrMissing
+      if (tagOf(error) === "RouteNotFound") return notAllowedOrMissing(adminEnabled)
       if (tagOf(error) === "RequestError") return Effect.fail(ValidationError.field("body", "could not be read"))
       return Effect.failCause(cause)
     }

@@ -5,7 +5,18 @@
  * OpenAPI document, the decoding of a request and the handlers' types are one description.
  * Platform-neutral: the typed client imports the declaration too.
  */
-import { isParamField, type StorageError, type SuppliedParam, type UploadedFile } from "@wes/core"
+import {
+  depthMessage,
+  isParamField,
+  JSON_MAX_BYTES,
+  JSON_MAX_DEPTH,
+  sizeMessage,
+  type StorageError,
+  type SuppliedParam,
+  textNestsDeeperThan,
+  type UploadedFile,
+  utf8Length
+} from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -45,12 +56,16 @@ export const TextField = Schema.String.annotations({ message: () => ({ message: 
 
 /**
  * A JSON document, as a file part or (for `curl -F 'field=<json>'`) a text field, parsed. The
- * part's bytes are read here; a file that cannot be read back is a defect (500), not a 400.
+ * part's bytes are read here; a file that cannot be read back is a defect (500), not a 400. A
+ * document over `JSON_MAX_BYTES` or nested deeper than `JSON_MAX_DEPTH` is refused before parsing.
  */
 export const JsonDocument = Schema.transformOrFail(Schema.Union(FilePart, Schema.String), Schema.Unknown, {
   strict: true,
   decode: (part, _, ast) =>
     Effect.flatMap(typeof part === "string" ? Effect.succeed(part) : Effect.orDie(part.text), (text) => {
+      const size = typeof part === "string" ? utf8Length(text) : part.size
+      if (size > JSON_MAX_BYTES) return ParseResult.fail(new ParseResult.Type(ast, part, sizeMessage()))
+      if (textNestsDeeperThan(text, JSON_MAX_DEPTH)) return ParseResult.fail(new ParseResult.Type(ast, part, depthMessage()))
       try {
         return ParseResult.succeed(JSON.parse(text) as unknown)
       } catch (e) {

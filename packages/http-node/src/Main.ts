@@ -24,6 +24,7 @@ import type { WesConfig } from "./Config.js"
 import { CryptoNode } from "./CryptoNode.js"
 import { FsBlobStoreLive } from "./FsBlobStore.js"
 import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
+import { meteredGateway } from "./RunnerMetrics.js"
 import { httpLayer } from "./Server.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
@@ -47,8 +48,10 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
 
 /** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
 export const coreLayer = (config: WesConfig) => {
-  // With WES_RUNNER_DENY_PRIVATE, user runners' endpoints are checked on create/update (probe) and before every call (gateway).
-  const gateway = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
+  // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
+  const base = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
+  // Measured (prompts posted, output transfers, connected runners): RunnerMetrics.ts.
+  const gateway = meteredGateway.pipe(Layer.provide(base))
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
   return Dispatcher.layer({
@@ -78,11 +81,13 @@ export const serverLayer = (config: WesConfig) => {
     rateLimit: config.rateLimit,
     trustedProxies: config.trustedProxies,
     adminToken: config.adminToken,
+    metricsToken: config.metricsToken,
     sseKeepAlive: "15 seconds",
     shutdownGrace: config.shutdownGrace
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
-  const started = Layer.effectDiscard(Effect.gen(function*() {
+  // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
+  const started = Layer.scopedDiscard(Effect.gen(function*() {
     const { address } = yield* HttpServer.HttpServer
     const port = address._tag === "TcpAddress" ? address.port : config.port
     yield* Effect.logInfo("wes serve listening", {
@@ -92,6 +97,7 @@ export const serverLayer = (config: WesConfig) => {
       admin_api: Option.isSome(config.adminToken),
       rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
     })
+    yield* Effect.addFinalizer(() => Effect.logInfo("stopping", { grace: Duration.format(config.shutdownGrace) }))
     if (config.storage === "memory") {
       yield* Effect.logWarning("memory store: nothing survives a restart (set WES_STORAGE=postgres and DATABASE_URL to keep data)")
     }

@@ -12,7 +12,7 @@ import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as UrlParams from "@effect/platform/UrlParams"
-import { ValidationError } from "@wes/core"
+import { depthMessage, JSON_MAX_DEPTH, textNestsDeeperThan, ValidationError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Inspectable from "effect/Inspectable"
 import * as Option from "effect/Option"
@@ -70,6 +70,7 @@ const readBytes = (source: IncomingMessage, max: number): Effect.Effect<Buffer, 
 const parseJson = (bytes: Buffer): Effect.Effect<unknown, ValidationError> => {
   const text = bytes.toString("utf8")
   if (text.trim() === "") return Effect.fail(invalid("body: is required (a JSON object)", "body", "is required"))
+  if (textNestsDeeperThan(text, JSON_MAX_DEPTH)) return Effect.fail(invalid(`body: ${depthMessage()}`, "body", depthMessage()))
   try {
     return Effect.succeed(JSON.parse(text) as unknown)
   } catch {

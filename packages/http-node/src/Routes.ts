@@ -42,3 +42,11 @@ export const allowedMethods = (url: string): ReadonlyArray<string> => {
 
 /** The declared encoding of a route's body (`method` and path pattern as routed), if it has one. */
 export const payloadKind = (method: string, path: string): PayloadKind | undefined => payloads.get(`${method} ${path}`)
+
+/** The declared path a request was routed to (`/v1/workflow/:id`), for metrics; `other` when none. */
+export const routeOf = (url: string): string => {
+  const path = url.split("?")[0]!
+  if (path === "/metrics" || path === "/docs") return path
+  const route = routes.find((r) => r.pattern.test(path))
+  return route === undefined ? "other" : route.key.slice(route.key.indexOf(" ") + 1)
+}

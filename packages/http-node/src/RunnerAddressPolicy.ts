@@ -1,6 +1,6 @@
 /**
- * `WES_RUNNER_DENY_PRIVATE=1`: for multi-tenant hosting, user-owned runner endpoints may not point
- * into the server's own network (SSRF). An endpoint whose host is, or resolves to, a private,
+ * The default (unless `WES_DEV` or `WES_RUNNER_ALLOW_PRIVATE=true`): user-owned runner endpoints
+ * may not point into the server's own network (SSRF). An endpoint whose host is, or resolves to, a private,
  * loopback, link-local, unspecified (or multicast / reserved) address is refused: with a 400 when
  * a runner is created or its endpoint changes, and again before every call to the runner while
  * dispatching, since DNS answers can change after the check. Managed runners (the operator's own)
@@ -19,7 +19,8 @@ import * as Stream from "effect/Stream"
 import * as dns from "node:dns/promises"
 import * as net from "node:net"
 
-export const DENY_PRIVATE_SETTING = "WES_RUNNER_DENY_PRIVATE"
+export const ALLOW_PRIVATE_SETTING = "WES_RUNNER_ALLOW_PRIVATE"
+const FIX = `the server's operator can allow such endpoints with ${ALLOW_PRIVATE_SETTING}=true`
 
 /** The addresses a host name stands for (IP literals stand for themselves). */
 export type Resolver = (host: string) => Promise<ReadonlyArray<string>>
@@ -89,20 +90,19 @@ export const refusal = async (endpoint: string, resolve: Resolver): Promise<stri
   try {
     host = new URL(endpoint).hostname.replace(/^\[|\]$/g, "")
   } catch {
-    return `runner endpoint is not a valid URL (${DENY_PRIVATE_SETTING}=1 is set)`
+    return "runner endpoint is not a valid URL"
   }
   let addresses: ReadonlyArray<string>
   try {
     addresses = net.isIP(host) !== 0 ? [host] : await resolve(host)
   } catch {
-    return `runner endpoint host ${host} could not be resolved, so it cannot be checked against ${DENY_PRIVATE_SETTING}=1`
+    return `runner endpoint host ${host} could not be resolved, so it cannot be checked for private addresses (${FIX})`
   }
-  if (addresses.length === 0) return `runner endpoint host ${host} resolves to no address (${DENY_PRIVATE_SETTING}=1 is set)`
-  const denied = addresses.find(isPrivateAddress)
-  return denied === undefined
-    ? undefined
-    : `runner endpoint ${host} resolves to ${denied}, a private, loopback, link-local or unspecified address; ` +
-      `such endpoints are refused because ${DENY_PRIVATE_SETTING}=1 is set`
+  if (addresses.length === 0) return `runner endpoint host ${host} resolves to no address (${FIX})`
+  // The address itself is not named: the answer must not tell a user what the server's DNS knows.
+  return addresses.some(isPrivateAddress)
+    ? `runner endpoint ${host} is on a private, loopback, link-local or unspecified address, which is refused (${FIX})`
+    : undefined
 }
 
 /** Checks a user runner's endpoint (managed runners pass). */

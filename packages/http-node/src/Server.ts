@@ -14,8 +14,10 @@ import type { StoreServices, UseCaseServices } from "@wes/core"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import type * as Redacted from "effect/Redacted"
+import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
 import { adminHttp } from "./AdminHttp.js"
@@ -23,8 +25,9 @@ import { type Authentication, WesApi } from "./Api.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { dashboardRoute } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
-import { ErrorMiddleware } from "./ErrorMiddleware.js"
+import { errorMiddleware } from "./ErrorMiddleware.js"
 import { requestLog } from "./Logging.js"
+import { metricsRoute } from "./Metrics.js"
 import { MultipartReader } from "./MultipartReader.js"
 import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
@@ -42,6 +45,8 @@ export interface HttpOptions {
   /** Proxies in front of the server that append to X-Forwarded-For (0: use the socket's address). */
   readonly trustedProxies: number
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** `GET /metrics` asks for this bearer token (none: open, like /healthz). */
+  readonly metricsToken?: Option.Option<Redacted.Redacted<string>> | undefined
   readonly sseKeepAlive: Duration.DurationInput
   /** Open connections are closed this long after shutdown begins, if they have not finished. */
   readonly shutdownGrace: Duration.DurationInput
@@ -57,7 +62,7 @@ export interface HttpOptions {
  * a request line and headers over node's 16 KB limit -> 431, anything else malformed -> 400
  * (node's default answers carry no body).
  */
-export const answerClientErrors = (server: NodeServer): NodeServer => {
+export const answerClientErrors = (server: NodeServer, log: (fields: Record<string, unknown>) => void = () => {}): NodeServer => {
   // node reports a parse error again for every later chunk of the same request: answer once.
   const answered = new WeakSet<Duplex>()
   return server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
@@ -70,6 +75,8 @@ export const answerClientErrors = (server: NodeServer): NodeServer => {
       ? [408, "Request Timeout", "The request was not received in time"]
       : [400, "Bad Request", "The HTTP request is malformed"]
     const body = JSON.stringify({ status, message })
+    // Logged like any other answer (no route saw it, so there is no method or path to name).
+    log({ status, reason: message, request_id: randomUUID() })
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `Connection: close\r\n\r\n${body}`
@@ -81,8 +88,8 @@ export const answerClientErrors = (server: NodeServer): NodeServer => {
   })
 }
 
-/** Paths outside the public rate limit: health checks and the operator API. */
-const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/")
+/** Paths outside the public rate limit: health checks, metrics and the operator API. */
+const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/") || url.startsWith("/metrics")
 
 /** `GET /docs`: the reference page, rendered once from the OpenAPI document. */
 const docsRoute = HttpApiBuilder.Router.use((router) => {
@@ -105,7 +112,7 @@ const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "au
       systemHttp,
       adminHttp
     ]),
-    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), ErrorMiddleware]),
+    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), errorMiddleware(Option.isSome(options.adminToken))]),
     Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive }))
   )
 
@@ -125,17 +132,21 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
     Layer.provide(docsRoute),
     Layer.provide(dashboardRoute),
+    Layer.provide(metricsRoute(options.metricsToken ?? Option.none())),
     Layer.provide(apiLayer(options))
   )
   return app.pipe(
     // Closed before the listener: readiness turns 503 and event streams end first.
     Layer.provide(Shutdown.layer),
-    Layer.provideMerge(NodeServerLayer.layer(() => answerClientErrors(createServer()), {
-      port: options.port,
-      host: options.host,
-      shutdownGrace: options.shutdownGrace,
-      payloadKind
-    })),
+    Layer.provideMerge(Layer.unwrapEffect(Effect.map(Effect.runtime<never>(), (runtime) => {
+      const log = (fields: Record<string, unknown>) => void Runtime.runFork(runtime)(Effect.logInfo("request", fields))
+      return NodeServerLayer.layer(() => answerClientErrors(createServer(), log), {
+        port: options.port,
+        host: options.host,
+        shutdownGrace: options.shutdownGrace,
+        payloadKind
+      })
+    }))),
     Layer.provide(MultipartReader.layer()),
     Layer.provide(NodeContext.layer),
     // No tracer is exported, so per-request spans would only cost time.

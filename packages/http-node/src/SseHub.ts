@@ -13,7 +13,7 @@
  * the server stops, every stream ends before the listener closes, so clients reconnect elsewhere.
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { type FollowStart, READ_BATCH, type StorageError, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import { type FollowStart, READ_BATCH, type StorageError, type WorkflowEvent, WorkflowEventBus, sseSubscribers } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -92,6 +92,8 @@ const make = (options: SseHubOptions) =>
     const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024
     const dropGrace = Duration.toMillis(options.dropGrace ?? "5 seconds")
     const topics = new Map<string, Topic>()
+    // Registered at start, so a scrape shows it (at 0) before the first stream.
+    sseSubscribers.unsafeModify(0, [])
     let closing = false
 
     const end = (client: Client) => {
@@ -127,7 +129,7 @@ const make = (options: SseHubOptions) =>
     }
 
     const detach = (topic: Topic, client: Client) => {
-      topic.clients.delete(client)
+      if (topic.clients.delete(client)) sseSubscribers.unsafeModify(-1, [])
       if (topic.clients.size === 0 && topics.get(topic.workflowId) === topic) {
         topics.delete(topic.workflowId)
         topic.feed?.unsafeInterruptAsFork(FiberId.none)
@@ -186,6 +188,7 @@ const make = (options: SseHubOptions) =>
       }
       const joined = topic
       joined.clients.add(client)
+      sseSubscribers.unsafeModify(1, [])
       const leave = () => {
         client.ended = true
         detach(joined, client)

@@ -1,7 +1,7 @@
 /** /v1/workflow: create, list, get, rerun, cancel, subscribe (SSE) and outputs. */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { WorkflowService } from "@wes/core"
+import { toDetail, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { CurrentUser, WesApi } from "./Api.js"
@@ -29,7 +29,7 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
           Effect.map(workflows.list(user, urlParams), (page) => ({ workflows: page.items, total: page.total }))))
-      .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.get(user, path.id)))
+      .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.get(user, path.id), toDetail)))
       .handle("rerun", ({ path, payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
           workflows.rerun(user, path.id, { params: paramsOf(payload), idempotency_key: request.headers["idempotency-key"] })))

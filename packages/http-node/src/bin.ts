@@ -1,33 +1,70 @@
 #!/usr/bin/env node
 /** The `wes` command. `wes serve` runs the server; configuration comes from the environment. */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { readFileSync } from "node:fs"
 import { loadConfig } from "./Config.js"
 import { jsonLoggerLayer } from "./Logging.js"
 import { serverLayer } from "./Main.js"
+import { describeStartupFailure, environmentProvider, reportStartupFailure } from "./Startup.js"
 
-const USAGE = `Usage: wes serve
+const USAGE = `Usage: wes serve      run the server
+       wes --version  print the version
+       wes --help     print this
 
-Runs the WES server. Configuration (environment, all optional):
-  WES_PORT (8080)  WES_HOST (127.0.0.1)  WES_STORAGE (memory | postgres)  DATABASE_URL
-  WES_ADMIN_TOKEN (enables /admin/v1)  WES_RATE_LIMIT (40/10s | off)  WES_TRUST_PROXY (false | true | N)
+Configuration (environment, all optional; an empty variable counts as unset):
+  WES_PORT (8080)  WES_HOST (127.0.0.1)  WES_STORAGE (memory | postgres; required with DATABASE_URL)  DATABASE_URL
+  WES_ADMIN_TOKEN (at least 32 characters; enables /admin/v1)  WES_RATE_LIMIT (40/10s | off)  WES_TRUST_PROXY (false | true | N)
   WES_BLOB_DIR  WES_TIER_LIMITS (JSON)  WES_RUNNER_PROBE (on | off)  WES_DEV (1: demo user and simulated runner)
   WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4)  WES_LEASE (15 seconds)
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
-  WES_RUNNER_DENY_PRIVATE (1: refuse runner endpoints on private, loopback or link-local addresses)
+  WES_RUNNER_ALLOW_PRIVATE (false: runner endpoints on private, loopback or link-local addresses are refused)
   WES_CAPABILITY_REFRESH (5 minutes: every runner's /object_info is read again at least this often)
+See docs/configuration.md.
 `
 
-const command = process.argv[2]
-if (command === "serve") {
-  Effect.flatMap(loadConfig, (config) => Layer.launch(serverLayer(config))).pipe(
-    Effect.provide(jsonLoggerLayer()),
-    NodeRuntime.runMain({ disablePrettyLogger: true })
+/** The package's version (package.json is next to both src/ and dist/). */
+const version = (): string => {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { readonly version?: unknown }
+  return typeof pkg.version === "string" ? pkg.version : "unknown"
+}
+
+const serve = () => {
+  let signal: string | undefined
+  for (const s of ["SIGTERM", "SIGINT"] as const) process.once(s, () => (signal ??= s))
+  const context: { port: number | undefined; storage: string | undefined } = { port: undefined, storage: undefined }
+  const program = Effect.gen(function*() {
+    const config = yield* loadConfig
+    context.port = config.port
+    context.storage = config.storage
+    return yield* Layer.launch(serverLayer(config))
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.sync(() => {
+          reportStartupFailure(describeStartupFailure(cause, context))
+          process.exitCode = 1
+        })),
+    Effect.onInterrupt(() => Effect.logInfo("stopped", { signal: signal ?? "interrupt" })),
+    Effect.withConfigProvider(environmentProvider()),
+    Effect.provide(jsonLoggerLayer())
   )
-} else if (command === "--help" || command === "-h" || command === "help") {
+  NodeRuntime.runMain(program, { disablePrettyLogger: true })
+}
+
+const [command, ...rest] = process.argv.slice(2)
+const wantsHelp = (args: ReadonlyArray<string>) => args.some((a) => a === "--help" || a === "-h")
+if (command === "--version" || command === "-v" || command === "version") {
+  process.stdout.write(`wes ${version()}\n`)
+} else if (command === "--help" || command === "-h" || command === "help" || (command === "serve" && wantsHelp(rest))) {
   process.stdout.write(USAGE)
+} else if (command === "serve" && rest.length === 0) {
+  serve()
 } else {
-  process.stderr.write(command === undefined ? USAGE : `Unknown command: ${command}\n\n${USAGE}`)
+  const what = command === undefined ? "" : command === "serve" ? `Unknown option: ${rest.join(" ")}\n\n` : `Unknown command: ${command}\n\n`
+  process.stderr.write(what + USAGE)
   process.exitCode = 2
 }

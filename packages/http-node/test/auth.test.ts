@@ -136,7 +136,7 @@ describe("admin API", () => {
     const created = await server.fetch("/admin/v1/managed-runners", json({ name: "gpu-1", runner_type: "pro", endpoint: "http://10.1.0.1:8188", headers: { "X-Key": "k" }, tags: ["gpu"] }, admin))
     expect(created.status).toBe(201)
     const runner = await readJson<ManagedRunnerJson>(created)
-    expect(runner).toMatchObject({ runner_type: "pro", endpoint: "http://10.1.0.1:8188", headers: { "X-Key": "k" }, status: "active" })
+    expect(runner).toMatchObject({ runner_type: "pro", endpoint: "http://10.1.0.1:8188", headers: { "X-Key": "********" }, status: "active" })
     const list = await readJson<ManagedRunnerListJson>(await server.fetch("/admin/v1/managed-runners", { headers: admin }))
     expect(list.runners.map((r: { id: string }) => r.id)).toContain(runner.id)
     const off = await server.fetch(`/admin/v1/managed-runners/${runner.id}`, { method: "PATCH", headers: { ...admin, "content-type": "application/json" }, body: JSON.stringify({ status: "disabled" }) })

@@ -38,12 +38,13 @@ import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { RunnerGatewayNode } from "@wes/runner-client"
+import { meteredGateway } from "../src/RunnerMetrics.js"
 import { httpLayer, type HttpOptions } from "../src/Server.js"
 import { jsonLoggerLayer } from "../src/Logging.js"
 import { defaultRateLimit } from "../src/RateLimit.js"
 import { denyPrivateGateway, denyPrivateProbe, type Resolver } from "../src/RunnerAddressPolicy.js"
 
-export const ADMIN_TOKEN = "admin-secret-for-tests"
+export const ADMIN_TOKEN = "admin-secret-for-tests-0123456789abcdef"
 
 const unexpected = (method: string) => Effect.die(new Error(`unexpected RunnerGateway.${method} call`))
 
@@ -102,14 +103,17 @@ export const startServer = async (options: {
   readonly dispatcher?: Partial<DispatcherOptions>
   /** The store (default: a fresh memory store). */
   readonly store?: Layer.Layer<StoreServices, unknown>
-  /** WES_RUNNER_DENY_PRIVATE, resolving host names with this resolver. */
+  /** Refuse private runner addresses (as without WES_RUNNER_ALLOW_PRIVATE), resolving host names with this resolver. */
   readonly denyPrivate?: Resolver
   /** How runners' capabilities are read and cached. */
   readonly capabilities?: Partial<CapabilitiesOptions>
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
-  const gateway = options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
+  // Measured as `wes serve` measures it (RunnerMetrics.ts).
+  const gateway = meteredGateway.pipe(Layer.provide(
+    options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
+  ))
   const probe = RunnerProbe.layer("2 seconds").pipe(Layer.provide(gateway))
   const useCasesOptions = options.capabilities === undefined ? {} : { capabilities: options.capabilities }
   const useCases = options.dispatcher === undefined

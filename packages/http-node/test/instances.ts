@@ -195,6 +195,8 @@ const startOnce = async (name: string, databaseUrl: string, env: Record<string, 
       WES_STORAGE: "postgres",
       DATABASE_URL: databaseUrl,
       WES_ADMIN_TOKEN: ADMIN_TOKEN,
+      // The fake runners listen on 127.0.0.1.
+      WES_RUNNER_ALLOW_PRIVATE: "true",
       WES_RATE_LIMIT: "off",
       WES_LEASE: "3 seconds",
       // Deep runner queues, so a kill or restart finds many prompts on the runners.

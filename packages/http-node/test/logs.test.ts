@@ -31,3 +31,41 @@ describe("request logs", () => {
     expect(all).not.toContain(runnerSecret)
   })
 })
+
+describe("request ids, user ids, refusals (issue 18, item 3)", () => {
+  let server: TestServer
+  beforeAll(async () => { server = await startServer({ http: { rateLimit: { limit: 2, windowMs: 60_000, cooldownMs: 60_000, maxEntries: 1000 } } }) })
+  afterAll(async () => { await server.close() })
+
+  const requests = () => server.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l["msg"] === "request")
+
+  it("takes the client's X-Request-Id or makes one, returns it, and logs it with the user id", async () => {
+    const u = await server.user()
+    const mine = await server.fetch("/v1/user", { headers: { ...u.auth, "x-request-id": "trace-abc.123" } })
+    expect(mine.headers.get("x-request-id")).toBe("trace-abc.123")
+    // A missing or unusable id is replaced by a fresh one, also on an error answer.
+    const made = await server.fetch("/v1/user", { headers: { "x-request-id": "bad id with spaces" } })
+    expect(made.status).toBe(401)
+    const id = made.headers.get("x-request-id")!
+    expect(id).toMatch(/^[0-9a-f-]{36}$/)
+    const lines = requests()
+    expect(lines.find((l) => l["request_id"] === "trace-abc.123")).toMatchObject({ status: 200, user_id: u.id, path: "/v1/user" })
+    expect(lines.find((l) => l["request_id"] === id)).toMatchObject({ status: 401 })
+    expect(lines.find((l) => l["request_id"] === id)).not.toHaveProperty("user_id")
+  })
+
+  it("logs the 429s of the rate limit and the 431s of the HTTP parser", async () => {
+    const before = requests().length
+    const statuses: Array<number> = []
+    for (let i = 0; i < 4; i++) statuses.push((await server.fetch("/v1/template")).status)
+    expect(statuses.slice(-1)).toEqual([429])
+    const tooLarge = await server.fetch(`/v1/user?q=${"x".repeat(20_000)}`)
+    expect(tooLarge.status).toBe(431)
+    const deadline = Date.now() + 5_000
+    while (!requests().some((l) => l["status"] === 431) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    const after = requests().slice(before)
+    expect(after.filter((l) => l["status"] === 429).length).toBeGreaterThanOrEqual(1)
+    expect(after.filter((l) => l["status"] === 431)).toHaveLength(1)
+    for (const l of after) expect(typeof l["request_id"]).toBe("string")
+  })
+})

@@ -107,12 +107,12 @@ describe("runners", () => {
   const create = (auth: Record<string, string>, body: unknown) => server.fetch("/v1/runner", json(body, auth))
   const valid = { name: "box", endpoint: "http://127.0.0.1:8188" }
 
-  it("registers a runner: 201, active, headers and tags returned", async () => {
+  it("registers a runner: 201, active, header names (values masked) and tags returned", async () => {
     const u = await server.user()
     const res = await create(u.auth, { ...valid, headers: { "X-Api-Key": "s3cret" }, tags: ["GPU", "sdxl"] })
     const r = await readJson<RunnerJson>(res)
     expect([res.status, Object.keys(r).sort()]).toEqual([201, RUNNER_KEYS])
-    expect(r).toMatchObject({ status: "active", user_id: u.id, headers: { "X-Api-Key": "s3cret" }, tags: ["gpu", "sdxl"] })
+    expect(r).toMatchObject({ status: "active", user_id: u.id, headers: { "X-Api-Key": "********" }, tags: ["gpu", "sdxl"] })
     // The test runner has no /object_info to read: its capabilities are unknown.
     expect(r.capabilities).toBeNull()
     const noHeaders = await readJson<RunnerJson>(await create(u.auth, valid))
@@ -138,7 +138,7 @@ describe("runners", () => {
     await expect400(await create(u.auth, { ...valid, headers: { a: { b: "c" } } }), "headers.a")
     await expect400(await create(u.auth, { ...valid, tags: "gpu" }), "tags")
     const res = await create(u.auth, { ...valid, endpoint: "http://unreachable.invalid" })
-    expect([res.status, (await readJson<ErrorBody>(res)).message]).toEqual([400, "runner endpoint is not reachable: connect ECONNREFUSED"])
+    expect([res.status, (await readJson<ErrorBody>(res)).message]).toEqual([400, "runner endpoint is not reachable: the connection failed"])
     const notJson = await server.fetch("/v1/runner", { method: "POST", headers: { ...u.auth, "content-type": "application/json" }, body: "{" })
     expect([notJson.status, (await readJson<ErrorBody>(notJson)).message]).toEqual([400, "body: is not valid JSON"])
   })
@@ -157,7 +157,7 @@ describe("runners", () => {
     const patch = (method: string, body: unknown) =>
       server.fetch(`/v1/runner/${r.id}`, { method, headers: { ...u.auth, "content-type": "application/json" }, body: JSON.stringify(body) })
     const p = await readJson<RunnerJson>(await patch("PATCH", { tags: ["c"] }))
-    expect([p.name, p.tags, p.headers, p.endpoint]).toEqual(["box", ["c"], { "X-K": "1" }, valid.endpoint])
+    expect([p.name, p.tags, p.headers, p.endpoint]).toEqual(["box", ["c"], { "X-K": "********" }, valid.endpoint])
     const q = await readJson<RunnerJson>(await patch("PUT", { name: "renamed", status: "disabled" }))
     expect([q.name, q.status, q.tags]).toEqual(["renamed", "disabled", ["c"]])
     await expect400(await patch("PATCH", { status: "paused" }), "status")

@@ -2,7 +2,7 @@
  * Suite 7: security checks. Tokens are stored only as hashes; tokens and runner header values never
  * reach the logs; uploaded file names cannot leave the blob directory or the runner's input folder;
  * outputs are served only to their owner; an expired token is refused by every authenticated
- * operation; and with WES_RUNNER_DENY_PRIVATE runner endpoints on private addresses are refused.
+ * operation; and runner endpoints on private addresses are refused (unless WES_DEV or WES_RUNNER_ALLOW_PRIVATE=true).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { MemoryStoreLive } from "@wes/storage-memory"
@@ -174,7 +174,7 @@ describe("files, outputs, expired tokens and logs (suite 7)", () => {
   })
 })
 
-describe("WES_RUNNER_DENY_PRIVATE (suite 7)", () => {
+describe("private runner addresses refused (suite 7)", () => {
   it("classifies private, loopback, link-local and unspecified addresses, IPv4 and IPv6", () => {
     const denied = [
       "127.0.0.1", "127.255.0.1", "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254", "0.0.0.0", "100.64.0.1",
@@ -206,13 +206,13 @@ describe("WES_RUNNER_DENY_PRIVATE (suite 7)", () => {
       ]) {
         const res = await server.fetch("/v1/runner", json({ name: "r", endpoint }, u.auth))
         const body = await readJson<ErrorBody>(res)
-        expect([endpoint, res.status, body.message]).toEqual([endpoint, 400, expect.stringContaining("WES_RUNNER_DENY_PRIVATE")])
+        expect([endpoint, res.status, body.message]).toEqual([endpoint, 400, expect.stringContaining("WES_RUNNER_ALLOW_PRIVATE=true")])
       }
       const ok = await server.fetch("/v1/runner", json({ name: "r", endpoint: "http://runner.example:8188" }, u.auth))
       expect(ok.status).toBe(201)
       const runner = await readJson<RunnerJson>(ok)
       const moved = await server.fetch(`/v1/runner/${runner.id}`, { ...json({ endpoint: "http://192.168.0.10:8188" }, u.auth), method: "PATCH" })
-      expect([moved.status, (await readJson<ErrorBody>(moved)).message]).toEqual([400, expect.stringContaining("WES_RUNNER_DENY_PRIVATE")])
+      expect([moved.status, (await readJson<ErrorBody>(moved)).message]).toEqual([400, expect.stringContaining("WES_RUNNER_ALLOW_PRIVATE=true")])
       expect((await server.fetch(`/v1/runner/${runner.id}`, { ...json({ endpoint: "http://8.8.8.8:8188" }, u.auth), method: "PUT" })).status).toBe(200)
     })
   })
@@ -260,7 +260,7 @@ describe("WES_RUNNER_DENY_PRIVATE (suite 7)", () => {
     calls.length = 0
     const after = await Effect.runPromise(everyCall(target("user")))
     expect(after.failed).toHaveLength(8)
-    for (const m of after.failed) expect(m).toContain("WES_RUNNER_DENY_PRIVATE")
+    for (const m of after.failed) expect(m).toContain("WES_RUNNER_ALLOW_PRIVATE=true")
     expect(after.first).toEqual(expect.objectContaining({ value: expect.objectContaining({ _tag: "Disconnected" }) }))
     expect(calls).toEqual([])
     // Managed runners are the operator's own and are not restricted.

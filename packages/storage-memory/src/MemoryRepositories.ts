@@ -7,6 +7,7 @@ import {
   ManagedRunnerRepository,
   NotFound,
   pageBounds,
+  paginate,
   type Runner,
   type RunnerRef,
   RunnerRepository,
@@ -154,6 +155,13 @@ export const makeMemoryAccountRepository = () => {
         return u
       }),
     findUser: (id) => Effect.sync(() => Option.fromNullable(users.get(id))),
+    listUsers: (query) =>
+      Effect.sync(() => {
+        const matching = Array.from(users.values())
+          .filter((u) => query.tier === undefined || u.tier === query.tier)
+          .sort((a, b) => DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1))
+        return paginate(matching, query)
+      }),
     updateUser: (id, f) =>
       Effect.suspend(() => {
         const current = users.get(id)

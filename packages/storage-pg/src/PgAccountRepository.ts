@@ -14,7 +14,9 @@ import {
   decodeRows,
   deleteRow,
   isId,
+  limitOffset,
   orStorageError,
+  pageOf,
   run,
   toDate,
   toNullableDate,
@@ -59,6 +61,16 @@ export const makePgAccountRepository = Effect.gen(function*() {
       isId(id)
         ? run(sql`SELECT ${users} FROM users WHERE id = ${id}`).pipe(Effect.flatMap(decodeUser), orStorageError("users.find"))
         : Effect.succeedNone,
+    listUsers: (query) => {
+      const { limit, offset } = limitOffset(query)
+      const where = query.tier === undefined ? sql`TRUE` : sql`tier = ${query.tier}`
+      return pageOf(
+        "users.list",
+        run(sql`SELECT ${users} FROM users WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ${limit} OFFSET ${offset}`)
+          .pipe(Effect.flatMap(decodeRows(UserRow))),
+        sql`SELECT count(*)::int AS n FROM users WHERE ${where}`
+      )
+    },
     updateUser: (id, f) =>
       isId(id)
         ? updateRow(sql, {

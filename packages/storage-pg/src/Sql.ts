@@ -12,11 +12,13 @@ import {
   type PageRequest,
   type Paged,
   StorageError,
+  storeErrors,
   type WorkflowStatus
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -46,7 +48,9 @@ export const storageError = (operation: string) => (error: SqlError | ParseResul
 /** Maps the SQL and decoding errors of `self` to `StorageError`. */
 export const orStorageError = (operation: string) =>
 <A, R>(self: Effect.Effect<A, SqlError | ParseResult.ParseError, R>): Effect.Effect<A, StorageError, R> =>
-  Effect.mapError(self, storageError(operation))
+  Effect.mapError(self, storageError(operation)).pipe(
+    Effect.tapError(() => Metric.update(Metric.tagged(storeErrors, "operation", operation), 1))
+  )
 
 /**
  * Runs `effect` in a transaction (a savepoint inside an open one). `@effect/sql` turns a failed

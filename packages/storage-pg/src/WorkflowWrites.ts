@@ -56,6 +56,12 @@ export interface CreateLimits {
 
 const encodeWorkflow = Schema.encodeSync(WorkflowInsert)
 const encodeAttempts = Schema.encodeSync(WorkflowInsert.fields.attempts)
+/**
+ * The definition goes in as its own `json` parameter (the column keeps the text, keys in the
+ * order sent); every other column comes from the row's JSON.
+ */
+const INSERT_COLUMNS = HEAD_COLUMNS.join(", ")
+const SELECT_COLUMNS = HEAD_COLUMNS.map((c) => `r.${c}`).join(", ")
 const NO_LIMIT = 2_147_483_647
 
 /**
@@ -80,7 +86,9 @@ export const createStatement = (sql: SqlClient.SqlClient, channels: Channels, w:
         AND (EXCLUDED.day_start > q.day_start OR q.created_on_day + 1 <= ${maxPerDay}::int)
       RETURNING 1
     ), inserted AS (
-      INSERT INTO workflows SELECT r.* FROM quota, jsonb_populate_record(NULL::workflows, ${JSON.stringify(encodeWorkflow(w))}::jsonb) AS r
+      INSERT INTO workflows (${sql.literal(INSERT_COLUMNS)}, workflow_json)
+      SELECT ${sql.literal(SELECT_COLUMNS)}, ${JSON.stringify(w.workflow_json)}::json
+      FROM quota, jsonb_populate_record(NULL::workflows, ${JSON.stringify({ ...encodeWorkflow(w), workflow_json: null })}::jsonb) AS r
       RETURNING *
     ), head AS (
       INSERT INTO workflow_event_heads (workflow_id, last_seq) SELECT id, 1 FROM inserted

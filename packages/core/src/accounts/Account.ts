@@ -75,6 +75,14 @@ export const CurrentUser = Schema.Struct({
 }).annotations({ identifier: "CurrentUser" })
 export interface CurrentUser extends Schema.Schema.Type<typeof CurrentUser> {}
 
+/** `GET /admin/v1/users/:id`: the user with its limits and current usage. */
+export const UserDetail = Schema.Struct({
+  ...User.fields,
+  limits: TierLimits,
+  usage: Usage
+}).annotations({ identifier: "UserDetail" })
+export interface UserDetail extends Schema.Schema.Type<typeof UserDetail> {}
+
 /** Operator's body for a new user. */
 export const CreateUserRequest = Schema.Struct({
   tier: Tier,

@@ -5,6 +5,8 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { ApiToken, User } from "./Account.js"
 import type { NotFound, StorageError } from "../shared/Errors.js"
+import type { PageRequest, Paged } from "../shared/Pagination.js"
+import type { Tier } from "./Tier.js"
 
 /** A token and the user it belongs to. */
 export interface TokenOwner {
@@ -12,9 +14,16 @@ export interface TokenOwner {
   readonly user: User
 }
 
+/** A page of users, optionally of one tier. */
+export interface UserQuery extends PageRequest {
+  readonly tier?: Tier | undefined
+}
+
 export class AccountRepository extends Context.Tag("@wes/core/AccountRepository")<AccountRepository, {
   readonly insertUser: (user: User) => Effect.Effect<User, StorageError>
   readonly findUser: (id: string) => Effect.Effect<Option.Option<User>, StorageError>
+  /** Users, newest first (created_at, then id, descending). */
+  readonly listUsers: (query: UserQuery) => Effect.Effect<Paged<User>, StorageError>
   readonly updateUser: (id: string, f: (current: User) => User) => Effect.Effect<User, NotFound | StorageError>
   readonly insertToken: (token: ApiToken) => Effect.Effect<ApiToken, StorageError>
   /** The token with this hash and its user (an indexed lookup). */

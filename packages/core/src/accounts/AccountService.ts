@@ -18,7 +18,8 @@ import {
   IssueTokenRequest,
   type IssuedToken,
   toApiTokenView,
-  type User
+  type User,
+  type UserDetail
 } from "./Account.js"
 import { AccountRepository } from "./AccountRepository.js"
 import { Crypto } from "../shared/Crypto.js"
@@ -36,6 +37,7 @@ import { TemplateRepository } from "../templates/TemplateRepository.js"
 import { Tier, TierPolicy } from "./Tier.js"
 import { generateToken, isExpired, isWellFormedToken } from "./Token.js"
 import { decodeRequest } from "../shared/Validation.js"
+import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 
 /** The authenticated caller. */
@@ -73,6 +75,10 @@ export class AccountService extends Context.Tag("@wes/core/AccountService")<Acco
   readonly currentUser: (user: User) => Effect.Effect<CurrentUser, StorageError>
   readonly createUser: (input: unknown) => Effect.Effect<User, ValidationError | StorageError>
   readonly getUser: (id: string) => Effect.Effect<User, NotFound | StorageError>
+  /** The operator's view of a user: limits and current usage. */
+  readonly userDetail: (id: string) => Effect.Effect<UserDetail, NotFound | StorageError>
+  /** The operator's list of users, newest first, optionally of one tier. */
+  readonly listUsers: (input: PageInput & { readonly tier?: Tier | undefined }) => Effect.Effect<Paged<User>, ValidationError | StorageError>
   readonly updateUser: (id: string, input: unknown) => Effect.Effect<User, ValidationError | NotFound | StorageError>
   /** Issues a token; its value appears only in this result. */
   readonly issueToken: (userId: string, input: unknown) => Effect.Effect<IssuedToken, ValidationError | NotFound | StorageError>
@@ -171,26 +177,32 @@ function make(options: TokenUseOptions) {
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.user()), onSome: Effect.succeed }))
       )
 
+    const currentUser = (user: User): Effect.Effect<CurrentUser, StorageError> =>
+      Effect.gen(function*() {
+        const now = yield* DateTime.now
+        const [active, today, templateCount, runnerCount] = yield* Effect.all([
+          workflows.countActive(user.id),
+          workflows.countCreatedSince(user.id, DateTime.startOf(now, "day")),
+          templates.count(user.id),
+          runners.count(user.id)
+        ])
+        return {
+          id: user.id,
+          email: user.email,
+          tier: user.tier,
+          limits: policy.limitsFor(user.tier),
+          usage: { active_workflows: active, workflows_today: today, templates: templateCount, runners: runnerCount },
+          created_at: user.created_at
+        }
+      })
+
     return AccountService.of({
       authenticate,
-      currentUser: (user) =>
-        Effect.gen(function*() {
-          const now = yield* DateTime.now
-          const [active, today, templateCount, runnerCount] = yield* Effect.all([
-            workflows.countActive(user.id),
-            workflows.countCreatedSince(user.id, DateTime.startOf(now, "day")),
-            templates.count(user.id),
-            runners.count(user.id)
-          ])
-          return {
-            id: user.id,
-            email: user.email,
-            tier: user.tier,
-            limits: policy.limitsFor(user.tier),
-            usage: { active_workflows: active, workflows_today: today, templates: templateCount, runners: runnerCount },
-            created_at: user.created_at
-          }
-        }),
+      currentUser: (user) => currentUser(user),
+      userDetail: (id) =>
+        Effect.flatMap(getUser(id), (user) =>
+          Effect.map(currentUser(user), ({ limits, usage }): UserDetail => ({ ...user, limits, usage }))),
+      listUsers: (input) => Effect.flatMap(pageOf(input), (page) => accounts.listUsers({ ...page, tier: input.tier })),
       createUser: (input) =>
         Effect.gen(function*() {
           const req = yield* decodeUser(input)

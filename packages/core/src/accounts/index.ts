@@ -8,9 +8,10 @@ export {
   IssueTokenRequest,
   toApiTokenView,
   Usage,
-  User
+  User,
+  UserDetail
 } from "./Account.js"
-export { AccountRepository, type TokenOwner } from "./AccountRepository.js"
+export { AccountRepository, type TokenOwner, type UserQuery } from "./AccountRepository.js"
 export {
   AccountService,
   type AuthenticationError,

@@ -6,6 +6,7 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { recordFinished } from "../observability/Metrics.js"
 import { BlobStore } from "../shared/BlobStore.js"
 import type { StorageError } from "../shared/Errors.js"
 import { isTerminal, type WorkflowHead, type WorkflowOutput } from "../workflows/Workflow.js"
@@ -48,5 +49,6 @@ export const transition = (
     const at = yield* DateTime.now
     const outcome = yield* repo.transition({ id, steps, at, owner: options.owner, outputs: options.outputs, events: options.events })
     if (outcome._tag === "Applied" && isTerminal(outcome.workflow.status)) yield* deleteInputs(outcome.workflow)
+    if (outcome._tag === "Applied" && isTerminal(outcome.workflow.status)) yield* recordFinished(outcome.workflow)
     return outcome
   })

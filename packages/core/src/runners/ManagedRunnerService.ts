@@ -23,6 +23,7 @@ import {
   managedRunnerTarget,
   type ManagedRunnerView,
   toManagedRunnerView,
+  unmaskHeaders,
   UpdateManagedRunnerRequest
 } from "./Runner.js"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
@@ -132,7 +133,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               runner_type: req.runner_type ?? current.runner_type,
               status: req.status ?? current.status,
               endpoint: req.endpoint ?? current.endpoint,
-              headers: req.headers ?? current.headers,
+              headers: req.headers === undefined ? current.headers : unmaskHeaders(req.headers, current.headers),
               tags: tags ?? current.tags
             }
             const moved = next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)

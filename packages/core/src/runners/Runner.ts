@@ -193,3 +193,31 @@ export const userRunnerTarget = (r: Runner): RunnerTarget => ({
 export const managedRunnerTarget = (r: ManagedRunner): RunnerTarget => ({
   kind: "managed", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status
 })
+
+/**
+ * Runner header values are write-only: a response shows each header's name with this in place of
+ * its value. Sent back unchanged in an update, it keeps the stored value of that header.
+ */
+export const HEADER_MASK = "********"
+
+/** The headers with every value masked. */
+export const maskHeaders = (headers: RunnerHeaders): RunnerHeaders =>
+  Object.fromEntries(Object.keys(headers).map((name) => [name, HEADER_MASK]))
+
+/** Headers of an update: a value equal to `HEADER_MASK` keeps the stored value of that header. */
+export const unmaskHeaders = (sent: RunnerHeaders, stored: RunnerHeaders): RunnerHeaders =>
+  Object.fromEntries(Object.entries(sent).map(([name, value]) =>
+    [name, value === HEADER_MASK && Object.hasOwn(stored, name) ? stored[name]! : value]))
+
+/** A schema whose encoded form masks the header values of `schema`'s records (responses). */
+const masked = <A extends { readonly headers: RunnerHeaders }, I>(schema: Schema.Schema<A, I>, identifier: string) =>
+  Schema.transform(schema, Schema.typeSchema(schema), {
+    strict: true,
+    decode: (r) => r,
+    encode: (r) => ({ ...r, headers: maskHeaders(r.headers) })
+  }).annotations({ identifier })
+
+/** A user-owned runner as responses show it: header values masked. */
+export const RunnerResponse = masked(RunnerView, "RunnerResponse")
+/** A managed runner as the operator's responses show it: header values masked. */
+export const ManagedRunnerResponse = masked(ManagedRunnerAdminView, "ManagedRunnerResponse")

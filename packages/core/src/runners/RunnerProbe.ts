@@ -6,10 +6,34 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { RunnerProbeFailed } from "../shared/Errors.js"
 import type { RunnerTarget } from "./Runner.js"
-import { RunnerGateway } from "./RunnerGateway.js"
+import { RunnerGateway, type RunnerRequestFailed, type RunnerUnreachable } from "./RunnerGateway.js"
+
+/**
+ * The probe's answers: one fixed message per category, never the upstream's text or body (which
+ * would make the probe an oracle for what listens on internal ports). The reason itself is
+ * logged for the operator.
+ */
+export const PROBE_MESSAGES = {
+  unreachable: "runner endpoint is not reachable: the connection failed",
+  timeout: "runner endpoint is not reachable: no answer in time",
+  notComfyUI: "runner endpoint answered, but not as ComfyUI (GET /system_stats)"
+} as const
+
+const categoryOf = (e: RunnerUnreachable | RunnerRequestFailed): keyof typeof PROBE_MESSAGES =>
+  e._tag === "RunnerRequestFailed" || e.message.includes("runner answered HTTP")
+    ? "notComfyUI"
+    : e.message.includes("no answer within")
+    ? "timeout"
+    : "unreachable"
+
+const failed = (category: keyof typeof PROBE_MESSAGES, reason: string) =>
+  Effect.zipRight(
+    Effect.logInfo("runner probe failed", { category, reason }),
+    Effect.fail(new RunnerProbeFailed({ message: PROBE_MESSAGES[category] }))
+  )
 
 export class RunnerProbe extends Context.Tag("@wes/core/RunnerProbe")<RunnerProbe, {
-  /** Succeeds when `GET {endpoint}/system_stats` answers, else a 400 naming the reason. */
+  /** Succeeds when `GET {endpoint}/system_stats` answers, else a 400 naming the category. */
   readonly check: (runner: RunnerTarget) => Effect.Effect<void, RunnerProbeFailed>
 }>() {
   /** Probes through the gateway with a timeout. */
@@ -19,11 +43,11 @@ export class RunnerProbe extends Context.Tag("@wes/core/RunnerProbe")<RunnerProb
         gateway.probe(runner).pipe(
           Effect.timeoutFail({
             duration: timeout,
-            onTimeout: () => new RunnerProbeFailed({ message: `runner endpoint is not reachable: no answer within ${Duration.format(timeout)}` })
+            onTimeout: () => new RunnerProbeFailed({ message: PROBE_MESSAGES.timeout })
           }),
           Effect.catchTags({
-            RunnerUnreachable: (e) => Effect.fail(new RunnerProbeFailed({ message: `runner endpoint is not reachable: ${e.message}` })),
-            RunnerRequestFailed: (e) => Effect.fail(new RunnerProbeFailed({ message: `runner endpoint is not reachable: ${e.message}` }))
+            RunnerUnreachable: (e) => failed(categoryOf(e), e.message),
+            RunnerRequestFailed: (e) => failed(categoryOf(e), e.message)
           }),
           Effect.asVoid
         )

@@ -18,7 +18,7 @@ import {
 import { IdGenerator, isUuid, type RunnerId } from "../shared/Ids.js"
 import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
-import { CreateRunnerRequest, type Runner, RunnerStatus, type RunnerView, UpdateRunnerRequest, userRunnerTarget } from "./Runner.js"
+import { CreateRunnerRequest, type Runner, RunnerStatus, type RunnerView, unmaskHeaders, UpdateRunnerRequest, userRunnerTarget } from "./Runner.js"
 import { RunnerProbe } from "./RunnerProbe.js"
 import { RunnerRepository } from "./RunnerRepository.js"
 import { normalizeTags } from "../shared/Tags.js"
@@ -135,7 +135,7 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
               ...current,
               name: req.name ?? current.name,
               endpoint: req.endpoint ?? current.endpoint,
-              headers: req.headers ?? current.headers,
+              headers: req.headers === undefined ? current.headers : unmaskHeaders(req.headers, current.headers),
               tags: tags ?? current.tags,
               status: req.status ?? current.status
             }

@@ -8,15 +8,20 @@ export {
   ManagedRunner,
   ManagedRunnerAdminView,
   managedRunnerTarget,
+  HEADER_MASK,
+  ManagedRunnerResponse,
   ManagedRunnerView,
+  maskHeaders,
   Runner,
   RunnerEndpoint,
   RunnerHeaders,
   RunnerName,
+  RunnerResponse,
   RunnerStatus,
   type RunnerTarget,
   RunnerView,
   toManagedRunnerView,
+  unmaskHeaders,
   UpdateManagedRunnerRequest,
   UpdateRunnerRequest,
   userRunnerTarget
@@ -40,6 +45,6 @@ export {
   type Submitted,
   type UploadedInput
 } from "./RunnerGateway.js"
-export { RunnerProbe } from "./RunnerProbe.js"
+export { PROBE_MESSAGES, RunnerProbe } from "./RunnerProbe.js"
 export { type RunnerListQuery, RunnerRepository } from "./RunnerRepository.js"
 export { HISTORY_LENGTH, type ListRunnersInput, RunnerService } from "./RunnerService.js"

@@ -26,3 +26,64 @@ export const Timestamp = Schema.DateTimeUtc.annotations({
   identifier: "Timestamp",
   description: "ISO 8601 timestamp (UTC)"
 })
+
+/**
+ * Bounds on a JSON document a user sends (a workflow, a template body, a request body): deeper
+ * nesting or more bytes is a 400 naming the limit. A ComfyUI workflow is a few levels deep (node,
+ * inputs, value); the bounds keep every later step (storage, encoding, the runner) far from the
+ * recursion limits of `JSON.stringify` and friends.
+ */
+export const JSON_MAX_DEPTH = 64
+export const JSON_MAX_BYTES = 5 * 1024 * 1024
+
+export const depthMessage = (max = JSON_MAX_DEPTH) => `is nested deeper than ${max} levels (the limit is ${max})`
+export const sizeMessage = (max = JSON_MAX_BYTES) => `is larger than ${max / (1024 * 1024)} MB (the limit is ${max} bytes)`
+
+/** The UTF-8 size of a string, in bytes (without encoding it). */
+export const utf8Length = (text: string): number => {
+  let bytes = 0
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
+}
+
+/**
+ * Whether JSON text nests arrays and objects deeper than `max`, found by one pass over the
+ * characters (strings skipped), before anything parses it.
+ */
+export const textNestsDeeperThan = (text: string, max: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // backslash: skip the escaped character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 123 || c === 91) {
+      if (++depth > max) return true
+    } else if (c === 125 || c === 93) depth--
+  }
+  return false
+}
+
+/** Whether a parsed value nests arrays and objects deeper than `max` (an explicit stack, no recursion). */
+export const nestsDeeperThan = (value: unknown, max: number): boolean => {
+  const stack: Array<readonly [unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, d] = stack.pop()!
+    if (typeof v !== "object" || v === null) continue
+    if (d + 1 > max) return true
+    for (const child of Array.isArray(v) ? v : Object.values(v)) {
+      if (typeof child === "object" && child !== null) stack.push([child, d + 1])
+    }
+  }
+  return false
+}

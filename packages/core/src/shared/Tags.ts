@@ -37,7 +37,11 @@ export const normalizeTags = (
   const out: Array<string> = []
   for (const t of raw) {
     const n = normalizeTag(t)
-    if (Either.isLeft(n)) return Either.left(ValidationError.field(field, `${n.left}: ${JSON.stringify(t)}`))
+    if (Either.isLeft(n)) {
+      // An over-long tag is not echoed back (the message already says what is wrong with it).
+      const shown = t.trim().length > MAX_TAG_LENGTH ? "" : `: ${JSON.stringify(t)}`
+      return Either.left(ValidationError.field(field, `${n.left}${shown}`))
+    }
     if (!out.includes(n.right)) out.push(n.right)
   }
   return Either.right(out)

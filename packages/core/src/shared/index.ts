@@ -31,8 +31,19 @@ export {
   UserId,
   WorkflowId
 } from "./Ids.js"
-export { isJsonObject, JsonObject, Timestamp } from "./Json.js"
+export {
+  depthMessage,
+  isJsonObject,
+  JSON_MAX_BYTES,
+  JSON_MAX_DEPTH,
+  JsonObject,
+  nestsDeeperThan,
+  sizeMessage,
+  textNestsDeeperThan,
+  Timestamp,
+  utf8Length
+} from "./Json.js"
 export { LimitReached } from "./LimitReached.js"
-export { type PageInput, type PageRequest, type Paged, pageBounds } from "./Pagination.js"
+export { type PageInput, type PageRequest, type Paged, pageBounds, paginate } from "./Pagination.js"
 export { MAX_TAGS, normalizeTag, normalizeTags, parseTagList, tagsMatch } from "./Tags.js"
 export { type DecodeIssue, fromDecodeIssues } from "./Validation.js"

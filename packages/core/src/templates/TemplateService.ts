@@ -13,6 +13,7 @@ import { TemplateRepository } from "./TemplateRepository.js"
 import { limitExceeded, TierPolicy } from "../accounts/Tier.js"
 import { decodeRequest } from "../shared/Validation.js"
 import { validateWorkflowJson } from "../workflows/WorkflowJson.js"
+import { findPlaceholders } from "../workflows/Placeholders.js"
 
 /** Fields of create-template as received (the body file already parsed as JSON). */
 export interface CreateTemplateInput {
@@ -22,6 +23,10 @@ export interface CreateTemplateInput {
 }
 
 export type UpdateTemplateInput = CreateTemplateInput
+
+/** A template body: a workflow definition whose placeholders are well formed (checked now, not at first use). */
+const validateBody = (body: unknown) =>
+  Effect.flatMap(validateWorkflowJson(body, "body"), (valid) => Effect.as(findPlaceholders(valid, "body"), valid))
 
 export class TemplateService extends Context.Tag("@wes/core/TemplateService")<TemplateService, {
   readonly create: (user: User, input: CreateTemplateInput) => Effect.Effect<Template, ValidationError | TierLimitExceeded | StorageError>
@@ -51,7 +56,7 @@ export class TemplateService extends Context.Tag("@wes/core/TemplateService")<Te
         create: (user, input) =>
           Effect.gen(function*() {
             const req = yield* decodeCreate(defined(input))
-            const body = yield* validateWorkflowJson(req.body, "body")
+            const body = yield* validateBody(req.body)
             const limit = policy.limitsFor(user.tier).templates
             yield* policy.check(user.tier, "templates", yield* repo.count(user.id))
             const now = yield* DateTime.now
@@ -73,7 +78,7 @@ export class TemplateService extends Context.Tag("@wes/core/TemplateService")<Te
         update: (user, id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(defined(input))
-            const body = req.body === undefined ? undefined : yield* validateWorkflowJson(req.body, "body")
+            const body = req.body === undefined ? undefined : yield* validateBody(req.body)
             yield* get(user, id)
             const now = yield* DateTime.now
             return yield* repo.update(user.id, id, (t) => ({

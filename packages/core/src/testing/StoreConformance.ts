@@ -14,6 +14,7 @@ import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
 import { TemplateRepository } from "../templates/TemplateRepository.js"
 import { WorkflowEventBus } from "../workflows/WorkflowEvents.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { equal, failure, ok } from "./Assert.js"
 import { c, type ConformanceCase } from "./Case.js"
 import { capabilityCases } from "./CapabilityCases.js"
@@ -42,6 +43,26 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(yield* repo.delete(owner.id, t.id), true, "owner deletes")
     yield* equal(yield* repo.findForUser(owner.id, t.id), Option.none(), "gone")
     yield* equal(yield* repo.count(owner.id), 0, "count after delete")
+  })),
+  c("templates and workflows: JSON comes back with its keys in the order sent", Effect.gen(function*() {
+    // Not sorted, and not in the order `jsonb` keeps (shorter keys first): the order a user wrote.
+    const body = { "10": { inputs: { width: 512, height: 512, color: 0, a: 1 }, class_type: "EmptyImage" }, "2": { class_type: "SaveImage", inputs: { zeta: 1, images: ["10", 0] } } }
+    const sent = JSON.stringify(body)
+    const templates = yield* TemplateRepository
+    const owner = F.user()
+    const t = F.template(owner.id, { body })
+    yield* templates.insert(t)
+    yield* equal(Option.map(yield* templates.findForUser(owner.id, t.id), (x) => JSON.stringify(x.body)), Option.some(sent), "template body as sent")
+    yield* templates.update(owner.id, t.id, (x) => ({ ...x, body: { "9": body["2"], "1": body["10"] } }))
+    yield* equal(
+      Option.map(yield* templates.findForUser(owner.id, t.id), (x) => JSON.stringify(x.body)),
+      Option.some(JSON.stringify({ "9": body["2"], "1": body["10"] })),
+      "updated body as sent"
+    )
+    const workflows = yield* WorkflowRepository
+    const w = F.workflow(owner.id, { workflow_json: body })
+    yield* workflows.create(w)
+    yield* equal(Option.map(yield* workflows.findForUser(owner.id, w.id), (x) => JSON.stringify(x.workflow_json)), Option.some(sent), "workflow_json as sent")
   })),
   c("templates: list is newest first, paginated, without bodies", Effect.gen(function*() {
     const repo = yield* TemplateRepository
@@ -139,6 +160,21 @@ const accountCases: ReadonlyArray<ConformanceCase> = [
     yield* repo.updateUser(u.id, (x) => ({ ...x, tier: "plus", updated_at: F.at(9) }))
     yield* equal(Option.map(yield* repo.findUser(u.id), (x) => x.tier), Option.some("plus"), "updated tier")
     yield* equal((yield* failure(repo.updateUser(F.uuid(), (x) => x), "unknown user"))._tag, "NotFound", "unknown user")
+  })),
+  c("accounts: users are listed newest first, paged, optionally of one tier", Effect.gen(function*() {
+    const repo = yield* AccountRepository
+    // Later than any other case's users, so they are the newest whatever else the store holds.
+    const a = F.user({ tier: "free", created_at: F.at(10_000_001) })
+    const b = F.user({ tier: "pro", created_at: F.at(10_000_002) })
+    const c3 = F.user({ tier: "free", created_at: F.at(10_000_003) })
+    for (const u of [b, a, c3]) yield* repo.insertUser(u)
+    yield* equal(ids((yield* repo.listUsers({ page: 1, per_page: 2 })).items), [c3.id, b.id], "newest first")
+    yield* equal(ids((yield* repo.listUsers({ page: 2, per_page: 1 })).items), [b.id], "second page")
+    const free = yield* repo.listUsers({ page: 1, per_page: 2, tier: "free" })
+    yield* equal(ids(free.items), [c3.id, a.id], "of one tier")
+    const all = yield* repo.listUsers({ page: 1, per_page: 1 })
+    yield* equal(all.total >= free.total + 1 && free.total >= 2, true, "totals count every page")
+    yield* equal((yield* repo.listUsers({ page: 1, per_page: 100, tier: "free" })).items.every((u) => u.tier === "free"), true, "only that tier")
   })),
   c("accounts: tokens are found by hash with their user, listed newest first, revoked", Effect.gen(function*() {
     const repo = yield* AccountRepository

@@ -6,7 +6,8 @@
  * Names are 1-255 characters of `[A-Za-z0-9_-]`. Form field `$name` feeds `$text(name)` (a string)
  * or `$file(name)` (a file part); `#name` feeds `#choice(name)`. A default makes a text
  * placeholder optional; a choice's first option is its default and its value must be one of the
- * options.
+ * options. A value that opens like a placeholder of no known kind (`$txt(name)`, `#text(name)`)
+ * is refused naming the known kinds, rather than sent to the runner as text.
  */
 import * as Either from "effect/Either"
 import { type FieldIssue, ValidationError } from "../shared/Errors.js"
@@ -34,6 +35,9 @@ export interface Placeholder {
 
 const NAME = /^[A-Za-z0-9_-]{1,255}$/
 const OPENING = /^(\$text|\$file|#choice)\(/
+/** A value that opens like a placeholder of another kind (`$txt(`, `#text(`): a typo, refused. */
+const LOOKALIKE = /^([$#][A-Za-z_][A-Za-z0-9_]*)\(/
+const KINDS = "$text(name), $text(name, default), $file(name), #choice(name) and #choice(name, a, b, ...)"
 
 /** `$text(name)`, `$file(name)` or `#choice(name)`: how `workflow_params` writes a placeholder. */
 export const placeholderKey = (p: Pick<Placeholder, "kind" | "name">): string =>
@@ -50,7 +54,10 @@ type Parsed = { readonly kind: PlaceholderKind; readonly name: string; readonly 
  */
 export const parsePlaceholder = (value: string): Either.Either<Parsed, string> | undefined => {
   const m = OPENING.exec(value)
-  if (m === null) return undefined
+  if (m === null) {
+    const other = LOOKALIKE.exec(value)
+    return other === null ? undefined : Either.left(`${other[1]}( is not a placeholder kind; the kinds are ${KINDS}`)
+  }
   const opener = m[1]!
   const kind: PlaceholderKind = opener === "$text" ? "text" : opener === "$file" ? "file" : "choice"
   if (!value.endsWith(")")) return Either.left(`${opener}(...) must end with ")"`)

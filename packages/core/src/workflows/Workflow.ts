@@ -1,4 +1,5 @@
 /** The workflow resource: its record, the contract's summary and detail forms, and its outputs. */
+import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
 import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "../shared/Ids.js"
 import { JsonObject, Timestamp } from "../shared/Json.js"
@@ -101,8 +102,18 @@ export interface QueueEstimate extends Schema.Struct.Type<typeof queueEstimateFi
 /** A workflow as get-workflow answers it: the record and its queue estimate. */
 export type WorkflowView = Workflow & QueueEstimate
 
+/** How long a workflow waited and ran (derived from its timestamps; not stored). */
+const timingFields = {
+  /** Milliseconds from creation to the start of execution, once started. */
+  queue_ms: Schema.NullOr(Schema.Int),
+  /** Milliseconds of execution, once it ended after starting. */
+  run_ms: Schema.NullOr(Schema.Int)
+}
+
 /** Detail form: get-workflow. */
-export const WorkflowDetail = Schema.Struct({ ...detailFields, ...queueEstimateFields }).annotations({ identifier: "WorkflowDetail" })
+export const WorkflowDetail = Schema.Struct({ ...detailFields, ...queueEstimateFields, ...timingFields }).annotations({
+  identifier: "WorkflowDetail"
+})
 export interface WorkflowDetail extends Schema.Schema.Type<typeof WorkflowDetail> {}
 
 /** The stored workflow: the detail form plus what the service keeps for itself. */
@@ -138,8 +149,9 @@ export const toSummary = (w: WorkflowHead): WorkflowSummary => ({
 
 /** The detail form of a stored workflow. */
 // Fields listed one by one: spreading the summary into a larger object is ~100x slower in V8.
-export const toDetail = (w: Workflow, estimate: QueueEstimate = { queue_position: null, estimated_start_at: null }): WorkflowDetail => ({
-  ...estimate,
+export const toDetail = (w: Workflow & Partial<QueueEstimate>): WorkflowDetail => ({
+  queue_position: w.queue_position ?? null,
+  estimated_start_at: w.estimated_start_at ?? null,
   id: w.id,
   name: w.name,
   status: w.status,
@@ -159,8 +171,12 @@ export const toDetail = (w: Workflow, estimate: QueueEstimate = { queue_position
   exception_type: w.exception_type,
   exception_message: w.exception_message,
   priority: w.priority,
-  attempts: w.attempts
+  attempts: w.attempts,
+  queue_ms: w.started_at === null ? null : elapsedMs(w.created_at, w.started_at),
+  run_ms: w.started_at === null || w.completed_at === null ? null : elapsedMs(w.started_at, w.completed_at)
 })
+
+const elapsedMs = (from: DateTime.Utc, to: DateTime.Utc): number => Math.max(0, DateTime.toEpochMillis(to) - DateTime.toEpochMillis(from))
 
 /** Which runner a workflow is assigned to: exactly one kind at a time. */
 export type RunnerRef =

@@ -6,7 +6,7 @@
  */
 import * as Either from "effect/Either"
 import { type FieldIssue, ValidationError } from "../shared/Errors.js"
-import { isJsonObject, type JsonObject } from "../shared/Json.js"
+import { depthMessage, isJsonObject, JSON_MAX_BYTES, utf8Length, JSON_MAX_DEPTH, type JsonObject, nestsDeeperThan, sizeMessage, textNestsDeeperThan } from "../shared/Json.js"
 
 const MAX_REPORTED = 10
 
@@ -32,6 +32,7 @@ export const validateWorkflowJson = (
     const what = Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
     return fail([{ field, message: `must be a JSON object of node id -> {class_type, inputs} (ComfyUI API format), got ${what}` }])
   }
+  if (nestsDeeperThan(value, JSON_MAX_DEPTH)) return fail([{ field, message: depthMessage() }])
   if (Array.isArray(value["nodes"]) || Array.isArray(value["links"])) {
     return fail([{ field, message: UI_FORMAT_MESSAGE }])
   }
@@ -73,11 +74,20 @@ export const validateWorkflowJson = (
   return issues.length > 0 ? fail(issues) : Either.right(value)
 }
 
+/** Refuses JSON text over the size or depth bound (`JSON_MAX_BYTES`, `JSON_MAX_DEPTH`) before it is parsed. */
+export const checkJsonText = (text: string, field: string): Either.Either<string, ValidationError> => {
+  if (utf8Length(text) > JSON_MAX_BYTES) return Either.left(ValidationError.field(field, sizeMessage()))
+  if (textNestsDeeperThan(text, JSON_MAX_DEPTH)) return Either.left(ValidationError.field(field, depthMessage()))
+  return Either.right(text)
+}
+
 /** Parses JSON text, then validates it as a workflow definition. */
 export const parseWorkflowJson = (
   text: string,
   field = "workflow_json"
 ): Either.Either<JsonObject, ValidationError> => {
+  const bounds = checkJsonText(text, field)
+  if (Either.isLeft(bounds)) return Either.left(bounds.left)
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

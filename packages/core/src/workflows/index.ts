@@ -54,7 +54,7 @@ export {
   WorkflowEventBus,
   WorkflowEventType
 } from "./WorkflowEvents.js"
-export { parseWorkflowJson, UI_FORMAT_MESSAGE, validateWorkflowJson } from "./WorkflowJson.js"
+export { checkJsonText, parseWorkflowJson, UI_FORMAT_MESSAGE, validateWorkflowJson } from "./WorkflowJson.js"
 export {
   DuplicateIdempotencyKey,
   type TransitionOutcome,

@@ -7,10 +7,12 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Metric from "effect/Metric"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { User } from "../../accounts/Account.js"
+import { workflowsCreated } from "../../observability/Metrics.js"
 import { limitExceeded, TierPolicy } from "../../accounts/Tier.js"
 import { needsOf } from "../../capabilities/Needs.js"
 import { Scheduler } from "../../dispatch/Scheduler.js"
@@ -154,7 +156,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         return yield* repo.create(newWorkflow(id, user, spec, runner, params, now), {
           limits: { active_workflows: limits.active_workflows, workflows_per_day: limits.workflows_per_day, day_start: dayStart },
           idempotency_since: DateTime.subtractDuration(now, IDEMPOTENCY_WINDOW)
-        })
+        }).pipe(Effect.tap(() => Metric.increment(workflowsCreated)))
       })).pipe(Effect.catchTags({
         LimitReached: (e) => Effect.fail(limitExceeded(e.limit, user.tier, limits[e.limit])),
         DuplicateIdempotencyKey: (e) => Effect.succeed(asFirstAnswered(e.existing))

@@ -1,0 +1,52 @@
+/**
+ * The service's metrics, as effect `Metric`s (the process's registry): the HTTP edge renders them
+ * in the Prometheus text format at `GET /metrics`. Labels are bounded: outcomes, runner kinds,
+ * declared routes and status codes, never ids.
+ */
+import * as DateTime from "effect/DateTime"
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as MetricBoundaries from "effect/MetricBoundaries"
+import type { WorkflowHead } from "../workflows/Workflow.js"
+
+/** Seconds, from 50 ms to about 14 hours. */
+const durations = MetricBoundaries.exponential({ start: 0.05, factor: 2.5, count: 14 })
+
+export const workflowsCreated = Metric.counter("wes_workflows_created_total", {
+  description: "Workflows created (create and rerun)",
+  incremental: true
+})
+export const workflowsFinished = Metric.counter("wes_workflows_finished_total", {
+  description: "Workflows that reached an end, by outcome and runner kind",
+  incremental: true
+})
+export const queueWait = Metric.histogram("wes_workflow_queue_seconds", durations, "From creation to the start of execution")
+export const runTime = Metric.histogram("wes_workflow_run_seconds", durations, "From the start of execution to the end")
+export const httpRequests = Metric.counter("wes_http_requests_total", { description: "HTTP answers by route and status", incremental: true })
+export const httpDuration = Metric.histogram(
+  "wes_http_request_duration_seconds",
+  MetricBoundaries.exponential({ start: 0.001, factor: 2.5, count: 12 }),
+  "Time to answer an HTTP request, by route"
+)
+export const sseSubscribers = Metric.gauge("wes_sse_subscribers", { description: "Open event streams (GET /v1/workflow/:id/subscribe)" })
+
+const seconds = (from: DateTime.Utc, to: DateTime.Utc) => Math.max(0, DateTime.toEpochMillis(to) - DateTime.toEpochMillis(from)) / 1000
+
+/** Records a workflow that has just ended: its outcome, runner kind, queue wait and run time. */
+export const recordFinished = (w: Pick<WorkflowHead, "status" | "created_at" | "started_at" | "completed_at" | "managed_runner_id" | "user_runner_id">) =>
+  Effect.gen(function*() {
+    const runner = w.managed_runner_id !== null ? "managed" : w.user_runner_id !== null ? "user" : "none"
+    yield* Metric.update(Metric.tagged(Metric.tagged(workflowsFinished, "outcome", w.status), "runner_kind", runner), 1)
+    if (w.started_at !== null) {
+      yield* Metric.update(queueWait, seconds(w.created_at, w.started_at))
+      if (w.completed_at !== null) yield* Metric.update(runTime, seconds(w.started_at, w.completed_at))
+    }
+  })
+
+export const dispatchAttempts = Metric.counter("wes_dispatch_attempts_total", {
+  description: "Prompts posted to runners, by result (submitted, rejected, error)",
+  incremental: true
+})
+export const outputTransfer = Metric.histogram("wes_output_transfer_seconds", durations, "Time to copy one output file from a runner")
+export const runnersConnected = Metric.gauge("wes_runners_connected", { description: "Runner WebSockets connected, by runner kind" })
+export const storeErrors = Metric.counter("wes_store_errors_total", { description: "Store operations that failed, by operation", incremental: true })
