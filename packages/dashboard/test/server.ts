@@ -25,7 +25,7 @@ const freePort = () =>
   })
 
 /** The operator token of the server under test (the operator API revokes tokens). */
-export const ADMIN_TOKEN = "dashboard-test-admin-token"
+export const ADMIN_TOKEN = "dashboard-test-admin-token-0123456789abcdef"
 
 export interface DevServer {
   readonly dashboard: string

@@ -18,7 +18,8 @@ Configuration (environment, all optional; an empty variable counts as unset):
   WES_PORT (8080)  WES_HOST (127.0.0.1)  WES_STORAGE (memory | postgres; required with DATABASE_URL)  DATABASE_URL
   WES_ADMIN_TOKEN (at least 32 characters; enables /admin/v1)  WES_RATE_LIMIT (40/10s | off)  WES_TRUST_PROXY (false | true | N)
   WES_BLOB_DIR  WES_TIER_LIMITS (JSON)  WES_RUNNER_PROBE (on | off)  WES_DEV (1: demo user and simulated runner)
-  WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4)  WES_LEASE (15 seconds)
+  WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4: prompts kept on a runner)  WES_PRIORITY_AGING (5 minutes)
+  WES_LEASE (15 seconds)  WES_METRICS_TOKEN (bearer token for /metrics)
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
   WES_RUNNER_ALLOW_PRIVATE (false: runner endpoints on private, loopback or link-local addresses are refused)
   WES_CAPABILITY_REFRESH (5 minutes: every runner's /object_info is read again at least this often)

@@ -21,7 +21,7 @@ const root = path.resolve(here, "../../..")
 const bin = path.join(here, "..", "src", "bin.ts")
 
 export const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-export const ADMIN_TOKEN = "multi-instance-admin-token"
+export const ADMIN_TOKEN = "multi-instance-admin-token-0123456789abcdef"
 export const TERMINAL: ReadonlyArray<string> = ["completed", "failed", "invalid", "cancelled"]
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
