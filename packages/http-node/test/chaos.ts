@@ -96,10 +96,12 @@ export interface StoredWorkflow {
   readonly id: string
   readonly status: string
   readonly exception_type: string | null
+  /** Earlier runs retried on another runner. */
+  readonly attempts: number
 }
 
 export const storedWorkflows = (db: TestDatabase): Promise<ReadonlyArray<StoredWorkflow>> =>
-  db.query((sql) => sql<StoredWorkflow>`SELECT id::text AS id, status, exception_type FROM workflows`)
+  db.query((sql) => sql<StoredWorkflow>`SELECT id::text AS id, status, exception_type, jsonb_array_length(attempts)::int AS attempts FROM workflows`)
 
 /** Waits until every workflow in the store is terminal and there are `expected` of them; returns when. */
 export const awaitAllTerminal = async (db: TestDatabase, expected: number, timeoutMs: number): Promise<number> => {
@@ -126,7 +128,17 @@ export const checkRun = async (db: TestDatabase, acknowledged: ReadonlySet<strin
   const ends = await terminalEvents(db)
   const endedOtherThanOnce = stored.filter((w) => ends.get(w.id) !== 1).map((w) => `${w.id}:${ends.get(w.id) ?? 0}`)
   const accepted = fakes.flatMap((f) => f.submissions.filter((s) => s.status === 200))
-  const counts = countSubmissions(accepted)
+  // A retry (issue 17) posts the same prompt id to another runner, once per recorded attempt: a
+  // duplicate is a prompt posted twice to one runner, or to more runners than its attempts allow.
+  const perRunner = fakes.map((f) => countSubmissions(f.submissions.filter((s) => s.status === 200)))
+  const runnersOf = new Map<string, number>()
+  for (const f of fakes) {
+    for (const id of new Set(f.submissions.filter((s) => s.status === 200).map((s) => s.prompt_id))) {
+      if (id !== null) runnersOf.set(id, (runnersOf.get(id) ?? 0) + 1)
+    }
+  }
+  const beyondAttempts = [...runnersOf].filter(([id, n]) => n > 1 + (byId.get(id)?.attempts ?? 0)).map(([id]) => id)
+  const counts = { ...countSubmissions(accepted), duplicates: [...perRunner.flatMap((c) => c.duplicates), ...beyondAttempts] }
   return { stored, byId, missing, unfinished, endedOtherThanOnce, counts }
 }
 
