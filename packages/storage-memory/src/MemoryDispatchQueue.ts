@@ -43,24 +43,29 @@ const keepOldest = (kept: Map<string, Array<Candidate>>, key: string, c: Candida
   if (list.length > n) list.pop()
 }
 
+/**
+ * One pass over the runner's unfinished workflows: each claimable one (waiting, no live claim)
+ * goes to `claimable`; the rest (queued, running, claimed) are counted per user, and returned.
+ */
+const scan = (table: WorkflowTable, runner: string, now: number, claimable: (w: Workflow) => void) => {
+  const onRunner = new Map<string, number>()
+  for (const id of table.unfinishedByRunner.get(runner) ?? []) {
+    const w = table.byId.get(id)!
+    const claim = table.claims.get(id)
+    if ((w.status === "accepted" || w.status === "uploaded") && (claim === undefined || claim.until <= now)) claimable(w)
+    else onRunner.set(w.user_id, (onRunner.get(w.user_id) ?? 0) + 1)
+  }
+  return onRunner
+}
+
 export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.PubSub<string>): DispatchQueue["Type"] =>
   DispatchQueue.of({
     claim: (runner, owner, limit, leaseMs, agingMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const out: Array<ClaimedWorkflow> = []
         if (limit <= 0) return out
-        const onRunner = new Map<string, number>()
         const oldest = new Map<string, Array<Candidate>>()
-        for (const id of table.unfinishedByRunner.get(runner) ?? []) {
-          const w = table.byId.get(id)!
-          const claim = table.claims.get(id)
-          const waiting = w.status === "accepted" || w.status === "uploaded"
-          if (!waiting || (claim !== undefined && claim.until > now)) {
-            onRunner.set(w.user_id, (onRunner.get(w.user_id) ?? 0) + 1)
-            continue
-          }
-          keepOldest(oldest, `${w.user_id}\u0000${w.priority}`, toCandidate(w), limit)
-        }
+        const onRunner = scan(table, runner, now, (w) => keepOldest(oldest, `${w.user_id}\u0000${w.priority}`, toCandidate(w), limit))
         const ranked = orderWaiting(Array.from(oldest.values()).flat(), onRunner, now, agingMs)
         for (const { workflow: { id } } of ranked.slice(0, limit)) {
           const w = table.byId.get(id)!
@@ -75,14 +80,9 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
     waitingOn: (runner, limit) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const waiting: Array<Candidate> = []
-        const onRunner = new Map<string, number>()
-        for (const id of table.unfinishedByRunner.get(runner) ?? []) {
-          const w = table.byId.get(id)!
-          const claim = table.claims.get(id)
-          if ((w.status === "accepted" || w.status === "uploaded") && (claim === undefined || claim.until <= now)) {
-            if (waiting.length < limit) waiting.push(toCandidate(w))
-          } else onRunner.set(w.user_id, (onRunner.get(w.user_id) ?? 0) + 1)
-        }
+        const onRunner = scan(table, runner, now, (w) => {
+          if (waiting.length < limit) waiting.push(toCandidate(w))
+        })
         return { waiting, onRunner }
       }),
     renew: (ids, owner, leaseMs) =>

@@ -58,6 +58,16 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
   const claimedColumns = sql.literal(WORKFLOW_COLUMNS.map((c) => `w.${c}`).join(", "))
   const waiting = sql.literal(WAITING_STATUSES_SQL)
   const leaseEnd = (leaseMs: number) => sql`now() + ${Math.max(0, Math.round(leaseMs))}::float8 * interval '1 millisecond'`
+  /**
+   * Each user's work on the runner: queued, running, or claimed with a live lease (claimed rows
+   * are marked `submitted_at`, so the predicate of `workflows_submitted_runner_idx` covers them).
+   */
+  const loadOn = (runnerId: string) =>
+    sql`SELECT user_id, count(*)::int AS n FROM workflows
+      WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
+        AND (status IN ('queued', 'running') OR (status IN ('accepted', 'uploaded') AND submitted_at IS NOT NULL))
+        AND (status IN ('queued', 'running') OR lease_expires_at >= now())
+      GROUP BY user_id`
   return {
     /**
      * One statement, core's `orderWaiting` in SQL. `users` walks the distinct users waiting on the
@@ -93,13 +103,7 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
           SELECT c.*, c.priority + greatest(0, floor(extract(epoch FROM now() - c.created_at) * 1000 / ${agingMs}::float8)) AS effective
           FROM users u CROSS JOIN LATERAL (${oldestAt(2)} UNION ALL ${oldestAt(1)} UNION ALL ${oldestAt(0)}) c
           WHERE u.user_id IS NOT NULL
-        ), load AS (
-          SELECT user_id, count(*) AS n FROM workflows
-          WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
-            AND (status IN ('queued', 'running') OR (status IN ('accepted', 'uploaded') AND submitted_at IS NOT NULL))
-            AND (status IN ('queued', 'running') OR lease_expires_at >= now())
-          GROUP BY user_id
-        ), ranked AS (
+        ), load AS (${loadOn(runnerId)}), ranked AS (
           SELECT c.id, c.effective, c.created_at, coalesce(load.n, 0)
               + row_number() OVER (PARTITION BY c.user_id ORDER BY c.effective DESC, c.created_at, c.id) AS turn
           FROM candidates c LEFT JOIN load ON load.user_id = c.user_id
@@ -124,13 +128,7 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
           WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId} AND status IN ${waiting}
             AND (claimed_by IS NULL OR lease_expires_at < now())
           ORDER BY created_at, id LIMIT ${limit}
-        ), load AS (
-          SELECT user_id, count(*)::int AS n FROM workflows
-          WHERE coalesce(user_runner_id, managed_runner_id) = ${runnerId}
-            AND (status IN ('queued', 'running') OR (status IN ('accepted', 'uploaded') AND submitted_at IS NOT NULL))
-            AND (status IN ('queued', 'running') OR lease_expires_at >= now())
-          GROUP BY user_id
-        )
+        ), load AS (${loadOn(runnerId)})
         SELECT 'waiting' AS kind, id::text, user_id::text, priority::int, created_at, 0 AS n FROM waiting
         UNION ALL SELECT 'load', NULL, user_id::text, NULL, NULL, n FROM load`,
     renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) =>

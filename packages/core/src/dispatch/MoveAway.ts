@@ -8,9 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { AccountRepository } from "../accounts/AccountRepository.js"
-import type { ManagedRunnerId, RunnerId } from "../shared/Ids.js"
 import { needsOf } from "../capabilities/Needs.js"
-import type { RunnerRef, Workflow } from "../workflows/Workflow.js"
+import { refOf, type Workflow } from "../workflows/Workflow.js"
 import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
 import { advance } from "./Advance.js"
 import { Driving } from "./Driving.js"
@@ -38,9 +37,7 @@ export const moveAway = (
       )
     if (Option.isNone(next)) yield* failUnavailable
     else {
-      const runner: RunnerRef = next.value.kind === "user"
-        ? { kind: "user", id: next.value.id as RunnerId }
-        : { kind: "managed", id: next.value.id as ManagedRunnerId }
+      const runner = refOf(next.value)
       yield* advance(w.id, (h) => (h.status === "accepted" || h.status === "uploaded" ? [T.Reassigned({ runner })] : undefined))
     }
     // It is another runner's now (or finished).

@@ -40,6 +40,7 @@ export const estimateSources = Effect.gen(function*() {
 export const estimateOf = (w: Workflow, sources: EstimateSources): Effect.Effect<QueueEstimate, StorageError> =>
   Effect.gen(function*() {
     const { agingMs, queue, runTimes } = sources
+    const now = yield* DateTime.now
     const runner = runnerOf(w)
     if (runner === undefined) return none
     let ahead: number | null = null
@@ -47,13 +48,11 @@ export const estimateOf = (w: Workflow, sources: EstimateSources): Effect.Effect
     else if (w.status === "accepted" || w.status === "uploaded") {
       if (Option.isNone(queue)) return none
       const { onRunner, waiting } = yield* queue.value.waitingOn(runner.id, ESTIMATE_WINDOW)
-      const now = yield* DateTime.now
       const rank = orderWaiting(waiting, onRunner, now.epochMillis, agingMs).findIndex((r) => r.workflow.id === w.id)
       if (rank >= 0) ahead = Array.from(onRunner.values()).reduce((a, b) => a + b, 0) + rank
     }
     if (ahead === null) return none
     const average = Option.isNone(runTimes) ? Option.none<number>() : yield* runTimes.value.average(runner.id)
-    const now = yield* DateTime.now
     return {
       queue_position: ahead,
       estimated_start_at: Option.isNone(average) ? null : DateTime.add(now, { millis: Math.round(ahead * average.value) })

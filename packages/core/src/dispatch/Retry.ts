@@ -15,8 +15,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { AccountRepository } from "../accounts/AccountRepository.js"
 import { TierPolicy } from "../accounts/Tier.js"
-import type { ManagedRunnerId, RunnerId } from "../shared/Ids.js"
-import type { RunnerRef, WorkflowAttempt, WorkflowHead } from "../workflows/Workflow.js"
+import type { RunnerId } from "../shared/Ids.js"
+import { refOf, type WorkflowAttempt, type WorkflowHead } from "../workflows/Workflow.js"
 import { type FailureDetails, WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
 import { needsOf } from "../capabilities/Needs.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
@@ -53,9 +53,6 @@ export const failOrRetry = (
     const exclude = [driving.ref.id, ...w.attempts.map((a) => a.runner_id as RunnerId)]
     const needs = needsOf(stored.value.workflow_json, stored.value.workflow_params)
     const next = yield* Effect.flatMap(Scheduler, (s) => s.choose(user.value, w.tags, { exclude, needs }))
-    const runner: RunnerRef = next.kind === "user"
-      ? { kind: "user", id: next.id as RunnerId }
-      : { kind: "managed", id: next.id as ManagedRunnerId }
     const attempt: WorkflowAttempt = {
       runner_id: driving.ref.id,
       runner_kind: driving.ref.kind,
@@ -63,7 +60,7 @@ export const failOrRetry = (
       ended_at: yield* DateTime.now,
       ...failure
     }
-    return T.Retried({ runner, attempts: [...w.attempts, attempt] })
+    return T.Retried({ runner: refOf(next), attempts: [...w.attempts, attempt] })
   }).pipe(Effect.catchAll((e) =>
     e._tag === "NoEligibleRunner"
       ? Effect.succeed(T.Failed(failure))

@@ -191,6 +191,10 @@ export const runnerOf = (w: Pick<Workflow, "user_runner_id" | "managed_runner_id
     ? { kind: "managed", id: w.managed_runner_id }
     : undefined
 
+/** The reference to a runner known by kind and id (a scheduler's choice). */
+export const refOf = (runner: { readonly kind: "user" | "managed"; readonly id: string }): RunnerRef =>
+  runner.kind === "user" ? { kind: "user", id: runner.id as RunnerId } : { kind: "managed", id: runner.id as ManagedRunnerId }
+
 /** The record fields that name `ref`. */
 export const assignTo = (ref: RunnerRef): Pick<Workflow, "user_runner_id" | "managed_runner_id"> =>
   ref.kind === "user"

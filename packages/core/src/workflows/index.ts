@@ -23,6 +23,7 @@ export {
 } from "./Placeholders.js"
 export {
   activeStatuses,
+  refOf,
   type QueueEstimate,
   queueEstimateFields,
   type WorkflowView,

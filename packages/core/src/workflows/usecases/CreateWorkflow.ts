@@ -19,14 +19,14 @@ import { Scheduler } from "../../dispatch/Scheduler.js"
 import type { RunnerTarget } from "../../runners/Runner.js"
 import { BlobStore, inputBlobKey } from "../../shared/BlobStore.js"
 import { NotFound, type StorageError, TierLimitExceeded, ValidationError } from "../../shared/Errors.js"
-import { IdGenerator, isUuid, type ManagedRunnerId, type RunnerId, type WorkflowId } from "../../shared/Ids.js"
+import { IdGenerator, isUuid, type WorkflowId } from "../../shared/Ids.js"
 import type { JsonObject } from "../../shared/Json.js"
 import { MAX_TAGS, normalizeTags, parseTagList } from "../../shared/Tags.js"
 import { requireText } from "../../shared/Validation.js"
 import { TemplateRepository } from "../../templates/TemplateRepository.js"
 import { findPlaceholders, isParamField, placeholderKey, type ResolvedParam, resolveParams, type SuppliedParam } from "../Placeholders.js"
 import { priorityLevel } from "../../dispatch/Ordering.js"
-import { assignTo, Priority, type Workflow } from "../Workflow.js"
+import { assignTo, Priority, refOf, type Workflow } from "../Workflow.js"
 import { validateWorkflowJson } from "../WorkflowJson.js"
 import { WorkflowRepository } from "../WorkflowRepository.js"
 import {
@@ -233,7 +233,7 @@ const newWorkflow = (
   updated_at: now,
   started_at: null,
   completed_at: null,
-  ...assignTo(runner.kind === "user" ? { kind: "user", id: runner.id as RunnerId } : { kind: "managed", id: runner.id as ManagedRunnerId }),
+  ...assignTo(refOf(runner)),
   workflow_json: spec.workflow_json,
   workflow_params: params,
   prompt_id: null,
