@@ -7,7 +7,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { notFound, UnauthorizedError } from "./ApiErrors.js"
 import { AdminAuthentication, Authentication } from "./Api.js"
-import { RequestLogContext } from "./Logging.js"
+import { NodeRequest } from "./NodeRequest.js"
 
 /** Reads the raw header: the contract tells a missing header from an invalid token. */
 const authorizationHeader = Effect.map(
@@ -23,7 +23,11 @@ export const AuthenticationLive: Layer.Layer<Authentication, never, AccountServi
         Effect.flatMap(authorizationHeader, (header) => accounts.authenticate(Option.getOrUndefined(header))).pipe(
           // The request log names the caller.
           Effect.tap((principal) =>
-            Effect.map(Effect.serviceOption(RequestLogContext), Option.map((log) => (log.userId = principal.user.id))))
+            Effect.map(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) => {
+              if (Option.isSome(request) && request.value instanceof NodeRequest && request.value.record !== undefined) {
+                request.value.record.userId = principal.user.id
+              }
+            }))
         )
     }))
 )

@@ -3,19 +3,22 @@
  * (never the query string), status, duration, request id and (once authenticated) user id;
  * headers, and so tokens, are never logged.
  */
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServerError from "@effect/platform/HttpServerError"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as HashMap from "effect/HashMap"
-import * as Context from "effect/Context"
-import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
-import { randomUUID } from "node:crypto"
 import { httpDuration, httpRequests } from "@wes/core"
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import * as FiberRefs from "effect/FiberRefs"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as List from "effect/List"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as MetricLabel from "effect/MetricLabel"
+import * as Option from "effect/Option"
+import { randomUUID } from "node:crypto"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import { NodeRequest } from "./NodeRequest.js"
 import { routeOf } from "./Routes.js"
 
@@ -26,7 +29,7 @@ const stdout: LogSink = (line) => void process.stdout.write(line + "\n")
 
 /** A logger that writes flat JSON lines: time, level, msg, then every field and annotation. */
 export const jsonLogger = (sink: LogSink = stdout) =>
-  Logger.make(({ annotations, cause, date, logLevel, message }) => {
+  Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
     const parts = Array.isArray(message) ? message : [message]
     const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.label.toLowerCase() }
     const text: Array<string> = []
@@ -35,7 +38,12 @@ export const jsonLogger = (sink: LogSink = stdout) =>
       else text.push(String(part))
     }
     line["msg"] = text.join(" ")
-    for (const [key, value] of HashMap.toEntries(annotations)) line[key] = value
+    HashMap.forEach(annotations, (value, key) => void (line[key] = value))
+    // A line written while a request runs names the request.
+    if (line["request_id"] === undefined) {
+      const request = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), HttpServerRequest.HttpServerRequest)
+      if (Option.isSome(request) && request.value instanceof NodeRequest && request.value.record !== undefined) line["request_id"] = request.value.record.id
+    }
     if (!Cause.isEmpty(cause)) line["error"] = Cause.pretty(cause)
     sink(JSON.stringify(line))
   })
@@ -48,43 +56,85 @@ const pathOf = (url: string): string => {
   return q === -1 ? url : url.slice(0, q)
 }
 
-/** What the request log learns while a request runs: who the caller is, once authenticated. */
-export class RequestLogContext extends Context.Tag("@wes/http-node/RequestLogContext")<RequestLogContext, {
-  userId: string | undefined
-}>() {}
-
 /** An `X-Request-Id` a client (or a proxy) sent, if it is a sane one. */
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/
 
+/** What the request log knows of one request, shared by every view of it (NodeRequest.modify). */
+export interface RequestRecord {
+  readonly id: string
+  /** The caller, once authenticated. */
+  userId: string | undefined
+  /** Logs and counts the answer; called once, when its head is written. */
+  readonly answered: (status: number) => void
+}
+
+/** The request log as the server adapter calls it: `begin` when a request arrives. */
+export type RequestLog = (req: IncomingMessage, res: ServerResponse) => RequestRecord
+
 /**
- * Logs every response, errors and refusals (429) included, once it is produced, with its request
- * id: the client's `X-Request-Id` when it sent a sane one, else a new UUID; returned in the
- * `X-Request-Id` response header and carried by every log line of the request. The clock is read
- * directly (not through an effect per reading): this runs on every request.
+ * Logs every response, errors and refusals (429) included, once its head is written, with its
+ * request id: the client's `X-Request-Id` when it sent a sane one, else a new UUID; returned in the
+ * `X-Request-Id` response header and carried by every log line of the request (jsonLogger reads it
+ * from the request). Counts it in the HTTP metrics.
+ *
+ * This runs on every request, so it is plain code on the adapter's events, not a middleware
+ * effect: the line goes straight to the loggers installed where the server was built (the same
+ * loggers and format as every other line), and each route and status's metric labels are made
+ * once. Measured in docs/decisions.md ("Request log").
  */
-export const requestLog = HttpMiddleware.make((app) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    Effect.clockWith((clock) => {
-      const start = clock.unsafeCurrentTimeMillis()
-      const sent = request.headers["x-request-id"]
-      const requestId = sent !== undefined && REQUEST_ID.test(sent) ? sent : randomUUID()
-      // On the node response itself, so error answers (written from the cause) carry it too.
-      if (request instanceof NodeRequest && !request.response.headersSent) request.response.setHeader("x-request-id", requestId)
-      const context = { userId: undefined as string | undefined }
-      return Effect.onExit(app.pipe(Effect.provideService(RequestLogContext, context)), (exit) => {
-        // The client left before an answer: nothing was answered, nothing to log.
-        if (Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)) return Effect.void
-        const status = Exit.isSuccess(exit) ? exit.value.status : HttpServerError.causeResponseStripped(exit.cause)[0].status
-        const duration = clock.unsafeCurrentTimeMillis() - start
-        const route = MetricLabel.make("route", routeOf(request.url))
-        httpRequests.unsafeUpdate(1, [route, MetricLabel.make("status", String(status))])
-        httpDuration.unsafeUpdate(duration / 1000, [route])
-        return Effect.logInfo("request", {
-          method: request.method,
-          path: pathOf(request.url),
+export const requestLog: Effect.Effect<RequestLog> = Effect.withFiberRuntime((fiber) => {
+  const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
+  const logged = LogLevel.greaterThanEqual(LogLevel.Info, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+  const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+  const context = fiber.getFiberRefs()
+  const fiberId = fiber.id()
+  const labels = new Map<string, { readonly counted: ReadonlyArray<MetricLabel.MetricLabel>; readonly timed: ReadonlyArray<MetricLabel.MetricLabel> }>()
+  const labelsOf = (route: string, status: number) => {
+    const key = `${status} ${route}`
+    let found = labels.get(key)
+    if (found === undefined) {
+      const label = MetricLabel.make("route", route)
+      found = { counted: [label, MetricLabel.make("status", String(status))], timed: [label] }
+      labels.set(key, found)
+    }
+    return found
+  }
+  return Effect.succeed((req, res) => {
+    const start = Date.now()
+    const sent = req.headers["x-request-id"]
+    const id = typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
+    // On the node response itself, so every answer (errors too) carries it.
+    res.setHeader("x-request-id", id)
+    const record: RequestRecord = {
+      id,
+      userId: undefined,
+      answered: (status) => {
+        const url = req.url ?? "/"
+        const duration = Date.now() - start
+        const { counted, timed } = labelsOf(routeOf(url), status)
+        httpRequests.unsafeUpdate(1, counted)
+        httpDuration.unsafeUpdate(duration / 1000, timed)
+        if (!logged) return
+        const fields = {
+          method: req.method,
+          path: pathOf(url),
           status,
           duration_ms: duration,
-          ...(context.userId === undefined ? {} : { user_id: context.userId })
-        })
-      }).pipe(Effect.annotateLogs("request_id", requestId))
-    })))
+          ...(record.userId === undefined ? {} : { user_id: record.userId })
+        }
+        const options = {
+          fiberId,
+          logLevel: LogLevel.Info,
+          message: ["request", fields],
+          cause: Cause.empty,
+          context,
+          spans: List.empty(),
+          annotations: HashMap.set(annotations, "request_id", id),
+          date: new Date()
+        }
+        for (const logger of loggers) logger.log(options)
+      }
+    }
+    return record
+  })
+})

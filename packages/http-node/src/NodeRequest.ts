@@ -19,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { InternalError } from "./ApiErrors.js"
+import type { RequestRecord } from "./Logging.js"
 import type { MultipartReader } from "./MultipartReader.js"
 
 /** How a route's body is encoded, by its declaration. */
@@ -89,7 +90,9 @@ export class NodeRequest extends Inspectable.Class implements HttpServerRequest.
     private readonly readers: BodyReaders,
     readonly url: string = source.url ?? "/",
     private readonly headersOverride?: Headers.Headers,
-    private readonly remoteAddressOverride?: string
+    private readonly remoteAddressOverride?: string,
+    /** The request log's record of this request (none when the server keeps no log). */
+    readonly record?: RequestRecord
   ) {
     super()
   }
@@ -157,7 +160,8 @@ export class NodeRequest extends Inspectable.Class implements HttpServerRequest.
       this.readers,
       options.url ?? this.url,
       options.headers ?? this.headersOverride,
-      options.remoteAddress ?? this.remoteAddressOverride
+      options.remoteAddress ?? this.remoteAddressOverride,
+      this.record
     )
   }
   toJSON(): unknown {

@@ -32,6 +32,7 @@ import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http"
 import { pipeline, Readable } from "node:stream"
+import type { RequestLog } from "./Logging.js"
 import { MultipartReader } from "./MultipartReader.js"
 import { NodeRequest, type PayloadKind } from "./NodeRequest.js"
 
@@ -52,6 +53,8 @@ export interface NodeServerOptions {
   readonly shutdownGrace: Duration.DurationInput
   /** The declared encoding of a route's body (see NodeRequest.ts). */
   readonly payloadKind: (method: string, path: string) => PayloadKind | undefined
+  /** Called as each request arrives; what it returns is told of the answer (Logging.ts). */
+  readonly requestLog?: Effect.Effect<RequestLog> | undefined
 }
 
 /** Writes `response`; for a streamed body, until the stream ends (or the client leaves). */
@@ -61,6 +64,7 @@ const write = (request: NodeRequest, response: HttpServerResponse.HttpServerResp
   let headers: OutgoingHttpHeaders = response.headers
   if (!Cookies.isEmpty(response.cookies)) headers = { ...headers, "set-cookie": Cookies.toSetCookieHeaders(response.cookies) }
   res.writeHead(response.status, headers)
+  request.record?.answered(response.status)
   const body = response.body
   if (request.method === "HEAD") return Effect.sync(() => void res.end())
   switch (body._tag) {
@@ -163,8 +167,9 @@ const make = (server: Server, options: NodeServerOptions) =>
           const run = yield* FiberSet.runtime(requests)<never>()
           // What the app needs besides the request was provided when it was built (HttpServer.serve).
           const program = handled(app, middleware) as Effect.Effect<void, never, HttpServerRequest.HttpServerRequest>
+          const begin = options.requestLog === undefined ? undefined : yield* options.requestLog
           const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-            const request = new NodeRequest(req, res, readers)
+            const request = new NodeRequest(req, res, readers, undefined, undefined, undefined, begin?.(req, res))
             const fiber = run(Effect.provideService(program, HttpServerRequest.HttpServerRequest, request))
             // A client that leaves first interrupts its request. Once the request is done the
             // listener goes: a connection that stays open (an event stream) keeps no fiber alive.

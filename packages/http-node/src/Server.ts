@@ -127,7 +127,7 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
 > => {
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
   const middleware = (app: HttpApp.Default) =>
-    requestLog(limiter === undefined ? app : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })(app))
+    limiter === undefined ? app : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })(app)
   const app = HttpApiBuilder.serve(middleware).pipe(
     Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
     Layer.provide(docsRoute),
@@ -144,7 +144,8 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
         port: options.port,
         host: options.host,
         shutdownGrace: options.shutdownGrace,
-        payloadKind
+        payloadKind,
+        requestLog
       })
     }))),
     Layer.provide(MultipartReader.layer()),

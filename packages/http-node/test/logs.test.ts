@@ -1,4 +1,10 @@
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Effect from "effect/Effect"
+import { IncomingMessage, ServerResponse } from "node:http"
+import { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { jsonLoggerLayer, requestLog } from "../src/Logging.js"
+import { NodeRequest } from "../src/NodeRequest.js"
 import { json, startServer, type TestServer } from "./harness.js"
 
 describe("request logs", () => {
@@ -67,5 +73,25 @@ describe("request ids, user ids, refusals (issue 18, item 3)", () => {
     expect(after.filter((l) => l["status"] === 429).length).toBeGreaterThanOrEqual(1)
     expect(after.filter((l) => l["status"] === 431)).toHaveLength(1)
     for (const l of after) expect(typeof l["request_id"]).toBe("string")
+  })
+})
+
+describe("log lines written while a request runs", () => {
+  it("carry the request's id, without a per-request annotation", async () => {
+    const lines: Array<string> = []
+    const req = new IncomingMessage(new Socket())
+    req.headers["x-request-id"] = "req-42"
+    const res = new ServerResponse(req)
+    const program = Effect.gen(function*() {
+      const begin = yield* requestLog
+      const request = new NodeRequest(req, res, { multipart: undefined as never, payloadKind: () => undefined }, "/v1/user", undefined, undefined, begin(req, res))
+      yield* Effect.logWarning("inside").pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request))
+      yield* Effect.logWarning("outside")
+    })
+    await Effect.runPromise(program.pipe(Effect.provide(jsonLoggerLayer((line) => lines.push(line)))))
+    const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
+    expect(parsed.find((l) => l["msg"] === "inside")).toMatchObject({ level: "warn", request_id: "req-42" })
+    expect(parsed.find((l) => l["msg"] === "outside")).not.toHaveProperty("request_id")
+    expect(res.getHeader("x-request-id")).toBe("req-42")
   })
 })
