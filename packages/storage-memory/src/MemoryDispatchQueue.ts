@@ -3,10 +3,10 @@
  * map with an expiry; wake-ups go through a sliding PubSub (a slow dispatcher loses old wake-ups,
  * never work: its scan finds what they announced).
  *
- * A claim of `limit` looks at the runner's unfinished workflows once: it counts each user's work
- * on the runner and keeps, per user and priority, only the `limit` oldest claimable ones. Within
- * one priority an older workflow never ranks below a newer one of the same user, so the first
- * `limit` of the whole order are among them, and `orderWaiting` sorts only those.
+ * A claim of `limit` reads, per user and priority, only the `limit` oldest claimable workflows of
+ * the runner (kept in that order by the table), whatever the backlog. Within one priority an
+ * older workflow never ranks below a newer one of the same user, so the first `limit` of the whole
+ * order are among them, and `orderWaiting` sorts only those.
  */
 import { type ClaimedWorkflow, DispatchQueue, orderWaiting, type Workflow } from "@wes/core"
 import * as Clock from "effect/Clock"
@@ -30,32 +30,30 @@ const toCandidate = (w: Workflow): Candidate => ({
   created_at: w.created_at.epochMillis
 })
 
-const older = (a: Candidate, b: Candidate) => a.created_at < b.created_at || (a.created_at === b.created_at && a.id < b.id)
-
-/** Keeps the `n` oldest candidates under `key`, sorted (the input comes nearly sorted: cheap). */
-const keepOldest = (kept: Map<string, Array<Candidate>>, key: string, c: Candidate, n: number) => {
-  let list = kept.get(key)
-  if (list === undefined) kept.set(key, (list = []))
-  if (list.length >= n && !older(c, list[list.length - 1]!)) return
-  let i = list.length
-  while (i > 0 && older(c, list[i - 1]!)) i--
-  list.splice(i, 0, c)
-  if (list.length > n) list.pop()
-}
-
 /**
- * One pass over the runner's unfinished workflows: each claimable one (waiting, no live claim)
- * goes to `claimable`; the rest (queued, running, claimed) are counted per user, and returned.
+ * What a claim or an estimate reads of `runner`: per user and priority, the `limit` oldest
+ * claimable workflows (waiting, no live claim), and each user's work on the runner (queued or
+ * running, or waiting under a live claim). It reads the heads of the runner's waiting queues
+ * (WorkflowTable), not its whole backlog. A live claim behind the `limit`-th claimable workflow
+ * of its queue is not counted; claims are taken oldest first within a queue, so there is none
+ * unless a lapsed lease was taken over.
  */
-const scan = (table: WorkflowTable, runner: string, now: number, claimable: (w: Workflow) => void) => {
-  const onRunner = new Map<string, number>()
-  for (const id of table.unfinishedByRunner.get(runner) ?? []) {
-    const w = table.byId.get(id)!
-    const claim = table.claims.get(id)
-    if ((w.status === "accepted" || w.status === "uploaded") && (claim === undefined || claim.until <= now)) claimable(w)
-    else onRunner.set(w.user_id, (onRunner.get(w.user_id) ?? 0) + 1)
+const heads = (table: WorkflowTable, runner: string, now: number, limit: number) => {
+  const onRunner = new Map(table.busyByRunner.get(runner) ?? [])
+  const claimable: Array<Candidate> = []
+  for (const list of table.waitingByRunner.get(runner)?.values() ?? []) {
+    let taken = 0
+    for (const w of list) {
+      if (taken >= limit) break
+      const claim = table.claims.get(w.id)
+      if (claim !== undefined && claim.until > now) onRunner.set(w.user_id, (onRunner.get(w.user_id) ?? 0) + 1)
+      else {
+        claimable.push(toCandidate(w))
+        taken++
+      }
+    }
   }
-  return onRunner
+  return { claimable, onRunner }
 }
 
 export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.PubSub<string>): DispatchQueue["Type"] =>
@@ -64,9 +62,8 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
       Effect.map(Clock.currentTimeMillis, (now) => {
         const out: Array<ClaimedWorkflow> = []
         if (limit <= 0) return out
-        const oldest = new Map<string, Array<Candidate>>()
-        const onRunner = scan(table, runner, now, (w) => keepOldest(oldest, `${w.user_id}\u0000${w.priority}`, toCandidate(w), limit))
-        const ranked = orderWaiting(Array.from(oldest.values()).flat(), onRunner, now, agingMs)
+        const { claimable, onRunner } = heads(table, runner, now, limit)
+        const ranked = orderWaiting(claimable, onRunner, now, agingMs)
         for (const { workflow: { id } } of ranked.slice(0, limit)) {
           const w = table.byId.get(id)!
           table.claims.set(id, { owner, until: now + leaseMs })
@@ -79,10 +76,8 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
       }),
     waitingOn: (runner, limit) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
-        const waiting: Array<Candidate> = []
-        const onRunner = scan(table, runner, now, (w) => {
-          if (waiting.length < limit) waiting.push(toCandidate(w))
-        })
+        const { claimable, onRunner } = heads(table, runner, now, limit)
+        const waiting = claimable.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, limit)
         return { waiting, onRunner }
       }),
     renew: (ids, owner, leaseMs) =>

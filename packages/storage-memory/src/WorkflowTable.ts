@@ -1,7 +1,8 @@
 /**
  * The workflows of the memory store and the indexes its operations read: by owner (newest
  * first), unfinished ones per runner (oldest first), counts of unfinished work per user and per
- * runner, idempotency keys, outputs and dispatch claims. Every change goes through `insert` or
+ * runner, the waiting ones per runner, user and priority (oldest first, what a claim reads),
+ * idempotency keys, outputs and dispatch claims. Every change goes through `insert` or
  * `replace`, which keep the indexes in step.
  */
 import { isTerminal, runnerOf, type Workflow, type WorkflowOutput } from "@wes/core"
@@ -11,6 +12,24 @@ const bump = (counts: Map<string, number>, key: string, by: number) => {
   const n = (counts.get(key) ?? 0) + by
   if (n === 0) counts.delete(key)
   else counts.set(key, n)
+}
+
+/** Waiting for submission: what a claim takes. */
+export const isWaiting = (w: Workflow): boolean => w.status === "accepted" || w.status === "uploaded"
+
+const older = (a: Workflow, b: Workflow) =>
+  a.created_at.epochMillis < b.created_at.epochMillis || (a.created_at.epochMillis === b.created_at.epochMillis && a.id < b.id)
+
+/** Where `w` is, or would go, in `list` (oldest first): binary search. */
+const indexIn = (list: ReadonlyArray<Workflow>, w: Workflow): number => {
+  let lo = 0
+  let hi = list.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (older(list[mid]!, w)) lo = mid + 1
+    else hi = mid
+  }
+  return lo
 }
 
 /** A claim on a waiting workflow: who holds it, until when (epoch ms). */
@@ -26,6 +45,10 @@ export class WorkflowTable {
   readonly inFlightByRunner = new Map<string, number>()
   /** Unfinished workflow ids per runner, in insertion (creation) order. */
   readonly unfinishedByRunner = new Map<string, Set<string>>()
+  /** Waiting workflows per runner, then per user and priority (`user\0priority`), oldest first. */
+  readonly waitingByRunner = new Map<string, Map<string, Array<Workflow>>>()
+  /** Unfinished workflows per runner that do not wait (queued, running), counted per user. */
+  readonly busyByRunner = new Map<string, Map<string, number>>()
   readonly outputs = new Map<string, Array<WorkflowOutput>>()
   readonly claims = new Map<string, Claim>()
   private readonly idempotency = new Map<string, string>()
@@ -73,6 +96,13 @@ export class WorkflowTable {
     const runner = runnerOf(w)?.id
     if (runner === undefined) return
     bump(this.inFlightByRunner, runner, sign)
+    if (isWaiting(w)) this.indexWaiting(runner, w, sign)
+    else {
+      let busy = this.busyByRunner.get(runner)
+      if (busy === undefined) this.busyByRunner.set(runner, (busy = new Map()))
+      bump(busy, w.user_id, sign)
+      if (busy.size === 0) this.busyByRunner.delete(runner)
+    }
     let set = this.unfinishedByRunner.get(runner)
     if (sign === 1) {
       if (set === undefined) this.unfinishedByRunner.set(runner, (set = new Set()))
@@ -80,6 +110,23 @@ export class WorkflowTable {
     } else if (set !== undefined) {
       set.delete(w.id)
       if (set.size === 0) this.unfinishedByRunner.delete(runner)
+    }
+  }
+
+  private indexWaiting(runner: string, w: Workflow, sign: 1 | -1): void {
+    let queues = this.waitingByRunner.get(runner)
+    if (queues === undefined) this.waitingByRunner.set(runner, (queues = new Map()))
+    const key = `${w.user_id}\u0000${w.priority}`
+    let list = queues.get(key)
+    if (list === undefined) queues.set(key, (list = []))
+    const i = indexIn(list, w)
+    if (sign === 1) {
+      // Most arrive newest: appended.
+      list.splice(i, 0, w)
+    } else if (list[i]?.id === w.id) {
+      list.splice(i, 1)
+      if (list.length === 0) queues.delete(key)
+      if (queues.size === 0) this.waitingByRunner.delete(runner)
     }
   }
 }
