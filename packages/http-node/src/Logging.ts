@@ -56,6 +56,34 @@ const pathOf = (url: string): string => {
   return q === -1 ? url : url.slice(0, q)
 }
 
+/**
+ * Writes info lines from node's callbacks: synchronously, to the loggers (and at the minimum
+ * level) installed where this runs, with the annotations there and a request id. No fiber per
+ * line: the request log runs on every request.
+ */
+export const infoLines: Effect.Effect<(message: string, fields: Record<string, unknown>, requestId: string) => void> =
+  Effect.withFiberRuntime((fiber) => {
+    const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
+    const logged = LogLevel.greaterThanEqual(LogLevel.Info, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+    const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
+    const context = fiber.getFiberRefs()
+    const fiberId = fiber.id()
+    return Effect.succeed((message, fields, requestId) => {
+      if (!logged) return
+      const options = {
+        fiberId,
+        logLevel: LogLevel.Info,
+        message: [message, fields],
+        cause: Cause.empty,
+        context,
+        spans: List.empty(),
+        annotations: HashMap.set(annotations, "request_id", requestId),
+        date: new Date()
+      }
+      for (const logger of loggers) logger.log(options)
+    })
+  })
+
 /** An `X-Request-Id` a client (or a proxy) sent, if it is a sane one. */
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/
 
@@ -82,12 +110,7 @@ export type RequestLog = (req: IncomingMessage, res: ServerResponse) => RequestR
  * loggers and format as every other line), and each route and status's metric labels are made
  * once. Measured in docs/decisions.md ("Request log").
  */
-export const requestLog: Effect.Effect<RequestLog> = Effect.withFiberRuntime((fiber) => {
-  const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
-  const logged = LogLevel.greaterThanEqual(LogLevel.Info, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
-  const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-  const context = fiber.getFiberRefs()
-  const fiberId = fiber.id()
+export const requestLog: Effect.Effect<RequestLog> = Effect.map(infoLines, (info) => {
   const labels = new Map<string, { readonly counted: ReadonlyArray<MetricLabel.MetricLabel>; readonly timed: ReadonlyArray<MetricLabel.MetricLabel> }>()
   const labelsOf = (route: string, status: number) => {
     const key = `${status} ${route}`
@@ -99,7 +122,7 @@ export const requestLog: Effect.Effect<RequestLog> = Effect.withFiberRuntime((fi
     }
     return found
   }
-  return Effect.succeed((req, res) => {
+  return (req: IncomingMessage, res: ServerResponse): RequestRecord => {
     const start = Date.now()
     const sent = req.headers["x-request-id"]
     const id = typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
@@ -114,27 +137,15 @@ export const requestLog: Effect.Effect<RequestLog> = Effect.withFiberRuntime((fi
         const { counted, timed } = labelsOf(routeOf(url), status)
         httpRequests.unsafeUpdate(1, counted)
         httpDuration.unsafeUpdate(duration / 1000, timed)
-        if (!logged) return
-        const fields = {
+        info("request", {
           method: req.method,
           path: pathOf(url),
           status,
           duration_ms: duration,
           ...(record.userId === undefined ? {} : { user_id: record.userId })
-        }
-        const options = {
-          fiberId,
-          logLevel: LogLevel.Info,
-          message: ["request", fields],
-          cause: Cause.empty,
-          context,
-          spans: List.empty(),
-          annotations: HashMap.set(annotations, "request_id", id),
-          date: new Date()
-        }
-        for (const logger of loggers) logger.log(options)
+        }, id)
       }
     }
     return record
-  })
+  }
 })

@@ -15,7 +15,6 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Runtime from "effect/Runtime"
 import type * as Redacted from "effect/Redacted"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
@@ -26,7 +25,7 @@ import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { dashboardRoute } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
 import { errorMiddleware } from "./ErrorMiddleware.js"
-import { requestLog } from "./Logging.js"
+import { infoLines, requestLog } from "./Logging.js"
 import { metricsRoute } from "./Metrics.js"
 import { MultipartReader } from "./MultipartReader.js"
 import * as NodeServerLayer from "./NodeServer.js"
@@ -76,7 +75,7 @@ export const answerClientErrors = (server: NodeServer, log: (fields: Record<stri
       : [400, "Bad Request", "The HTTP request is malformed"]
     const body = JSON.stringify({ status, message })
     // Logged like any other answer (no route saw it, so there is no method or path to name).
-    log({ status, reason: message, request_id: randomUUID() })
+    log({ status, reason: message })
     socket.end(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
         `Connection: close\r\n\r\n${body}`
@@ -138,8 +137,8 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   return app.pipe(
     // Closed before the listener: readiness turns 503 and event streams end first.
     Layer.provide(Shutdown.layer),
-    Layer.provideMerge(Layer.unwrapEffect(Effect.map(Effect.runtime<never>(), (runtime) => {
-      const log = (fields: Record<string, unknown>) => void Runtime.runFork(runtime)(Effect.logInfo("request", fields))
+    Layer.provideMerge(Layer.unwrapEffect(Effect.map(infoLines, (info) => {
+      const log = (fields: Record<string, unknown>) => info("request", fields, randomUUID())
       return NodeServerLayer.layer(() => answerClientErrors(createServer(), log), {
         port: options.port,
         host: options.host,
