@@ -26,6 +26,7 @@ import { FsBlobStoreLive } from "./FsBlobStore.js"
 import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
 import { meteredGateway } from "./RunnerMetrics.js"
 import { httpLayer } from "./Server.js"
+import { tracingLayer, untraced } from "./Tracing.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
 export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknown> => {
@@ -83,7 +84,8 @@ export const serverLayer = (config: WesConfig) => {
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     sseKeepAlive: "15 seconds",
-    shutdownGrace: config.shutdownGrace
+    shutdownGrace: config.shutdownGrace,
+    traced: Option.isSome(config.tracing)
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
@@ -95,6 +97,7 @@ export const serverLayer = (config: WesConfig) => {
       port,
       storage: config.storage,
       admin_api: Option.isSome(config.adminToken),
+      tracing: Option.match(config.tracing, { onNone: () => "off", onSome: (t) => t.url }),
       rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
     })
     yield* Effect.addFinalizer(() => Effect.logInfo("stopping", { grace: Duration.format(config.shutdownGrace) }))
@@ -107,13 +110,8 @@ export const serverLayer = (config: WesConfig) => {
     ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
   const app = Layer.merge(started.pipe(Layer.provideMerge(http)), dev)
-  return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(untraced))
+  // Spans exported over OTLP when OTEL_EXPORTER_OTLP_*ENDPOINT is set; otherwise none is built (Tracing.ts).
+  return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(tracingLayer(config.tracing)))
 }
 
-/**
- * Tracing off for everything the server runs. `wes serve` exports no spans, yet Effect would
- * still build one per runner HTTP call (with its attributes and a traceparent header) and per
- * SQL statement: about 10 % of a workflow's CPU in the dispatch benchmark (docs/decisions.md).
- * An embedder who installs a tracer composes its own layers and keeps its spans.
- */
-export const untraced: Layer.Layer<never> = Layer.setTracerEnabled(false)
+export { untraced }
