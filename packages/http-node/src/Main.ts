@@ -18,6 +18,7 @@ import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { WesConfig } from "./Config.js"
@@ -47,8 +48,15 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
   })
 }
 
-/** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
-export const coreLayer = (config: WesConfig) => {
+/**
+ * Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. Its
+ * background fibers (dispatcher, leases, LISTEN, migrations at start) are never traced, even with
+ * tracing on: idle claims and lease renewals alone would be a root span per runner every second
+ * (docs/decisions.md). What a request calls runs in the request's fiber, under its span.
+ */
+export const coreLayer = (config: WesConfig) => Layer.locally(coreServices(config), FiberRef.currentTracerEnabled, false)
+
+const coreServices = (config: WesConfig) => {
   // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
   const base = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
   // Measured (prompts posted, output transfers, connected runners): RunnerMetrics.ts.

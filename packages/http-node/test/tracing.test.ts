@@ -1,9 +1,11 @@
 /**
  * Issue 18: OpenTelemetry tracing switched on by the standard OTLP variables. A `wes serve`
- * started with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a small OTLP/HTTP receiver (JSON) sends
- * it a span per request, named by method and declared route, with the service name; probes are
- * not traced. Without the variables (or with OTEL_SDK_DISABLED) tracing is off.
+ * (PostgreSQL store) started with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a small OTLP/HTTP
+ * receiver (JSON) sends it a span per request, named by method and declared route, with the
+ * service name and its SQL statements as children; probes and the dispatcher's background work
+ * are not traced. Without the variables (or with OTEL_SDK_DISABLED) tracing is off.
  */
+import { FakeComfyUI } from "@wes/runner-client/testing"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -12,7 +14,7 @@ import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { TracingConfig } from "../src/Tracing.js"
-import { createUser, killAll, poll, startInstance } from "./instances.js"
+import { addRunner, createUser, killAll, poll, startInstance, TestDatabase } from "./instances.js"
 
 interface OtlpValue {
   readonly stringValue?: string
@@ -21,6 +23,7 @@ interface OtlpValue {
 interface OtlpSpan {
   readonly name: string
   readonly traceId: string
+  readonly parentSpanId?: string | null
   readonly attributes?: ReadonlyArray<{ readonly key: string; readonly value: OtlpValue }>
 }
 interface OtlpExport {
@@ -61,10 +64,16 @@ const startReceiver = async () => {
 }
 
 let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined
+let fake: FakeComfyUI | undefined
+let db: TestDatabase | undefined
 afterEach(async () => {
   await killAll()
   await receiver?.close()
+  await fake?.close()
+  await db?.drop()
   receiver = undefined
+  fake = undefined
+  db = undefined
 })
 
 const read = (env: Record<string, string>) =>
@@ -102,13 +111,16 @@ describe("OpenTelemetry tracing", () => {
 
   it("exports a span per request, named by method and route, to the OTLP endpoint", async () => {
     receiver = await startReceiver()
-    const wes = await startInstance("traced", "postgres://unused", {
-      WES_STORAGE: "memory",
+    db = await TestDatabase.create()
+    const wes = await startInstance("traced", db.url(), {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_SERVICE_NAME: "wes-under-test"
     })
     const user = await createUser(wes)
+    // A runner: its driver works in the background (connects, reads, claims), untraced.
+    fake = await FakeComfyUI.start()
+    await addRunner(wes, user, "r", fake.url)
     expect((await wes.fetch("/v1/user", { headers: user.auth })).status).toBe(200)
     expect((await wes.fetch("/healthz")).status).toBe(200)
     const span = await poll(() => `a span "GET /v1/user" (got ${JSON.stringify(receiver!.spans().map((s) => s.name))})`, async () =>
@@ -119,5 +131,11 @@ describe("OpenTelemetry tracing", () => {
     expect(receiver.contentTypes.every((t) => t.startsWith("application/json"))).toBe(true)
     // Probes are not traced.
     expect(receiver.spans().map((s) => s.name)).not.toContain("GET /healthz")
+    // Every trace starts at a request: the runner's probe at its creation is a child of
+    // POST /v1/runner; the background work of the dispatcher makes no spans.
+    const roots = receiver.spans().filter((s) => s.parentSpanId === undefined || s.parentSpanId === null || s.parentSpanId === "")
+    expect(roots.map((s) => s.name).filter((n) => !/^(GET|POST|PUT|PATCH|DELETE) \//.test(n))).toEqual([])
+    // The request's SQL statements are its children.
+    expect(receiver.spans().some((s) => s.parentSpanId !== undefined && s.parentSpanId !== null && s.parentSpanId !== "")).toBe(true)
   }, 60_000)
 })
