@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { parseRateLimit, parseTrustProxy, type RateLimitSettings } from "./RateLimit.js"
+import { TracingConfig } from "./Tracing.js"
 
 export interface WesConfig {
   /** WES_PORT (8080). */
@@ -61,6 +62,8 @@ export interface WesConfig {
    * (5m; at least 10s). Reads also happen at registration and at every reconnection.
    */
   readonly capabilityRefresh: Duration.Duration
+  /** OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTLP variables: export spans (Tracing.ts; unset: off). */
+  readonly tracing: Option.Option<TracingConfig>
 }
 
 /** The shortest accepted WES_ADMIN_TOKEN. */
@@ -106,7 +109,8 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   capabilityRefresh: Config.duration("WES_CAPABILITY_REFRESH").pipe(
     Config.validate({ message: "WES_CAPABILITY_REFRESH must be at least 10 seconds", validation: (d) => Duration.toMillis(d) >= 10_000 }),
     Config.withDefault(Duration.minutes(5))
-  )
+  ),
+  tracing: TracingConfig
 }).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, ...rest }) =>
   // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
   Option.isNone(storage) && Option.isSome(rest.databaseUrl)

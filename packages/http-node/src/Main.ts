@@ -18,6 +18,7 @@ import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { WesConfig } from "./Config.js"
@@ -26,6 +27,7 @@ import { FsBlobStoreLive } from "./FsBlobStore.js"
 import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
 import { meteredGateway } from "./RunnerMetrics.js"
 import { httpLayer } from "./Server.js"
+import { tracingLayer, untraced } from "./Tracing.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
 export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknown> => {
@@ -46,8 +48,15 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
   })
 }
 
-/** Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. */
-export const coreLayer = (config: WesConfig) => {
+/**
+ * Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. Its
+ * background fibers (dispatcher, leases, LISTEN, migrations at start) are never traced, even with
+ * tracing on: idle claims and lease renewals alone would be a root span per runner every second
+ * (docs/decisions.md). What a request calls runs in the request's fiber, under its span.
+ */
+export const coreLayer = (config: WesConfig) => Layer.locally(coreServices(config), FiberRef.currentTracerEnabled, false)
+
+const coreServices = (config: WesConfig) => {
   // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
   const base = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
   // Measured (prompts posted, output transfers, connected runners): RunnerMetrics.ts.
@@ -83,7 +92,8 @@ export const serverLayer = (config: WesConfig) => {
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     sseKeepAlive: "15 seconds",
-    shutdownGrace: config.shutdownGrace
+    shutdownGrace: config.shutdownGrace,
+    traced: Option.isSome(config.tracing)
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
@@ -95,6 +105,7 @@ export const serverLayer = (config: WesConfig) => {
       port,
       storage: config.storage,
       admin_api: Option.isSome(config.adminToken),
+      tracing: Option.match(config.tracing, { onNone: () => "off", onSome: (t) => t.url }),
       rate_limit: config.rateLimit === "off" ? "off" : `${config.rateLimit.limit}/${config.rateLimit.windowMs}ms`
     })
     yield* Effect.addFinalizer(() => Effect.logInfo("stopping", { grace: Duration.format(config.shutdownGrace) }))
@@ -107,13 +118,8 @@ export const serverLayer = (config: WesConfig) => {
     ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
   const app = Layer.merge(started.pipe(Layer.provideMerge(http)), dev)
-  return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(untraced))
+  // Spans exported over OTLP when OTEL_EXPORTER_OTLP_*ENDPOINT is set; otherwise none is built (Tracing.ts).
+  return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(tracingLayer(config.tracing)))
 }
 
-/**
- * Tracing off for everything the server runs. `wes serve` exports no spans, yet Effect would
- * still build one per runner HTTP call (with its attributes and a traceparent header) and per
- * SQL statement: about 10 % of a workflow's CPU in the dispatch benchmark (docs/decisions.md).
- * An embedder who installs a tracer composes its own layers and keeps its spans.
- */
-export const untraced: Layer.Layer<never> = Layer.setTracerEnabled(false)
+export { untraced }

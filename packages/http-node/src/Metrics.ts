@@ -1,12 +1,14 @@
 /**
  * `GET /metrics`: the process's effect `Metric`s (core's observability/Metrics.ts and the HTTP
  * edge's) in the Prometheus text exposition format (version 0.0.4). With `WES_METRICS_TOKEN` set,
- * the scrape must carry `Authorization: Bearer <token>`.
+ * the scrape must carry `Authorization: Bearer <token>`. The `wes_workflows` gauge is read from
+ * the store first, at most once per `STATUS_TTL` however many scrapers ask.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { bearerToken } from "@wes/core"
+import { bearerToken, observeWorkflowStatuses } from "@wes/core"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import type * as MetricPair from "effect/MetricPair"
@@ -62,10 +64,19 @@ const sameSecret = (a: string, b: string) => {
   return x.length === y.length && timingSafeEqual(x, y)
 }
 
+/** How long one read of the workflows by status serves scrapes (docs/decisions.md). */
+export const STATUS_TTL = Duration.seconds(5)
+
 /** The `GET /metrics` route (outside the API declaration: it is not JSON and not part of the contract). */
 export const metricsRoute = (token: Option.Option<Redacted.Redacted<string>>) =>
-  HttpApiBuilder.Router.use((router) =>
-    router.get("/metrics", Effect.gen(function*() {
+  HttpApiBuilder.Router.use((router) => Effect.gen(function*() {
+    // A failed read keeps the last figures: the store error is counted (wes_store_errors_total)
+    // and logged, and the rest of the scrape still answers (it matters most during an outage).
+    const statuses = yield* Effect.cachedWithTTL(
+      observeWorkflowStatuses.pipe(Effect.catchAll((e) => Effect.logWarning("metrics: could not count workflows by status", { error: e.message }))),
+      STATUS_TTL
+    )
+    yield* router.get("/metrics", Effect.gen(function*() {
       if (Option.isSome(token)) {
         const request = yield* HttpServerRequest.HttpServerRequest
         const sent = bearerToken(request.headers.authorization ?? "")
@@ -73,6 +84,8 @@ export const metricsRoute = (token: Option.Option<Redacted.Redacted<string>>) =>
           return HttpServerResponse.unsafeJson({ status: 401, message: "Invalid token" }, { status: 401 })
         }
       }
+      yield* statuses
       const pairs = yield* Metric.snapshot
       return HttpServerResponse.text(renderPrometheus(pairs), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
-    })))
+    }))
+  }))

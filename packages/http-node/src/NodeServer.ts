@@ -35,6 +35,7 @@ import { pipeline, Readable } from "node:stream"
 import type { RequestLog } from "./Logging.js"
 import { MultipartReader } from "./MultipartReader.js"
 import { NodeRequest, type PayloadKind } from "./NodeRequest.js"
+import { requestSpan } from "./RequestSpan.js"
 
 export const NodeBodyTypeId: unique symbol = Symbol.for("@wes/http-node/NodeBody")
 
@@ -119,9 +120,12 @@ const answer = (response: HttpServerResponse.HttpServerResponse) =>
     return handler._tag === "None" ? write(request, response) : Effect.flatMap(handler.value(request, response), (r) => write(request, r))
   })
 
-/** The app as one request's program: run it, answer, and answer its failures as the platform does. */
+/**
+ * The app as one request's program: run it, answer, and answer its failures as the platform does.
+ * Inside a request span (RequestSpan.ts; none while `withTracerDisabledWhen` says so: Server.ts).
+ */
 const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpMiddleware | undefined) =>
-  (middleware === undefined ? app : middleware(app)).pipe(
+  requestSpan(middleware === undefined ? app : middleware(app)).pipe(
     Effect.flatMap(answer),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)

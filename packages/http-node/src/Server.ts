@@ -31,11 +31,14 @@ import { MultipartReader } from "./MultipartReader.js"
 import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
-import { payloadKind } from "./Routes.js"
+import { payloadKind, routeOf } from "./Routes.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
 import { systemHttp } from "./SystemHttp.js"
 import { workflowsHttp } from "./WorkflowsHttp.js"
+
+/** Requests that are never spans: probes and scrapes, many and alike. */
+const UNTRACED_ROUTES: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"])
 
 export interface HttpOptions {
   readonly port: number
@@ -54,6 +57,11 @@ export interface HttpOptions {
    * authentication (a gateway that already checked the caller) provides its own layer.
    */
   readonly authentication?: Layer.Layer<Authentication, never, UseCaseServices> | undefined
+  /**
+   * Whether a tracer exports spans (Tracing.ts): then each request is a span named by method and
+   * declared route (`GET /v1/workflow/:id`), except the probes and scrapes. Default: no spans.
+   */
+  readonly traced?: boolean | undefined
 }
 
 /**
@@ -149,7 +157,13 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
     }))),
     Layer.provide(MultipartReader.layer()),
     Layer.provide(NodeContext.layer),
-    // No tracer is exported, so per-request spans would only cost time.
-    HttpMiddleware.withTracerDisabledWhen(() => true)
+    // Without an exporter, per-request spans would only cost time.
+    options.traced === true
+      ? (layer) =>
+        layer.pipe(
+          HttpMiddleware.withTracerDisabledWhen((request) => UNTRACED_ROUTES.has(routeOf(request.url))),
+          HttpMiddleware.withSpanNameGenerator((request) => `${request.method} ${routeOf(request.url)}`)
+        )
+      : HttpMiddleware.withTracerDisabledWhen(() => true)
   )
 }

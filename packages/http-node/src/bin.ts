@@ -23,6 +23,9 @@ Configuration (environment, all optional; an empty variable counts as unset):
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
   WES_RUNNER_ALLOW_PRIVATE (false: runner endpoints on private, loopback or link-local addresses are refused)
   WES_CAPABILITY_REFRESH (5 minutes: every runner's /object_info is read again at least this often)
+Tracing (off unless an endpoint is set): OTEL_EXPORTER_OTLP_ENDPOINT (base URL; spans to <base>/v1/traces)
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf | http/json)
+  OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2)  OTEL_SERVICE_NAME (wes)  OTEL_SDK_DISABLED (true: off)
 See docs/configuration.md.
 `
 

@@ -15,6 +15,34 @@ const valueOf = (text: string, series: string): number | undefined => {
   return line === undefined ? undefined : Number(line.slice(series.length + 1))
 }
 
+/** The value of the series of `name` whose labels include every one of `labels`, whatever their order. */
+const seriesValue = (text: string, name: string, labels: Record<string, string>): number | undefined => {
+  const line = text.split("\n").find((l) =>
+    l.startsWith(name + "{") && Object.entries(labels).every(([k, v]) => l.slice(name.length, l.lastIndexOf("}") + 1).includes(`${k}="${v}"`))
+  )
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1))
+}
+
+/** The gauges `wes_workflows` (unfinished statuses) and `wes_runner_in_flight` of `runnerId`. */
+const gauges = (text: string, runnerId: string) => ({
+  accepted: seriesValue(text, "wes_workflows", { status: "accepted" }),
+  uploaded: seriesValue(text, "wes_workflows", { status: "uploaded" }),
+  queued: seriesValue(text, "wes_workflows", { status: "queued" }),
+  running: seriesValue(text, "wes_workflows", { status: "running" }),
+  in_flight: seriesValue(text, "wes_runner_in_flight", { runner_id: runnerId, runner_kind: "user" })
+})
+
+/** Polls `f` until it returns a value (not undefined), or fails with `what` after `ms`. */
+const until = async <A>(what: () => string, f: () => Promise<A | undefined>, ms = 15_000): Promise<A> => {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const value = await f()
+    if (value !== undefined) return value
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
 describe("GET /metrics", () => {
   let server: TestServer
   let fake: FakeComfyUI
@@ -74,6 +102,50 @@ describe("GET /metrics", () => {
     await server.fetch(`/nothing/${id}`)
     expect(await scrape()).not.toContain(id)
   }, 30_000)
+
+  it("reports unfinished workflows by status and the prompts on each runner; a completed workflow's detail has transfer_ms", async () => {
+    const held = await FakeComfyUI.start({ cache: false })
+    try {
+      held.hold()
+      const u = await server.user("pro")
+      const runner = await readJson<{ id: string }>(await server.fetch("/v1/runner", json({ name: "held", endpoint: held.url }, u.auth)))
+      const ids: Array<string> = []
+      for (const seed of [1, 2]) {
+        const created = await server.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: `g${seed}` }, saveImageWorkflow({ prefix: `gauges/${seed}` })) })
+        expect(created.status).toBe(201)
+        ids.push((await readJson<{ id: string }>(created)).id)
+      }
+      const detail = async (id: string) => readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: u.auth }))
+      // One prompt runs (held), the other waits behind it on the runner.
+      let last: unknown
+      const expected = { accepted: 0, uploaded: 0, queued: 1, running: 1, in_flight: 2 }
+      await until(() => `gauges ${JSON.stringify(expected)}, last ${JSON.stringify(last)}`, async () => {
+        last = gauges(await scrape(), runner.id)
+        return JSON.stringify(last) === JSON.stringify(expected) ? true : undefined
+      })
+      // Not known before the end.
+      for (const id of ids) expect((await detail(id)).transfer_ms).toBeNull()
+
+      held.release()
+      for (const id of ids) {
+        const w = await until(() => `${id} to complete`, async () => {
+          const d = await detail(id)
+          return d.status === "completed" ? d : undefined
+        })
+        expect(Number.isInteger(w.transfer_ms)).toBe(true)
+        expect(w.transfer_ms).toBeGreaterThanOrEqual(0)
+        const { outputs } = await readJson<{ outputs: ReadonlyArray<unknown> }>(await server.fetch(`/v1/workflow/${id}/outputs`, { headers: u.auth }))
+        expect(outputs.length).toBeGreaterThanOrEqual(1)
+      }
+      const done = { accepted: 0, uploaded: 0, queued: 0, running: 0, in_flight: 0 }
+      await until(() => `gauges ${JSON.stringify(done)}, last ${JSON.stringify(last)}`, async () => {
+        last = gauges(await scrape(), runner.id)
+        return JSON.stringify(last) === JSON.stringify(done) ? true : undefined
+      })
+    } finally {
+      await held.close()
+    }
+  }, 40_000)
 
   it("asks for the metrics token when one is set", async () => {
     expect((await server.fetch("/metrics")).status).toBe(401)

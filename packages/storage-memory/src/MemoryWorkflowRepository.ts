@@ -14,7 +14,8 @@ import {
   toSummary,
   transitionEvents,
   type Workflow,
-  WorkflowRepository
+  WorkflowRepository,
+  type WorkflowStatus
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -102,6 +103,16 @@ export const makeMemoryWorkflowRepository = (
       Effect.sync(() => pageOf(table.newest(userId), (w) => runnerOf(w)?.id === runner.id, 0, limit).items.map(toSummary)),
     countActive: (userId) => Effect.sync(() => table.activeByUser.get(userId) ?? 0),
     countCreatedSince: (userId, since) => Effect.sync(() => table.byUser.peek(userId)?.countSince(since) ?? 0),
+    countUnfinishedByStatus: Effect.sync(() => {
+      const counts = new Map<WorkflowStatus, number>()
+      for (const ids of table.unfinishedByRunner.values()) {
+        for (const id of ids) {
+          const status = table.byId.get(id)!.status
+          counts.set(status, (counts.get(status) ?? 0) + 1)
+        }
+      }
+      return counts
+    }),
     countInFlight: (runnerIds) =>
       Effect.sync(() => new Map(runnerIds.map((id) => [id, table.inFlightByRunner.get(id) ?? 0] as const))),
     listSubmittedOnRunner: (runner, limit) =>

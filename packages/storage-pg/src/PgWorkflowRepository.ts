@@ -20,6 +20,7 @@ import {
   type WorkflowListQuery,
   WorkflowOutput,
   WorkflowRepository,
+  WorkflowStatus,
   WorkflowSummary
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
@@ -101,6 +102,9 @@ export const workflowQueries = (sql: SqlClient.SqlClient) => {
       sql<{ n: number }>`SELECT count(*)::int AS n FROM workflows WHERE user_id = ${userId} AND status IN ${unfinished}`,
     countCreatedSince: (userId: string, since: DateTime.Utc) =>
       sql<{ n: number }>`SELECT count(*)::int AS n FROM workflows WHERE user_id = ${userId} AND created_at >= ${toDate(since)}`,
+    /** Over the rows of migration 0002's partial index of unfinished workflows (never the finished ones). */
+    countUnfinishedByStatus: sql`
+      SELECT status, count(*)::int AS n FROM workflows WHERE status IN ${unfinished} GROUP BY status`,
     /** One indexed count per kind of runner (each kind has its partial index). */
     countInFlight: (runnerIds: ReadonlyArray<string>) =>
       sql<{ runner_id: string; n: number }>`
@@ -142,6 +146,7 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
     const decodeHead = decodeFirst(WorkflowHeadRow)
     const decodeHeads = decodeRows(WorkflowHeadRow)
     const decodeSummaries = decodeRows(SummaryRow)
+    const decodeStatusCounts = decodeRows(Schema.Struct({ status: WorkflowStatus, n: Schema.Int }))
     const count = (statement: Statement.Statement<{ n: number }>, operation: string) =>
       run(statement).pipe(Effect.flatMap(readCount), orStorageError(operation))
 
@@ -262,6 +267,11 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
       countActive: (userId) => isId(userId) ? count(q.countActive(userId), "workflows.countActive") : Effect.succeed(0),
       countCreatedSince: (userId, since) =>
         isId(userId) ? count(q.countCreatedSince(userId, since), "workflows.countCreatedSince") : Effect.succeed(0),
+      countUnfinishedByStatus: run(q.countUnfinishedByStatus).pipe(
+        Effect.flatMap(decodeStatusCounts),
+        Effect.map((rows) => new Map(rows.map((r) => [r.status, r.n] as const))),
+        orStorageError("workflows.countUnfinishedByStatus")
+      ),
       countInFlight: (runnerIds) => {
         const counts = new Map<string, number>(runnerIds.map((id) => [id, 0]))
         const ids = runnerIds.filter(isId)

@@ -48,9 +48,11 @@ export const storageError = (operation: string) => (error: SqlError | ParseResul
 /** Maps the SQL and decoding errors of `self` to `StorageError`. */
 export const orStorageError = (operation: string) =>
 <A, R>(self: Effect.Effect<A, SqlError | ParseResult.ParseError, R>): Effect.Effect<A, StorageError, R> =>
-  Effect.mapError(self, storageError(operation)).pipe(
-    Effect.tapError(() => Metric.update(Metric.tagged(storeErrors, "operation", operation), 1))
-  )
+  Effect.catchAll(self, failCounted(operation))
+
+/** Fails with the `StorageError` of `error`, counted in `wes_store_errors_total` under `operation`. */
+const failCounted = (operation: string) => (error: SqlError | ParseResult.ParseError) =>
+  Effect.zipRight(Metric.update(Metric.tagged(storeErrors, "operation", operation), 1), Effect.fail(storageError(operation)(error)))
 
 /**
  * Runs `effect` in a transaction (a savepoint inside an open one). `@effect/sql` turns a failed
@@ -60,10 +62,9 @@ export const orStorageError = (operation: string) =>
 export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
   sql.withTransaction(effect).pipe(
-    Effect.mapError((e): E | StorageError => e instanceof SqlError ? storageError(operation)(e) : e),
-    Effect.catchSomeDefect((defect) =>
-      defect instanceof SqlError ? Option.some(Effect.fail(storageError(operation)(defect))) : Option.none()
-    )
+    // Its own failures (BEGIN, COMMIT, ROLLBACK) are counted here; the statements' inside it by their own operations.
+    Effect.catchAll((e): Effect.Effect<never, E | StorageError> => e instanceof SqlError ? failCounted(operation)(e) : Effect.fail(e)),
+    Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(failCounted(operation)(defect)) : Option.none())
   )
 
 /**

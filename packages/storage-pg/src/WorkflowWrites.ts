@@ -33,7 +33,8 @@ const PATCH_COLUMNS = {
   user_runner_id: "uuid",
   managed_runner_id: "uuid",
   submitted_at: "timestamptz",
-  attempts: "jsonb"
+  attempts: "jsonb",
+  transfer_ms: "integer"
 } as const satisfies Record<keyof PlannedFields, string>
 
 const patchColumns = Object.keys(PATCH_COLUMNS) as Array<keyof typeof PATCH_COLUMNS>

@@ -75,6 +75,7 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
         ["countActive", q.countActive(sample.user_id)],
         ["countCreatedSince", q.countCreatedSince(sample.user_id, F.at(60 * 24))],
         ["countInFlight", q.countInFlight([sample.user_runner_id, sample.managed_runner_id])],
+        ["countUnfinishedByStatus", q.countUnfinishedByStatus],
         ["findByIdempotencyKey", q.findByIdempotencyKey(sample.user_id, "key-10", F.at(0))],
         ["listSubmittedOnRunner (user runner)", q.listSubmittedOnRunner(sample.user_runner_id, 10)],
         ["listSubmittedOnRunner (managed runner)", q.listSubmittedOnRunner(sample.managed_runner_id, 10)],

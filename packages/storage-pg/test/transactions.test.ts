@@ -1,8 +1,11 @@
 import { expect, layer } from "@effect/vitest"
-import { TemplateRepository, WorkflowEventBus, WorkflowRepository, WorkflowTransition } from "@wes/core"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { storeErrors, TemplateRepository, WorkflowEventBus, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import { orStorageError, run, transaction } from "../src/Sql.js"
 import { freshStore } from "./harness.js"
 
 layer(freshStore(), { excludeTestServices: true })("writes and errors", (it) => {
@@ -55,5 +58,22 @@ layer(freshStore(), { excludeTestServices: true })("writes and errors", (it) => 
       const runner = F.uuid()
       expect(yield* workflows.countInFlight(["x", runner])).toEqual(new Map([["x", 0], [runner, 0]]))
       expect(yield* templates.delete("x", "y")).toBe(false)
+    }))
+})
+
+layer(freshStore(), { excludeTestServices: true })("store errors are counted", (it) => {
+  it.effect("a failed statement and a failed transaction are counted in wes_store_errors_total under their operation", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const count = (operation: string) => Effect.map(Metric.value(Metric.tagged(storeErrors, "operation", operation)), (s) => s.count)
+      const statementBefore = yield* count("test.statement")
+      const transactionBefore = yield* count("test.transaction")
+      const failed = yield* run(sql`SELECT 1 / 0`).pipe(orStorageError("test.statement"), Effect.flip)
+      expect(failed._tag).toBe("StorageError")
+      // A statement of the transaction's own, not mapped by an operation: the transaction's failure.
+      const aborted = yield* transaction(sql, "test.transaction")(sql`SELECT 1 / 0`).pipe(Effect.flip)
+      expect(aborted).toMatchObject({ _tag: "StorageError" })
+      expect(yield* count("test.statement")).toBe(statementBefore + 1)
+      expect(yield* count("test.transaction")).toBe(transactionBefore + 1)
     }))
 })

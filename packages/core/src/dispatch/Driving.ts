@@ -10,10 +10,12 @@ import * as Duration from "effect/Duration"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
+import * as Metric from "effect/Metric"
 import type * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
+import { runnerInFlight } from "../observability/Metrics.js"
 import type { RunnerTarget } from "../runners/Runner.js"
 import type { StorageError } from "../shared/Errors.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
@@ -81,6 +83,8 @@ export const makeDriving = (
     })
     const background = yield* FiberSet.make<void, never>()
     const slotFreed = yield* Queue.sliding<void>(1)
+    const inFlightGauge = Metric.tagged(Metric.tagged(runnerInFlight, "runner_kind", ref.kind), "runner_id", ref.id)
+    yield* Effect.addFinalizer(() => Metric.set(inFlightGauge, 0))
     const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
       Effect.asVoid(FiberSet.run(background, effect.pipe(
         Effect.catchAll((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
@@ -90,7 +94,7 @@ export const makeDriving = (
       owner,
       lease,
       options,
-      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined)),
+      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), (load) => Metric.set(inFlightGauge, load)),
       target,
       refreshTarget,
       wake,

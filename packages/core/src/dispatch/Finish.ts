@@ -29,16 +29,20 @@ import { transition } from "./Lifecycle.js"
 import { failOrRetry } from "./Retry.js"
 import { RunTimes } from "./RunTimes.js"
 
-/** The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost). */
+/**
+ * The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost).
+ * `noticedAt`: when WES learned of the end (a completion records `transfer_ms` from it).
+ */
 export const endSteps = (
   id: string,
   status: WorkflowStatus,
   history: PromptHistory,
-  end?: WorkflowTransition
+  end?: WorkflowTransition,
+  noticedAt?: DateTime.Utc
 ): readonly [WorkflowTransition, ...Array<WorkflowTransition>] => {
   const at = (ms: number | null) => (ms === null ? undefined : DateTime.unsafeMake(ms))
   const last = end ?? (history.outcome === "success"
-    ? WorkflowTransition.Completed({ at: at(history.completed_at) })
+    ? WorkflowTransition.Completed({ at: at(history.completed_at), noticed_at: noticedAt })
     : history.outcome === "error"
     ? WorkflowTransition.Failed({
       error_node: history.error?.node_id ?? null,
@@ -104,10 +108,17 @@ const backToRunner = (id: string) => <A, E>(exit: Exit.Exit<A, E>): Effect.Effec
 /**
  * Records the end `history` reports for a workflow this driver is finishing (phase `finishing`),
  * with the run events not written yet (`leading`, written first), then lets go of it. A guard refused because the driver's copy of the status was behind is
- * retried once from the status the store reported.
+ * retried once from the status the store reported. `noticedAt`: when WES learned of the end
+ * (default: now); a completion's `transfer_ms` counts from it.
  */
-export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyArray<NewWorkflowEvent> = []) =>
+export const recordEnd = (
+  id: string,
+  history: PromptHistory,
+  leading: ReadonlyArray<NewWorkflowEvent> = [],
+  noticedAt?: DateTime.Utc
+) =>
   Effect.onExit(Effect.gen(function*() {
+    const noticed = noticedAt ?? (yield* DateTime.now)
     const driving = yield* Driving
     const tracked = yield* driving.inFlight.get(id)
     const target = yield* driving.target
@@ -141,7 +152,7 @@ export const recordEnd = (id: string, history: PromptHistory, leading: ReadonlyA
     }
     let status = tracked.value.workflow.status
     for (let attempt = 0; attempt < 2; attempt++) {
-      const outcome = yield* transition(id, endSteps(id, status, history, end), { outputs, events: leading })
+      const outcome = yield* transition(id, endSteps(id, status, history, end, noticed), { outputs, events: leading })
       if (outcome._tag !== "Refused" || isTerminal(outcome.status) || outcome.status === status) break
       status = outcome.status
     }
@@ -172,6 +183,7 @@ export const finish = (
       if (leading.length > 0) yield* bus.publish(id, leading)
       return
     }
+    const noticedAt = yield* DateTime.now
     const target = yield* driving.target
     const history = Option.isNone(target) ? Option.none<PromptHistory>() : yield* gateway.history(target.value, id).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
@@ -182,5 +194,5 @@ export const finish = (
       if (leading.length > 0) yield* bus.publish(id, leading)
       return yield* Effect.asVoid(driving.inFlight.shift(id, ["finishing"], "onRunner"))
     }
-    yield* recordEnd(id, history.value, leading)
+    yield* recordEnd(id, history.value, leading, noticedAt)
   }).pipe(Effect.onExit(backToRunner(id)))

@@ -58,26 +58,42 @@ export interface InFlight {
   readonly remove: (id: string) => Effect.Effect<void>
 }
 
-/** An empty view; `removed` runs after every removal (a slot on the runner may be free). */
-export const makeInFlight = (removed: Effect.Effect<void> = Effect.void): Effect.Effect<InFlight> => Effect.map(
+const loadOf = (map: HashMap.HashMap<string, Tracked>) => HashMap.reduce(map, 0, (n, t) => (t.phase === "finishing" ? n : n + 1))
+
+/**
+ * An empty view; `removed` runs after every removal (a slot on the runner may be free), and
+ * `loaded` after every change that may change the load, with the load after it (a gauge).
+ */
+export const makeInFlight = (
+  removed: Effect.Effect<void> = Effect.void,
+  loaded: (load: number) => Effect.Effect<void> = () => Effect.void
+): Effect.Effect<InFlight> => Effect.map(
   Ref.make(HashMap.empty<string, Tracked>()),
-  (ref): InFlight => ({
+  (ref): InFlight => {
+    const report = Effect.flatMap(Ref.get(ref), (map) => loaded(loadOf(map)))
+    return {
     get: (id) => Effect.map(Ref.get(ref), HashMap.get(id)),
     all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
     count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
-    load: Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === "finishing" ? n : n + 1))),
-    put: (tracked) => Ref.update(ref, HashMap.set(tracked.workflow.id as string, tracked)),
+    load: Effect.map(Ref.get(ref), loadOf),
+    put: (tracked) => Effect.zipRight(Ref.update(ref, HashMap.set(tracked.workflow.id as string, tracked)), report),
     submitting: (workflow, nodes) =>
       Effect.flatMap(Deferred.make<void>(), (recorded) =>
-        Effect.as(Ref.update(ref, HashMap.set<string, Tracked>(workflow.id, { workflow, phase: "submitting", recorded, nodes })), recorded)),
+        Effect.as(
+          Effect.zipRight(Ref.update(ref, HashMap.set<string, Tracked>(workflow.id, { workflow, phase: "submitting", recorded, nodes })), report),
+          recorded
+        )),
     refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
     update: (id, f) => Ref.update(ref, (map) => HashMap.modify(map, id, f)),
     shift: (id, from, to) =>
-      Ref.modify(ref, (map) => {
-        const current = HashMap.get(map, id)
-        if (Option.isNone(current) || !from.includes(current.value.phase)) return [false, map]
-        return [true, HashMap.set(map, id, { ...current.value, phase: to })]
-      }),
+      Effect.tap(
+        Ref.modify(ref, (map) => {
+          const current = HashMap.get(map, id)
+          if (Option.isNone(current) || !from.includes(current.value.phase)) return [false, map]
+          return [true, HashMap.set(map, id, { ...current.value, phase: to })]
+        }),
+        (shifted) => (shifted ? report : Effect.void)
+      ),
     noteStart: (id, at) =>
       Ref.modify(ref, (map) => {
         const current = HashMap.get(map, id)
@@ -86,6 +102,7 @@ export const makeInFlight = (removed: Effect.Effect<void> = Effect.void): Effect
         }
         return [Option.some(current.value.recorded), HashMap.set(map, id, { ...current.value, startedAt: at })]
       }),
-    remove: (id) => Effect.zipRight(Ref.update(ref, HashMap.remove(id)), removed)
-  })
+    remove: (id) => Effect.zipRight(Effect.zipRight(Ref.update(ref, HashMap.remove(id)), report), removed)
+  }
+  }
 )

@@ -7,7 +7,8 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as MetricBoundaries from "effect/MetricBoundaries"
-import type { WorkflowHead } from "../workflows/Workflow.js"
+import { activeStatuses, type WorkflowHead } from "../workflows/Workflow.js"
+import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 
 /** Seconds, from 50 ms to about 14 hours. */
 const durations = MetricBoundaries.exponential({ start: 0.05, factor: 2.5, count: 14 })
@@ -29,6 +30,32 @@ export const httpDuration = Metric.histogram(
   "Time to answer an HTTP request, by route"
 )
 export const sseSubscribers = Metric.gauge("wes_sse_subscribers", { description: "Open event streams (GET /v1/workflow/:id/subscribe)" })
+
+/**
+ * Unfinished workflows of the whole service by status, read from the store when scraped (so
+ * every instance reports the same, service-wide figures). Finished ones are counted by
+ * `wes_workflows_finished_total`: counting them would read a table that only grows.
+ */
+export const workflowsByStatus = Metric.gauge("wes_workflows", {
+  description: "Unfinished workflows of the whole service, by status (read from the store when scraped)"
+})
+
+/** Sets `wes_workflows` from the store: every unfinished status, zero when none. */
+export const observeWorkflowStatuses = Effect.flatMap(WorkflowRepository, (repo) =>
+  Effect.flatMap(repo.countUnfinishedByStatus, (counts) =>
+    Effect.forEach(activeStatuses, (status) => Metric.set(Metric.tagged(workflowsByStatus, "status", status), counts.get(status) ?? 0), {
+      discard: true
+    })))
+
+/**
+ * Prompts this instance keeps on each runner it drives (being submitted, queued or running
+ * there), by runner id and kind. One driver per runner in the service, so summing over instances
+ * counts each prompt once. Labelled by runner id: runners are bounded per user by tier; a runner
+ * no longer driven here reads 0.
+ */
+export const runnerInFlight = Metric.gauge("wes_runner_in_flight", {
+  description: "Prompts this instance has on each runner it drives (submitting, queued or running), by runner"
+})
 
 const seconds = (from: DateTime.Utc, to: DateTime.Utc) => Math.max(0, DateTime.toEpochMillis(to) - DateTime.toEpochMillis(from)) / 1000
 

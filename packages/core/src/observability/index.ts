@@ -3,13 +3,16 @@ export {
   dispatchAttempts,
   httpDuration,
   httpRequests,
+  observeWorkflowStatuses,
   outputTransfer,
   queueWait,
   recordFinished,
+  runnerInFlight,
   runnersConnected,
   runTime,
   sseSubscribers,
   storeErrors,
   workflowsCreated,
+  workflowsByStatus,
   workflowsFinished
 } from "./Metrics.js"

@@ -43,6 +43,7 @@ export const workflow = (userId: string, over: Partial<Workflow> = {}): Workflow
   exception_message: null,
   idempotency_key: null,
   dispatch_attempts: 0,
+  transfer_ms: null,
   submitted_at: null,
   priority: "normal",
   attempts: [],

@@ -3,6 +3,7 @@
  * idempotency keys, guarded transitions with their events and outputs, the scheduling read,
  * and the dispatch queue. Part of the one definition of a store (StoreConformance.ts).
  */
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
@@ -249,13 +250,15 @@ export const transitionCases: ReadonlyArray<ConformanceCase> = [
     yield* move(w.id, [T.QueueMoved({ queue_number: 1 })])
     yield* move(w.id, [T.Started({ at: F.at(50) })])
     const outputs = [outputOf(w, 1), outputOf(w, 2)]
-    const done = yield* move(w.id, [T.Completed({ at: F.at(60) })], { outputs })
+    // WES noticed the end at 97 and stored it at 100 (the move's time): transfer_ms is the difference.
+    const done = yield* move(w.id, [T.Completed({ at: F.at(60), noticed_at: F.at(97) })], { outputs })
     const final = {
       ...atQueued,
       status: "completed" as const,
       queue_number: 0,
       started_at: F.at(50),
-      completed_at: F.at(60)
+      completed_at: F.at(60),
+      transfer_ms: DateTime.toEpochMillis(F.at(100)) - DateTime.toEpochMillis(F.at(97))
     }
     yield* equal(yield* repo.findById(w.id), Option.some(final), "every field of the walk")
     yield* ok(done._tag === "Applied" && done.workflow.status === "completed", "completed")

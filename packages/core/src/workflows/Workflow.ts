@@ -81,7 +81,12 @@ const detailFields = {
   exception_message: Schema.NullOr(Schema.String),
   priority: Priority,
   /** Earlier runs retried on another runner, oldest first (empty when none). */
-  attempts: Schema.Array(WorkflowAttempt)
+  attempts: Schema.Array(WorkflowAttempt),
+  /**
+   * Milliseconds from WES learning that the run ended on its runner to the outputs copied into
+   * WES and the completion stored (WES's clock; docs/decisions.md). Null until it completed.
+   */
+  transfer_ms: Schema.NullOr(Schema.Int)
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
@@ -172,6 +177,7 @@ export const toDetail = (w: Workflow & Partial<QueueEstimate>): WorkflowDetail =
   exception_message: w.exception_message,
   priority: w.priority,
   attempts: w.attempts,
+  transfer_ms: w.transfer_ms,
   queue_ms: w.started_at === null ? null : elapsedMs(w.created_at, w.started_at),
   run_ms: w.started_at === null || w.completed_at === null ? null : elapsedMs(w.started_at, w.completed_at)
 })

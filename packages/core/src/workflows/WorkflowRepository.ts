@@ -106,6 +106,8 @@ export class WorkflowRepository extends Context.Tag("@wes/core/WorkflowRepositor
   readonly countActive: (userId: string) => Effect.Effect<number, StorageError>
   /** Workflows the user created at or after `since`. */
   readonly countCreatedSince: (userId: string, since: DateTime.Utc) => Effect.Effect<number, StorageError>
+  /** Unfinished workflows of every user by status (absent: zero); the `wes_workflows` gauge. */
+  readonly countUnfinishedByStatus: Effect.Effect<ReadonlyMap<WorkflowStatus, number>, StorageError>
   /** Unfinished workflows per runner id, for the given runners (absent: zero). */
   readonly countInFlight: (runnerIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, number>, StorageError>
   /**

@@ -12,7 +12,7 @@
  *   any non-terminal -> cancelled
  */
 import * as Data from "effect/Data"
-import type * as DateTime from "effect/DateTime"
+import * as DateTime from "effect/DateTime"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { IllegalTransition } from "../shared/Errors.js"
@@ -47,8 +47,11 @@ export type WorkflowTransition = Data.TaggedEnum<{
   QueueMoved: { readonly queue_number: number }
   /** Execution started (at the runner's timestamp when known). */
   Started: { readonly at?: DateTime.Utc | undefined }
-  /** Execution finished successfully. */
-  Completed: { readonly at?: DateTime.Utc | undefined }
+  /**
+   * Execution finished successfully (at the runner's timestamp when known). `noticed_at`: when
+   * WES learned of the end, before copying the outputs; the move records `transfer_ms` from it.
+   */
+  Completed: { readonly at?: DateTime.Utc | undefined; readonly noticed_at?: DateTime.Utc | undefined }
   /** Execution failed, or no runner could take the workflow, or the runner lost it. */
   Failed: FailureDetails
   /** The runner rejected the prompt as invalid. */
@@ -104,6 +107,7 @@ export type PlannedFields = Partial<
     | "managed_runner_id"
     | "submitted_at"
     | "attempts"
+    | "transfer_ms"
   >
 >
 
@@ -143,7 +147,9 @@ const fieldsOf = (event: WorkflowTransition, at: DateTime.Utc): PlannedFields =>
       // Position 0: the prompt is the one the runner is executing.
       return { started_at: event.at ?? at, queue_number: 0 }
     case "Completed":
-      return { completed_at: event.at ?? at }
+      return event.noticed_at === undefined
+        ? { completed_at: event.at ?? at }
+        : { completed_at: event.at ?? at, transfer_ms: Math.max(0, DateTime.toEpochMillis(at) - DateTime.toEpochMillis(event.noticed_at)) }
     case "Cancelled":
       return { completed_at: at }
     case "Failed":

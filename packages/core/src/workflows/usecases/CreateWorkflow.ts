@@ -243,6 +243,7 @@ const newWorkflow = (
   exception_message: null,
   idempotency_key: spec.idempotency_key ?? null,
   dispatch_attempts: 0,
+  transfer_ms: null,
   submitted_at: null,
   priority: spec.priority,
   attempts: []
