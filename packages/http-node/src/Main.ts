@@ -26,6 +26,7 @@ import { FsBlobStoreLive } from "./FsBlobStore.js"
 import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
 import { meteredGateway } from "./RunnerMetrics.js"
 import { httpLayer } from "./Server.js"
+import { webhookDeliveryLayer } from "./WebhookDelivery.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
 export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknown> => {
@@ -83,7 +84,8 @@ export const serverLayer = (config: WesConfig) => {
     adminToken: config.adminToken,
     metricsToken: config.metricsToken,
     sseKeepAlive: "15 seconds",
-    shutdownGrace: config.shutdownGrace
+    shutdownGrace: config.shutdownGrace,
+    webhooks: { allowPrivate: !config.webhookDenyPrivate }
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
@@ -106,7 +108,13 @@ export const serverLayer = (config: WesConfig) => {
   const dev = config.dev
     ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
-  const app = Layer.merge(started.pipe(Layer.provideMerge(http)), dev)
+  // Webhook deliveries: the pool sends what the store's outbox holds (WebhookDelivery.ts).
+  const webhooks = webhookDeliveryLayer({
+    timeout: config.webhookTimeout,
+    denyPrivate: config.webhookDenyPrivate,
+    retry: { base: config.webhookRetryBase, cap: Duration.hours(1) }
+  })
+  const app = Layer.mergeAll(started.pipe(Layer.provideMerge(http)), dev, webhooks)
   return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(untraced))
 }
 

@@ -23,6 +23,7 @@ import m0011 from "./migrations/0011_workflow_quotas.js"
 import m0012 from "./migrations/0012_scheduling.js"
 import m0013 from "./migrations/0013_runner_capabilities.js"
 import m0020 from "./migrations/0020_json_as_sent.js"
+import m0021 from "./migrations/0021_webhooks.js"
 import { orStorageError, run, storageError, transaction } from "./Sql.js"
 
 /** Every migration by `<id>_<name>`; ids only grow, and a released migration never changes. */
@@ -40,7 +41,8 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
   "0011_workflow_quotas": m0011,
   "0012_scheduling": m0012,
   "0013_runner_capabilities": m0013,
-  "0020_json_as_sent": m0020
+  "0020_json_as_sent": m0020,
+  "0021_webhooks": m0021
 }
 
 /** The Migrator's bookkeeping table (in the schema the connection's search_path selects). */

@@ -4,7 +4,13 @@ import type { Duplex } from "node:stream"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { DispatchQueue, type StorageError, type StoreServices, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import {
+  DispatchQueue,
+  type StorageError,
+  type StoreServices,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -24,6 +30,7 @@ import { PgRunnerLoad } from "./PgRunnerLoad.js"
 import { PgCapabilityRepository } from "./PgCapabilityRepository.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
 import { PgTemplateRepository } from "./PgTemplateRepository.js"
+import { PgWebhookRepository } from "./PgWebhookRepository.js"
 import { makePgWorkflowRepository } from "./PgWorkflowRepository.js"
 import { storageError } from "./Sql.js"
 
@@ -93,8 +100,11 @@ const SqlFromPg: Layer.Layer<SqlClient.SqlClient, never, PgClient.PgClient> = La
  * Every store service of core on an existing `PgClient` (whose pool and LISTEN connection it
  * shares); runs the migrations first. The client must keep pg's default type parsers.
  */
-export const PgStoreFromClient = (options: PgStoreOptions = {}): Layer.Layer<StoreServices, StorageError, PgClient.PgClient> =>
+export const PgStoreFromClient = (
+  options: PgStoreOptions = {}
+): Layer.Layer<StoreServices, StorageError, PgClient.PgClient> =>
   Layer.mergeAll(
+    PgWebhookRepository,
     PgTemplateRepository,
     PgRunnerRepository,
     PgManagedRunnerRepository,

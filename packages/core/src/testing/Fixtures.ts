@@ -44,6 +44,7 @@ export const workflow = (userId: string, over: Partial<Workflow> = {}): Workflow
   idempotency_key: null,
   dispatch_attempts: 0,
   submitted_at: null,
+  webhook_url: null,
   priority: "normal",
   attempts: [],
   ...over

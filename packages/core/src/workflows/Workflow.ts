@@ -124,7 +124,9 @@ export const Workflow = Schema.Struct({
   /** Runners this workflow was moved away from because they could not take it. */
   dispatch_attempts: Schema.Int,
   /** Set just before a prompt is posted to a runner: after a restart, ask the runner before posting again. */
-  submitted_at: Schema.NullOr(Timestamp)
+  submitted_at: Schema.NullOr(Timestamp),
+  /** Where this workflow's webhooks go instead of its owner's endpoint (null: the owner's, if any). */
+  webhook_url: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "Workflow" })
 export interface Workflow extends Schema.Schema.Type<typeof Workflow> {}
 
