@@ -11,7 +11,7 @@ export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE workflows ADD COLUMN webhook_url text`
   yield* sql`CREATE TABLE webhook_endpoints (
-    user_id uuid PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+    user_id uuid PRIMARY KEY,
     url text NOT NULL,
     secret text NOT NULL,
     previous_secret text,
