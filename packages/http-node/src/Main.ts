@@ -112,7 +112,9 @@ export const serverLayer = (config: WesConfig) => {
   const webhooks = webhookDeliveryLayer({
     timeout: config.webhookTimeout,
     denyPrivate: config.webhookDenyPrivate,
-    retry: { base: config.webhookRetryBase, cap: Duration.hours(1) }
+    retry: { base: config.webhookRetryBase, cap: Duration.hours(1) },
+    // Like workflow claims: an instance that dies leaves its deliveries to others after WES_LEASE (beyond the send timeout).
+    leaseMargin: config.lease
   })
   const app = Layer.mergeAll(started.pipe(Layer.provideMerge(http)), dev, webhooks)
   return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(untraced))

@@ -15,6 +15,8 @@ export interface WebhookDeliveryOptions extends WebhookSendOptions {
   readonly retry: RetryOptions
   readonly concurrency?: number | undefined
   readonly pollInterval?: Duration.DurationInput | undefined
+  /** How long a claim lasts beyond the send timeout: after a crash, its deliveries wait this long (default 15 s). */
+  readonly leaseMargin?: Duration.DurationInput | undefined
 }
 
 export const webhookDeliveryLayer = (options: WebhookDeliveryOptions): Layer.Layer<never, never, WebhookRepository> => {
@@ -26,7 +28,7 @@ export const webhookDeliveryLayer = (options: WebhookDeliveryOptions): Layer.Lay
     concurrency: options.concurrency ?? defaults.concurrency,
     pollInterval: options.pollInterval ?? defaults.pollInterval,
     // Longer than a send can take, so a live instance's claim never expires under it.
-    lease: Duration.millis(timeoutMs + 20_000),
+    lease: Duration.sum(Duration.millis(timeoutMs), options.leaseMargin ?? Duration.seconds(15)),
     retry: options.retry
   }))).pipe(Layer.provide(webhookSenderNode(options)))
 }

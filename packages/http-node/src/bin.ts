@@ -23,6 +23,8 @@ Configuration (environment, all optional; an empty variable counts as unset):
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
   WES_RUNNER_ALLOW_PRIVATE (false: runner endpoints on private, loopback or link-local addresses are refused)
   WES_CAPABILITY_REFRESH (5 minutes: every runner's /object_info is read again at least this often)
+  WES_WEBHOOK_ALLOW_PRIVATE (false: webhook URLs on private, loopback or link-local addresses are refused)
+  WES_WEBHOOK_TIMEOUT (10 seconds)  WES_WEBHOOK_RETRY_BASE_MS (5000: first retry delay, doubled up to 1 hour)
 See docs/configuration.md.
 `
 
