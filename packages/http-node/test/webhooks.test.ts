@@ -140,6 +140,39 @@ describe("the webhook endpoint", () => {
   })
 })
 
+describe("the address policy at send time", () => {
+  it("a host that resolved to a public address at PUT but to a private one later fails its delivery without retry", async () => {
+    let answer = "93.184.216.34"
+    const resolve = async () => [answer]
+    const strict = await startServer({
+      http: { webhooks: { allowPrivate: false, resolve } },
+      webhooks: { ...webhooks, denyPrivate: true, resolve }
+    })
+    try {
+      const u = await strict.user()
+      const put = await strict.fetch("/v1/webhook", { ...json({ url: "http://hooks.example.com/x" }, u.auth), method: "PUT" })
+      expect(put.status).toBe(200)
+      answer = "10.1.2.3"
+      await strict.fetch("/v1/runner", json({ name: "idle", endpoint: "http://runner.example:8188" }, u.auth))
+      const created = await strict.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "x" }) })
+      const w = await readJson<WorkflowSummaryJson>(created)
+      await strict.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
+      const deadline = Date.now() + 10_000
+      let ds: ReadonlyArray<DeliveryJson> = []
+      while (ds[0]?.status !== "failed" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 25))
+        ds = (await readJson<{ deliveries: ReadonlyArray<DeliveryJson> }>(await strict.fetch(`/v1/workflow/${w.id}/deliveries`, { headers: u.auth }))).deliveries
+      }
+      expect(ds[0]!.status).toBe("failed")
+      expect(ds[0]!.attempts).toHaveLength(1)
+      expect(ds[0]!.attempts[0]!.status_code).toBeNull()
+      expect(ds[0]!.attempts[0]!.error).toContain("WES_WEBHOOK_ALLOW_PRIVATE")
+    } finally {
+      await strict.close()
+    }
+  })
+})
+
 describe("deliveries", () => {
   it("are signed per Standard Webhooks: verified with the secret (by verifyWebhook, the reference library and a plain HMAC), rejected with another", async () => {
     const u = await server.user()
