@@ -33,12 +33,13 @@ export class WebhookTable {
   /** Ids of pending deliveries, in creation order (what a claim scans). */
   readonly pending = new Set<string>()
 
-  constructor(private readonly newId: () => string) {}
+  constructor(private readonly newId: () => string, private readonly signal: () => void) {}
 
   /** The deliveries of a move's status events that deserve one (outbox). */
   record(after: WorkflowHead, events: ReadonlyArray<NewWorkflowEvent>, at: DateTime.Utc): void {
     const url = after.webhook_url ?? this.endpoints.get(after.user_id)?.url
     if (url === undefined) return
+    let recorded = false
     for (const e of events) {
       const status = e.type === "status" ? (e.data as { status?: WorkflowStatus }).status : undefined
       if (status === undefined || !isHooked(status)) continue
@@ -62,12 +63,15 @@ export class WebhookTable {
       const list = this.byWorkflow.get(after.id)
       if (list === undefined) this.byWorkflow.set(after.id, [id])
       else list.push(id)
+      recorded = true
     }
+    if (recorded) this.signal()
   }
 }
 
-export const makeMemoryWebhookRepository = (table: WebhookTable) =>
+export const makeMemoryWebhookRepository = (table: WebhookTable, recorded: Effect.Effect<void>) =>
   WebhookRepository.of({
+    recorded,
     findEndpoint: (userId) => Effect.sync(() => Option.fromNullable(table.endpoints.get(userId))),
     putEndpoint: (endpoint) =>
       Effect.sync(() => {

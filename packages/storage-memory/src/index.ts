@@ -17,6 +17,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
 import { MemoryBlobStore } from "./MemoryBlobStore.js"
 import { makeMemoryCapabilityRepository } from "./MemoryCapabilityRepository.js"
 import { makeMemoryDispatchQueue } from "./MemoryDispatchQueue.js"
@@ -58,9 +59,11 @@ export const MemoryWorkflowStore: Layer.Layer<
   const wakeups = yield* PubSub.sliding<string>(1024)
   const runners = makeMemoryRunnerRepository()
   const managed = makeMemoryManagedRunnerRepository()
-  const webhooks = new WebhookTable(() => globalThis.crypto.randomUUID())
+  // One pending signal is enough: the pool reads every due delivery when woken.
+  const recorded = yield* Queue.sliding<void>(1)
+  const webhooks = new WebhookTable(() => globalThis.crypto.randomUUID(), () => void recorded.unsafeOffer(undefined))
   return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void wakeups.unsafeOffer(id), webhooks)).pipe(
-    Context.add(WebhookRepository, makeMemoryWebhookRepository(webhooks)),
+    Context.add(WebhookRepository, makeMemoryWebhookRepository(webhooks, Queue.take(recorded))),
     Context.add(WorkflowEventBus, log.bus),
     Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),
     Context.add(RunnerRepository, runners),

@@ -10,7 +10,10 @@ import { DeliveryAttempt, WebhookDelivery, WebhookEndpoint, WebhookRepository } 
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import type { ListenChannel } from "./PgListener.js"
 import { DbNullableTimestamp, DbTimestamp, decodeFirst, decodeRows, isId, orStorageError, run, toDate } from "./Sql.js"
 
 /** The attempts kept per delivery (the oldest are dropped). */
@@ -33,7 +36,18 @@ const encodeAttempt = Schema.encodeSync(DeliveryAttempt)
 const COLUMNS = Object.keys(DeliveryRow.fields).join(", ")
 const ENDPOINT_COLUMNS = Object.keys(EndpointRow.fields).join(", ")
 
-export const makePgWebhookRepository = Effect.gen(function*() {
+/**
+ * The hint of new deliveries, from the store's LISTEN connection: a NOTIFY of the transition
+ * statement, and every (re)connection (what was announced meanwhile is looked at).
+ */
+export const webhookWakeupsOn = (channel: string): Effect.Effect<{ readonly listen: ListenChannel; readonly recorded: Effect.Effect<void> }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const signals = yield* Effect.acquireRelease(Queue.sliding<void>(1), Queue.shutdown)
+    const wake = Effect.asVoid(Queue.offer(signals, undefined))
+    return { listen: { channel, onPayload: () => wake, onConnected: wake }, recorded: Queue.take(signals) }
+  })
+
+export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.never) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const columns = sql.literal(COLUMNS)
   const endpointColumns = sql.literal(ENDPOINT_COLUMNS)
@@ -42,6 +56,7 @@ export const makePgWebhookRepository = Effect.gen(function*() {
   const decodeDelivery = decodeFirst(DeliveryRow)
 
   return WebhookRepository.of({
+    recorded,
     findEndpoint: (userId) =>
       isId(userId)
         ? run(sql`SELECT ${endpointColumns} FROM webhook_endpoints WHERE user_id = ${userId}`).pipe(
@@ -122,8 +137,9 @@ export const makePgWebhookRepository = Effect.gen(function*() {
   })
 })
 
+/** Without wake-ups (the pool polls): the store's layer (`layerPgWorkflows`) wires them. */
 export const PgWebhookRepository: Layer.Layer<WebhookRepository, never, SqlClient.SqlClient> = Layer.effect(
   WebhookRepository,
-  makePgWebhookRepository
+  makePgWebhookRepository()
 )
 

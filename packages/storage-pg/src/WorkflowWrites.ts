@@ -47,7 +47,11 @@ const HOOKED = list(hookedStatuses)
 export interface Channels {
   readonly events: string
   readonly work: string
+  /** New webhook deliveries (default `wes_webhooks`). */
+  readonly webhooks?: string | undefined
 }
+
+export const DEFAULT_WEBHOOKS_CHANNEL = "wes_webhooks"
 
 /** Bounds a create checks (absent: none). */
 export interface CreateLimits {
@@ -155,7 +159,8 @@ const assignments = [
  * One statement for a batch of moves of distinct workflows: each guarded update, then for the
  * rows it changed their events (numbered from each workflow's head), outputs, the webhook
  * deliveries of their status events (the outbox: only for a workflow with a URL, its own or its
- * owner's), the quota of the users whose workflows ended, and the NOTIFYs (events; the new runner of a moved workflow).
+ * owner's), the quota of the users whose workflows ended, and the NOTIFYs (events; the new runner
+ * of a moved workflow; new webhook deliveries, once per statement).
  * Returns the changed rows (without definitions); a request missing from the result was refused
  * or names no workflow (of its owner).
  */
@@ -202,6 +207,7 @@ export const transitionStatement = (
     FROM logged_events e JOIN changed c ON c.id = e.id LEFT JOIN webhook_endpoints wh ON wh.user_id = c.user_id
     WHERE e.type = 'status' AND e.data->>'status' IN ${HOOKED} AND coalesce(c.webhook_url, wh.url) IS NOT NULL
     ORDER BY e.id, e.ord
+    RETURNING 1
   ), quota AS (
     UPDATE workflow_quotas q SET active = q.active - d.n
     FROM (SELECT user_id, count(*)::int AS n FROM changed WHERE status IN ${TERMINAL} GROUP BY user_id) d
@@ -209,9 +215,16 @@ export const transitionStatement = (
   )
   SELECT ${HEAD_COLUMNS.map((c) => `c.${c}`).join(", ")},
     pg_notify($3, c.id::text),
-    CASE WHEN c.release THEN pg_notify($4, coalesce(c.user_runner_id, c.managed_runner_id)::text) END
+    CASE WHEN c.release THEN pg_notify($4, coalesce(c.user_runner_id, c.managed_runner_id)::text) END,
+    (SELECT pg_notify($5, '') FROM hooks LIMIT 1) AS hooked
   FROM changed c`
-  return sql.unsafe<Record<string, unknown>>(statement, [JSON.stringify(requests), JSON.stringify(outputs), channels.events, channels.work])
+  return sql.unsafe<Record<string, unknown>>(statement, [
+    JSON.stringify(requests),
+    JSON.stringify(outputs),
+    channels.events,
+    channels.work,
+    channels.webhooks ?? DEFAULT_WEBHOOKS_CHANNEL
+  ])
 }
 
 /** Unfinished statuses, as the partial indexes' predicates spell them. */

@@ -1,7 +1,7 @@
 /**
  * The delivery pool: claims due deliveries (a lease each), sends each in its own fiber (at most
  * `concurrency` at once, in a FiberSet), records the attempt and its outcome, and claims again
- * when a slot frees or the poll interval passes. A delivery whose claim expired (its instance
+ * when a slot frees, the store says new ones were recorded, or the poll interval passes. A delivery whose claim expired (its instance
  * died mid-send) is claimed again: it may repeat, never vanish.
  */
 import * as DateTime from "effect/DateTime"
@@ -87,7 +87,7 @@ export const runDeliverer = (options: DelivererOptions) =>
     return yield* Effect.forever(Effect.gen(function*() {
       const claimed = yield* claimMore
       if (claimed > 0) return
-      yield* Effect.raceFirst(Effect.sleep(options.pollInterval), Queue.take(freed))
+      yield* Effect.raceAll([Effect.sleep(options.pollInterval), Queue.take(freed), repo.recorded])
     }))
   }).pipe(Effect.scoped)
 

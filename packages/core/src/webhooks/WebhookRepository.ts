@@ -18,6 +18,11 @@ export type DeliveryOutcome =
   | { readonly _tag: "Failed" }
 
 export class WebhookRepository extends Context.Tag("@wes/core/WebhookRepository")<WebhookRepository, {
+  /**
+   * Completes when deliveries were recorded since the last call (at once if some were), so the
+   * pool sends them without waiting for its next poll; only a hint (it may never complete).
+   */
+  readonly recorded: Effect.Effect<void>
   readonly findEndpoint: (userId: string) => Effect.Effect<Option.Option<WebhookEndpoint>, StorageError>
   /** Creates the endpoint with `endpoint.secret`, or changes the URL of the existing one (its secrets kept). */
   readonly putEndpoint: (endpoint: WebhookEndpoint) => Effect.Effect<{ readonly endpoint: WebhookEndpoint; readonly created: boolean }, StorageError>
