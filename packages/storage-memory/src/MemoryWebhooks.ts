@@ -19,6 +19,9 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 
+/** The attempts kept per delivery (the oldest are dropped), as in PostgreSQL. */
+const ATTEMPTS_KEPT = 50
+
 interface Row {
   delivery: WebhookDelivery
   claimedBy: string | null
@@ -118,7 +121,7 @@ export const makeMemoryWebhookRepository = (table: WebhookTable, recorded: Effec
         row.leaseUntil = 0
         row.delivery = {
           ...d,
-          attempts: [...d.attempts, attempt],
+          attempts: [...d.attempts, attempt].slice(-ATTEMPTS_KEPT),
           status: outcome._tag === "Delivered" ? "delivered" : outcome._tag === "Failed" ? "failed" : "pending",
           next_attempt_at: outcome._tag === "RetryAt" ? outcome.at : null,
           delivered_at: outcome._tag === "Delivered" ? attempt.at : d.delivered_at

@@ -67,11 +67,6 @@ export const toWebhookView = (e: WebhookEndpoint, now: DateTime.Utc): WebhookVie
   updated_at: e.updated_at
 })
 
-/** The answer that creates or rotates a secret: the endpoint with the whole new secret, shown once. */
-export const WebhookWithSecret = Schema.Struct({ ...WebhookView.fields, secret: Schema.String })
-  .annotations({ identifier: "WebhookWithSecret" })
-export interface WebhookWithSecret extends Schema.Schema.Type<typeof WebhookWithSecret> {}
-
 export const DeliveryStatus = Schema.Literal("pending", "delivered", "failed")
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
