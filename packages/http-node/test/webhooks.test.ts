@@ -214,6 +214,11 @@ describe("deliveries", () => {
     const gap = (a: AttemptJson) => Date.parse(a.next_attempt_at!) - Date.parse(a.at)
     expect(gap(d!.attempts[1]!)).toBeGreaterThan(gap(d!.attempts[0]!))
     expect(d!.attempts[2]!.next_attempt_at).toBeNull()
+    // Counted at /metrics (the registry is the process's: other tests add to it too).
+    const metrics = await (await server.fetch("/metrics")).text()
+    expect(metrics).toMatch(/^wes_webhook_attempts_total\{result="5xx"\} [1-9]/m)
+    expect(metrics).toMatch(/^wes_webhook_deliveries_total\{outcome="delivered"\} [1-9]/m)
+    expect(metrics).toMatch(/^wes_webhook_delivery_seconds_count [1-9]/m)
     // Each retry came no earlier than it was scheduled.
     expect(Date.parse(d!.attempts[1]!.at)).toBeGreaterThanOrEqual(Date.parse(d!.attempts[0]!.next_attempt_at!))
     expect(Date.parse(d!.attempts[2]!.at)).toBeGreaterThanOrEqual(Date.parse(d!.attempts[1]!.next_attempt_at!))
