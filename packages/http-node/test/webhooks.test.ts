@@ -264,6 +264,8 @@ describe("deliveries", () => {
     const own = await receiver()
     const { secret } = await putWebhook(u, byDefault.url)
     const w = await createAndCancel(u, { webhook_url: own.url })
+    const detail = await readJson<{ webhook_url: string | null }>(await server.fetch(`/v1/workflow/${w.id}`, { headers: u.auth }))
+    expect(detail.webhook_url).toBe(own.url)
     const [got] = await own.until((rs) => rs.length >= 1)
     expect(verifyWebhook(secret, got!.body, got!.headers).data.id).toBe(w.id)
     const rerun = await server.fetch(`/v1/workflow/${w.id}/rerun`, { method: "POST", headers: u.auth, body: new FormData() })

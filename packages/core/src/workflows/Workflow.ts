@@ -81,7 +81,9 @@ const detailFields = {
   exception_message: Schema.NullOr(Schema.String),
   priority: Priority,
   /** Earlier runs retried on another runner, oldest first (empty when none). */
-  attempts: Schema.Array(WorkflowAttempt)
+  attempts: Schema.Array(WorkflowAttempt),
+  /** Where this workflow's webhooks go instead of its owner's endpoint (null: the owner's, if any). */
+  webhook_url: Schema.NullOr(Schema.String)
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
@@ -124,9 +126,7 @@ export const Workflow = Schema.Struct({
   /** Runners this workflow was moved away from because they could not take it. */
   dispatch_attempts: Schema.Int,
   /** Set just before a prompt is posted to a runner: after a restart, ask the runner before posting again. */
-  submitted_at: Schema.NullOr(Timestamp),
-  /** Where this workflow's webhooks go instead of its owner's endpoint (null: the owner's, if any). */
-  webhook_url: Schema.NullOr(Schema.String)
+  submitted_at: Schema.NullOr(Timestamp)
 }).annotations({ identifier: "Workflow" })
 export interface Workflow extends Schema.Schema.Type<typeof Workflow> {}
 
@@ -174,6 +174,7 @@ export const toDetail = (w: Workflow & Partial<QueueEstimate>): WorkflowDetail =
   exception_message: w.exception_message,
   priority: w.priority,
   attempts: w.attempts,
+  webhook_url: w.webhook_url,
   queue_ms: w.started_at === null ? null : elapsedMs(w.created_at, w.started_at),
   run_ms: w.started_at === null || w.completed_at === null ? null : elapsedMs(w.started_at, w.completed_at)
 })
