@@ -68,7 +68,8 @@ const readCapped = async (res: Response): Promise<string> => {
 }
 
 const describe = (e: unknown, timeoutMs: number): string => {
-  if (e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError")) return `no answer within ${timeoutMs} ms`
+  if (e instanceof Error && e.name === "TimeoutError") return `no answer within ${timeoutMs} ms`
+  if (e instanceof Error && e.name === "AbortError") return "aborted"
   const cause = e instanceof Error && e.cause instanceof Error ? e.cause : e
   const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : undefined
   return code ?? (cause instanceof Error ? cause.message : String(cause)).slice(0, KEEP_LIMIT)
@@ -77,7 +78,8 @@ const describe = (e: unknown, timeoutMs: number): string => {
 export const webhookSenderNode = (options: WebhookSendOptions): Layer.Layer<WebhookSender> =>
   Layer.succeed(WebhookSender, WebhookSender.of({
     send: (message) =>
-      Effect.promise(async (): Promise<SendResult> => {
+      // Interrupting the send (shutdown) aborts the request; the delivery, still claimed, is sent again later.
+      Effect.promise(async (interrupted): Promise<SendResult> => {
         if (options.denyPrivate) {
           const refused = await webhookRefusal(message.url, options.resolve ?? systemResolver)
           if (refused !== undefined) return { _tag: "Refused", error: refused }
@@ -90,7 +92,7 @@ export const webhookSenderNode = (options: WebhookSendOptions): Layer.Layer<Webh
             headers: { ...headers, "content-type": "application/json", "user-agent": "wes-webhooks" },
             body: message.payload,
             redirect: "manual",
-            signal: AbortSignal.timeout(timeoutMs)
+            signal: AbortSignal.any([interrupted, AbortSignal.timeout(timeoutMs)])
           })
           const body = await readCapped(res)
           return { _tag: "Answered", status: res.status, body }
