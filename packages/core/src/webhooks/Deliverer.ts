@@ -11,6 +11,8 @@ import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
 import { webhookAttempts, webhookDeliveries, webhookDeliveryLatency, webhookAttemptDuration } from "../observability/Metrics.js"
 import { type RetryOptions, outcomeOf, type SendResult } from "./DeliveryPolicy.js"
 import { signingSecrets, type WebhookDelivery } from "./Webhook.js"
@@ -64,18 +66,30 @@ export const deliverOne = (d: WebhookDelivery, options: DelivererOptions) =>
     }
   })
 
-/** Runs the pool until interrupted. Store errors are logged and the loop goes on at the next poll. */
+const claimBackoff = Schedule.exponential(Duration.millis(250)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
+
+/** Runs the pool until interrupted; claims that fail are retried with a backoff (`claimBackoff`). */
 export const runDeliverer = (options: DelivererOptions) =>
   Effect.gen(function*() {
     const repo = yield* WebhookRepository
     const fibers = yield* FiberSet.make<void, never>()
     // A slot freed: claim again without waiting for the poll (bounded: one pending signal is enough).
     const freed = yield* Queue.sliding<void>(1)
+    // While the store fails (an outage), claims back off (250 ms doubling up to 5 s), logged once.
+    const failing = yield* Ref.make(false)
+    const claim = (free: number) =>
+      Effect.flatMap(DateTime.now, (now) => repo.claim(options.owner, now, DateTime.addDuration(now, options.lease), free)).pipe(
+        Effect.tapError((e) =>
+          Effect.flatMap(Ref.getAndSet(failing, true), (was) =>
+            was ? Effect.void : Effect.logWarning("webhook claims failing; retrying", { error: e.message }))
+        ),
+        Effect.retry(claimBackoff),
+        Effect.tap(() => Effect.flatMap(Ref.getAndSet(failing, false), (was) => (was ? Effect.logInfo("webhook claims work again") : Effect.void)))
+      )
     const claimMore = Effect.gen(function*() {
       const free = options.concurrency - (yield* FiberSet.size(fibers))
       if (free <= 0) return 0
-      const now = yield* DateTime.now
-      const batch = yield* repo.claim(options.owner, now, DateTime.addDuration(now, options.lease), free)
+      const batch = yield* claim(free)
       for (const d of batch) {
         yield* FiberSet.run(fibers, deliverOne(d, options).pipe(
           Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery not recorded", { delivery_id: d.id, cause })),
@@ -83,7 +97,7 @@ export const runDeliverer = (options: DelivererOptions) =>
         ))
       }
       return batch.length
-    }).pipe(Effect.catchAll((e) => Effect.as(Effect.logWarning("webhook claim failed", { error: e.message }), 0)))
+    })
     return yield* Effect.forever(Effect.gen(function*() {
       const claimed = yield* claimMore
       if (claimed > 0) return
