@@ -9,6 +9,7 @@
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
+ *   BENCH_WEBHOOKS  off (default) | on (the webhook delivery pool runs, private URLs allowed: B10)
  * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, profileStart, profileStop,
  * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
@@ -29,7 +30,7 @@ import {
   WorkflowService
 } from "@wes/core"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit, untraced } from "@wes/http-node"
+import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit, untraced, webhookDeliveryLayer } from "@wes/http-node"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Effect from "effect/Effect"
@@ -114,9 +115,13 @@ const http = httpLayer({
   adminToken: Option.none(),
   sseKeepAlive: "15 seconds",
   shutdownGrace: "1 second",
+  webhooks: { allowPrivate: true }
 })
+const webhooks = env("BENCH_WEBHOOKS", "off") === "on"
+  ? webhookDeliveryLayer({ timeout: "10 seconds", denyPrivate: false, retry: { base: "5 seconds", cap: "1 hour" } })
+  : Layer.empty
 
-const runtime = ManagedRuntime.make(http.pipe(
+const runtime = ManagedRuntime.make(Layer.merge(http, webhooks).pipe(
   Layer.provideMerge(services),
   Layer.provide(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {})),
   // As `wes serve` (serverLayer); BENCH_TRACING=on measures what the spans cost.

@@ -23,6 +23,8 @@ import type { TierPolicy } from "./accounts/Tier.js"
 import type { WorkflowEventBus } from "./workflows/WorkflowEvents.js"
 import type { WorkflowRepository } from "./workflows/WorkflowRepository.js"
 import { WorkflowService } from "./workflows/WorkflowService.js"
+import type { WebhookRepository } from "./webhooks/WebhookRepository.js"
+import { WebhookService, WebhookServiceLive } from "./webhooks/WebhookService.js"
 
 /** The services a store adapter provides (`@wes/storage-memory`, `@wes/storage-pg`). */
 export type StoreServices =
@@ -37,6 +39,7 @@ export type StoreServices =
   | WorkflowEventBus
   | BlobStore
   | CapabilityRepository
+  | WebhookRepository
 
 /** The use cases. */
 export type UseCaseServices =
@@ -48,6 +51,7 @@ export type UseCaseServices =
   | Scheduler
   | RunTimes
   | RunnerCapabilities
+  | WebhookService
 
 /** Ids (UUID v7) and crypto from the Web Crypto API. */
 export const PlatformLive: Layer.Layer<IdGenerator | Crypto> = IdGeneratorLive.pipe(Layer.provideMerge(CryptoWeb))
@@ -72,6 +76,7 @@ export const useCasesLayer = (
     RunnerService.Live,
     ManagedRunnerService.Live,
     AccountService.layer(options.tokenUse ?? defaultTokenUseOptions),
-    scheduler
+    scheduler,
+    WebhookServiceLive
   ).pipe(Layer.provideMerge(capabilities))
 }

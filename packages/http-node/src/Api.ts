@@ -31,6 +31,8 @@ import {
   User,
   Priority,
   UserDetail,
+  DeliveryView,
+  WebhookView,
   WorkflowDetail,
   WorkflowOutputView,
   WorkflowStatus,
@@ -105,6 +107,9 @@ const PARAMS_DOC = "Dynamic parameters: a field `$<name>` (text, or a file part)
 
 const JSON_DOC = "JSON file (a text field is accepted too)"
 
+const WEBHOOK_URL_DOC = "Send this workflow's webhooks (status queued, running and every end) to this http(s) URL instead of " +
+  "your default endpoint; signed with your webhook secret, so PUT /v1/webhook first."
+
 export const CreateWorkflowForm = form(Schema.Struct({
   name: TextField.annotations({ description: "1-200 characters" }),
   workflow_json: Schema.optional(JsonDocument.annotations({ description: `${JSON_DOC}: the workflow in ComfyUI API format` })),
@@ -112,10 +117,16 @@ export const CreateWorkflowForm = form(Schema.Struct({
   tags: Schema.optional(TextField.annotations({ description: "Comma-separated tags; used to select a runner" })),
   priority: Schema.optional(Priority.annotations({
     description: "low, normal (the default) or high, up to the tier's max_priority; on its runner higher priorities go first"
-  }))
+  })),
+  webhook_url: Schema.optional(TextField.annotations({ description: WEBHOOK_URL_DOC }))
 }, ParamFields), PARAMS_DOC)
 
-export const RerunWorkflowForm = form(Schema.Struct({}, ParamFields), `Only dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`)
+export const RerunWorkflowForm = form(
+  Schema.Struct({
+    webhook_url: Schema.optional(TextField.annotations({ description: `${WEBHOOK_URL_DOC} Not sent: the original's.` }))
+  }, ParamFields),
+  `Dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`
+)
 
 export const CreateTemplateForm = form(Schema.Struct({
   name: TextField.annotations({ description: "1-100 characters" }),
@@ -176,6 +187,28 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
   .add(HttpApiEndpoint.get("output", "/v1/workflow/:id/outputs/:output_id")
     .setPath(Schema.Struct({ id: Schema.String, output_id: Schema.String })).addSuccess(fileBody).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Download an output file"))
+  .add(HttpApiEndpoint.get("deliveries", "/v1/workflow/:id/deliveries").setPath(Id)
+    .addSuccess(Schema.Struct({ deliveries: Schema.Array(DeliveryView) })).addError(NotFoundStatus)
+    .annotate(OpenApi.Summary, "The workflow's webhook deliveries, oldest first, with their attempts"))
+  .add(HttpApiEndpoint.post("retryDelivery", "/v1/workflow/:id/deliveries/:delivery_id/retry")
+    .setPath(Schema.Struct({ id: Schema.String, delivery_id: Schema.String })).addSuccess(DeliveryView).addError(NotFoundStatus)
+    .annotate(OpenApi.Summary, "Send a webhook delivery again now (same webhook-id; retried for another 24 h)"))
+  .middleware(Authentication)
+{}
+
+const WebhookUrl = Schema.Struct({ url: Schema.String.annotations({ description: "http(s) URL receiving the webhooks" }) })
+
+export class WebhookGroup extends HttpApiGroup.make("webhook")
+  .add(HttpApiEndpoint.put("put", "/v1/webhook").setPayload(json(WebhookUrl)).addSuccess(WebhookView).addError(BadRequest)
+    .annotate(OpenApi.Summary, "Set your default webhook endpoint")
+    .annotate(OpenApi.Description, "A new endpoint answers with its whole signing secret (`whsec_...`), shown this once; " +
+      "changing the URL of an existing one keeps its secret (masked in the answer)."))
+  .add(HttpApiEndpoint.get("get", "/v1/webhook").addSuccess(WebhookView).addError(NotFoundStatus)
+    .annotate(OpenApi.Summary, "Your webhook endpoint (secret masked)"))
+  .add(HttpApiEndpoint.del("delete", "/v1/webhook").addSuccess(HttpApiSchema.NoContent).addError(NotFoundStatus)
+    .annotate(OpenApi.Summary, "Remove your webhook endpoint and its secrets"))
+  .add(HttpApiEndpoint.post("rotate", "/v1/webhook/rotate-secret").addSuccess(WebhookView).addError(NotFoundStatus)
+    .annotate(OpenApi.Summary, "A new signing secret (shown once); the old one keeps signing alongside for 24 h"))
   .middleware(Authentication)
 {}
 
@@ -320,6 +353,7 @@ export const withKeyPatterns = (spec: Record<string, unknown>): Record<string, u
 export class WesApi extends HttpApi.make("wes")
   .add(UserGroup)
   .add(WorkflowsGroup)
+  .add(WebhookGroup)
   .add(TemplatesGroup)
   .add(RunnersGroup)
   .add(ManagedRunnersGroup)

@@ -64,6 +64,15 @@ export interface WesConfig {
   readonly capabilityRefresh: Duration.Duration
   /** OTEL_EXPORTER_OTLP_ENDPOINT and the other standard OTLP variables: export spans (Tracing.ts; unset: off). */
   readonly tracing: Option.Option<TracingConfig>
+  /**
+   * Refuse webhook URLs that resolve to private, loopback, link-local or unspecified addresses:
+   * the default, except in dev mode; `WES_WEBHOOK_ALLOW_PRIVATE=true` allows them.
+   */
+  readonly webhookDenyPrivate: boolean
+  /** WES_WEBHOOK_TIMEOUT: how long a receiver has to answer (10s). */
+  readonly webhookTimeout: Duration.Duration
+  /** WES_WEBHOOK_RETRY_BASE_MS: the first retry delay, doubled at each retry up to 1 hour (5000). */
+  readonly webhookRetryBase: Duration.Duration
 }
 
 /** The shortest accepted WES_ADMIN_TOKEN. */
@@ -110,8 +119,21 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
     Config.validate({ message: "WES_CAPABILITY_REFRESH must be at least 10 seconds", validation: (d) => Duration.toMillis(d) >= 10_000 }),
     Config.withDefault(Duration.minutes(5))
   ),
-  tracing: TracingConfig
-}).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, ...rest }) =>
+  tracing: TracingConfig,
+  webhookAllowPrivate: Config.option(Config.boolean("WES_WEBHOOK_ALLOW_PRIVATE")),
+  webhookTimeout: Config.duration("WES_WEBHOOK_TIMEOUT").pipe(
+    Config.validate({
+      message: "WES_WEBHOOK_TIMEOUT must be from 100 milliseconds to 60 seconds",
+      validation: (d) => Duration.toMillis(d) >= 100 && Duration.toMillis(d) <= 60_000
+    }),
+    Config.withDefault(Duration.seconds(10))
+  ),
+  webhookRetryBase: Config.integer("WES_WEBHOOK_RETRY_BASE_MS").pipe(
+    Config.validate({ message: "WES_WEBHOOK_RETRY_BASE_MS must be from 10 to 3600000", validation: (n) => n >= 10 && n <= 3_600_000 }),
+    Config.withDefault(5000),
+    Config.map(Duration.millis)
+  )
+}).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, webhookAllowPrivate, ...rest }) =>
   // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
   Option.isNone(storage) && Option.isSome(rest.databaseUrl)
     ? Either.left(ConfigError.InvalidData(
@@ -124,7 +146,8 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
       runnerDenyPrivate: Option.match(runnerAllowPrivate, {
         onSome: (allow) => !allow,
         onNone: () => Option.getOrElse(runnerDenyPrivate, () => !rest.dev)
-      })
+      }),
+      webhookDenyPrivate: Option.match(webhookAllowPrivate, { onSome: (allow) => !allow, onNone: () => !rest.dev })
     })))
 
 /** Reads and checks the configuration. */

@@ -28,6 +28,7 @@ import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
 import { meteredGateway } from "./RunnerMetrics.js"
 import { httpLayer } from "./Server.js"
 import { tracingLayer, untraced } from "./Tracing.js"
+import { webhookDeliveryLayer } from "./WebhookDelivery.js"
 
 /** The store: memory (one process, nothing survives a restart) or PostgreSQL. */
 export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknown> => {
@@ -93,7 +94,8 @@ export const serverLayer = (config: WesConfig) => {
     metricsToken: config.metricsToken,
     sseKeepAlive: "15 seconds",
     shutdownGrace: config.shutdownGrace,
-    traced: Option.isSome(config.tracing)
+    traced: Option.isSome(config.tracing),
+    webhooks: { allowPrivate: !config.webhookDenyPrivate }
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
@@ -117,7 +119,16 @@ export const serverLayer = (config: WesConfig) => {
   const dev = config.dev
     ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
-  const app = Layer.merge(started.pipe(Layer.provideMerge(http)), dev)
+  // Webhook deliveries: the pool sends what the store's outbox holds (WebhookDelivery.ts).
+  // Background work, like the dispatcher's, is never traced (Tracing.ts).
+  const webhooks = Layer.locally(webhookDeliveryLayer({
+    timeout: config.webhookTimeout,
+    denyPrivate: config.webhookDenyPrivate,
+    retry: { base: config.webhookRetryBase, cap: Duration.hours(1) },
+    // Like workflow claims: an instance that dies leaves its deliveries to others after WES_LEASE (beyond the send timeout).
+    leaseMargin: config.lease
+  }), FiberRef.currentTracerEnabled, false)
+  const app = Layer.mergeAll(started.pipe(Layer.provideMerge(http)), dev, webhooks)
   // Spans exported over OTLP when OTEL_EXPORTER_OTLP_*ENDPOINT is set; otherwise none is built (Tracing.ts).
   return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(tracingLayer(config.tracing)))
 }

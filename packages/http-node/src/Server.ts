@@ -35,6 +35,8 @@ import { payloadKind, routeOf } from "./Routes.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
 import { systemHttp } from "./SystemHttp.js"
+import type { Resolver } from "./RunnerAddressPolicy.js"
+import { webhookHttp, webhookUrlCheckLayer } from "./WebhooksHttp.js"
 import { workflowsHttp } from "./WorkflowsHttp.js"
 
 /** Requests that are never spans: probes and scrapes, many and alike. */
@@ -62,6 +64,12 @@ export interface HttpOptions {
    * declared route (`GET /v1/workflow/:id`), except the probes and scrapes. Default: no spans.
    */
   readonly traced?: boolean | undefined
+  /**
+   * Webhook URLs (PUT /v1/webhook, a workflow's webhook_url) on private, loopback, link-local or
+   * unspecified addresses are refused unless `allowPrivate` (default: refused), resolving host
+   * names with `resolve` (default: the system's).
+   */
+  readonly webhooks?: { readonly allowPrivate: boolean; readonly resolve?: Resolver | undefined } | undefined
 }
 
 /**
@@ -108,11 +116,12 @@ const docsRoute = HttpApiBuilder.Router.use((router) => {
  * Every route of the API over the use cases, following workflows through the SseHub. Served by
  * `httpLayer`, whose request readers give the declared forms their parts (NodeRequest.ts).
  */
-const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication">) =>
+const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication" | "webhooks">) =>
   HttpApiBuilder.api(WesApi).pipe(
     Layer.provide([
       userHttp,
       workflowsHttp,
+      webhookHttp,
       templatesHttp,
       runnersHttp,
       managedRunnersHttp,
@@ -120,7 +129,11 @@ const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "au
       adminHttp
     ]),
     Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), errorMiddleware(Option.isSome(options.adminToken))]),
-    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive }))
+    Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
+    Layer.provide(webhookUrlCheckLayer({
+      denyPrivate: options.webhooks?.allowPrivate !== true,
+      resolve: options.webhooks?.resolve
+    }))
   )
 
 /**

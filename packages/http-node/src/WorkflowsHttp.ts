@@ -1,12 +1,13 @@
 /** /v1/workflow: create, list, get, rerun, cancel, subscribe (SSE) and outputs. */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { toDetail, WorkflowService } from "@wes/core"
+import { toDetail, WebhookService, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { CurrentUser, WesApi } from "./Api.js"
 import { paramsOf } from "./Forms.js"
 import { SseHub } from "./SseHub.js"
+import { checkWorkflowWebhookUrl, WebhookUrlCheck } from "./WebhooksHttp.js"
 
 const contentDisposition = (filename: string) => `attachment; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, "_")}"`
 
@@ -14,25 +15,38 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
   Effect.gen(function*() {
     const workflows = yield* WorkflowService
     const hub = yield* SseHub
+    const webhooks = yield* WebhookService
+    // The handlers' own requirements, provided once here.
+    const urls = Effect.provideService(WebhookUrlCheck, yield* WebhookUrlCheck)
+    const checkUrl = (user: Parameters<typeof checkWorkflowWebhookUrl>[0], url: string | undefined) =>
+      checkWorkflowWebhookUrl(user, url).pipe(urls, Effect.provideService(WebhookService, webhooks))
     return handlers
       .handle("create", ({ payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
-          workflows.create(user, {
+          Effect.zipRight(checkUrl(user, payload.webhook_url), workflows.create(user, {
             name: payload.name,
             workflow_json: payload.workflow_json,
             template_id: payload.template_id,
             tags: payload.tags,
             params: paramsOf(payload),
             idempotency_key: request.headers["idempotency-key"],
-            priority: payload.priority
-          })))
+            priority: payload.priority,
+            webhook_url: payload.webhook_url
+          }))))
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
           Effect.map(workflows.list(user, urlParams), (page) => ({ workflows: page.items, total: page.total }))))
       .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.get(user, path.id), toDetail)))
       .handle("rerun", ({ path, payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
-          workflows.rerun(user, path.id, { params: paramsOf(payload), idempotency_key: request.headers["idempotency-key"] })))
+          Effect.zipRight(
+            checkUrl(user, payload.webhook_url),
+            workflows.rerun(user, path.id, {
+              params: paramsOf(payload),
+              idempotency_key: request.headers["idempotency-key"],
+              webhook_url: payload.webhook_url
+            })
+          )))
       .handle("cancel", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.cancel(user, path.id)))
       .handle("subscribe", ({ headers, path }) =>
         Effect.gen(function*() {
@@ -42,6 +56,9 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
         }))
       .handle("outputs", ({ path }) =>
         Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.outputs(user, path.id), (outputs) => ({ outputs }))))
+      .handle("deliveries", ({ path }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(webhooks.deliveries(user, path.id), (deliveries) => ({ deliveries }))))
+      .handle("retryDelivery", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => webhooks.retry(user, path.id, path.delivery_id)))
       .handle("output", ({ path }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentUser

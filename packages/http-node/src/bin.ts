@@ -26,6 +26,8 @@ Configuration (environment, all optional; an empty variable counts as unset):
 Tracing (off unless an endpoint is set): OTEL_EXPORTER_OTLP_ENDPOINT (base URL; spans to <base>/v1/traces)
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf | http/json)
   OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2)  OTEL_SERVICE_NAME (wes)  OTEL_SDK_DISABLED (true: off)
+  WES_WEBHOOK_ALLOW_PRIVATE (false: webhook URLs on private, loopback or link-local addresses are refused)
+  WES_WEBHOOK_TIMEOUT (10 seconds)  WES_WEBHOOK_RETRY_BASE_MS (5000: first retry delay, doubled up to 1 hour)
 See docs/configuration.md.
 `
 

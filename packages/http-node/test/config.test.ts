@@ -1,4 +1,4 @@
-/** `wes serve`'s configuration of runners' capabilities (WES_CAPABILITY_REFRESH). */
+/** `wes serve`'s configuration: runners' capabilities (WES_CAPABILITY_REFRESH) and webhooks (WES_WEBHOOK_*). */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -17,5 +17,27 @@ describe("WES_CAPABILITY_REFRESH", () => {
     const tooShort = await load({ WES_CAPABILITY_REFRESH: "1 second" })
     expect(tooShort._tag).toBe("Left")
     expect(String(tooShort._tag === "Left" ? tooShort.left : "")).toContain("WES_CAPABILITY_REFRESH must be at least 10 seconds")
+  })
+})
+
+describe("webhook settings", () => {
+  it("private webhook URLs are refused by default and allowed in dev mode or with WES_WEBHOOK_ALLOW_PRIVATE=true", async () => {
+    const denied = (r: Awaited<ReturnType<typeof load>>) => (r._tag === "Right" ? r.right.webhookDenyPrivate : "error")
+    expect(denied(await load({}))).toBe(true)
+    expect(denied(await load({ WES_DEV: "true" }))).toBe(false)
+    expect(denied(await load({ WES_WEBHOOK_ALLOW_PRIVATE: "true" }))).toBe(false)
+    expect(denied(await load({ WES_DEV: "true", WES_WEBHOOK_ALLOW_PRIVATE: "false" }))).toBe(true)
+  })
+
+  it("timeout 10 s and first retry delay 5 s by default; out-of-range values are refused naming the variable", async () => {
+    const byDefault = await load({})
+    expect(byDefault._tag === "Right" && [Duration.toMillis(byDefault.right.webhookTimeout), Duration.toMillis(byDefault.right.webhookRetryBase)])
+      .toEqual([10_000, 5_000])
+    const set = await load({ WES_WEBHOOK_TIMEOUT: "2 seconds", WES_WEBHOOK_RETRY_BASE_MS: "100" })
+    expect(set._tag === "Right" && [Duration.toMillis(set.right.webhookTimeout), Duration.toMillis(set.right.webhookRetryBase)]).toEqual([2_000, 100])
+    const base = await load({ WES_WEBHOOK_RETRY_BASE_MS: "5" })
+    expect(String(base._tag === "Left" ? base.left : "")).toContain("WES_WEBHOOK_RETRY_BASE_MS must be from 10 to 3600000")
+    const timeout = await load({ WES_WEBHOOK_TIMEOUT: "2 minutes" })
+    expect(String(timeout._tag === "Left" ? timeout.left : "")).toContain("WES_WEBHOOK_TIMEOUT must be from 100 milliseconds to 60 seconds")
   })
 })

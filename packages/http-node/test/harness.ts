@@ -43,6 +43,7 @@ import { httpLayer, type HttpOptions } from "../src/Server.js"
 import { jsonLoggerLayer } from "../src/Logging.js"
 import { defaultRateLimit } from "../src/RateLimit.js"
 import { denyPrivateGateway, denyPrivateProbe, type Resolver } from "../src/RunnerAddressPolicy.js"
+import { webhookDeliveryLayer, type WebhookDeliveryOptions } from "../src/WebhookDelivery.js"
 
 export const ADMIN_TOKEN = "admin-secret-for-tests-0123456789abcdef"
 
@@ -107,6 +108,8 @@ export const startServer = async (options: {
   readonly denyPrivate?: Resolver
   /** How runners' capabilities are read and cached. */
   readonly capabilities?: Partial<CapabilitiesOptions>
+  /** Runs the webhook delivery pool with these options (and allows private webhook URLs unless they deny them). */
+  readonly webhooks?: WebhookDeliveryOptions
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
@@ -136,9 +139,11 @@ export const startServer = async (options: {
     adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
     sseKeepAlive: "15 seconds",
     shutdownGrace: "1 second",
+    ...(options.webhooks === undefined ? {} : { webhooks: { allowPrivate: !options.webhooks.denyPrivate } }),
     ...options.http
   })
-  const runtime = ManagedRuntime.make(http.pipe(
+  const delivery = options.webhooks === undefined ? Layer.empty : webhookDeliveryLayer(options.webhooks)
+  const runtime = ManagedRuntime.make(Layer.merge(http, delivery).pipe(
     Layer.provideMerge(core),
     Layer.provide(jsonLoggerLayer((line) => logs.push(line)))
   ))

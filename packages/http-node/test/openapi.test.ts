@@ -26,17 +26,17 @@ describe("OpenAPI document and docs page", () => {
   it("lists every public operation, and no operator route", () => {
     const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`)).sort()
     expect(operations).toEqual([
-      "DELETE /v1/runner/{id}", "DELETE /v1/template/{id}",
+      "DELETE /v1/runner/{id}", "DELETE /v1/template/{id}", "DELETE /v1/webhook",
       "GET /healthz", "GET /readyz",
       "GET /v1/managed-runner", "GET /v1/managed-runner/{id}/history",
       "GET /v1/runner", "GET /v1/runner/{id}", "GET /v1/runner/{id}/history",
-      "GET /v1/template", "GET /v1/template/{id}", "GET /v1/user",
-      "GET /v1/workflow", "GET /v1/workflow/{id}", "GET /v1/workflow/{id}/outputs",
+      "GET /v1/template", "GET /v1/template/{id}", "GET /v1/user", "GET /v1/webhook",
+      "GET /v1/workflow", "GET /v1/workflow/{id}", "GET /v1/workflow/{id}/deliveries", "GET /v1/workflow/{id}/outputs",
       "GET /v1/workflow/{id}/outputs/{output_id}", "GET /v1/workflow/{id}/subscribe",
       "PATCH /v1/runner/{id}",
-      "POST /v1/runner", "POST /v1/template", "POST /v1/workflow",
-      "POST /v1/workflow/{id}/cancel", "POST /v1/workflow/{id}/rerun",
-      "PUT /v1/runner/{id}", "PUT /v1/template/{id}"
+      "POST /v1/runner", "POST /v1/template", "POST /v1/webhook/rotate-secret", "POST /v1/workflow",
+      "POST /v1/workflow/{id}/cancel", "POST /v1/workflow/{id}/deliveries/{delivery_id}/retry", "POST /v1/workflow/{id}/rerun",
+      "PUT /v1/runner/{id}", "PUT /v1/template/{id}", "PUT /v1/webhook"
     ])
   })
 
@@ -52,7 +52,7 @@ describe("OpenAPI document and docs page", () => {
   it("documents the contract's error responses and resource schemas", () => {
     const create = spec.paths["/v1/workflow"]!["post"]!
     expect(Object.keys(create.responses).sort()).toEqual(["201", "400", "401", "403", "404", "405", "429", "431", "500", "503"])
-    for (const name of ["WorkflowSummary", "WorkflowDetail", "Runner", "ManagedRunner", "Template", "TemplateListItem", "CurrentUser", "BadRequest", "Unauthorized"]) {
+    for (const name of ["WorkflowSummary", "WorkflowDetail", "Runner", "ManagedRunner", "Template", "TemplateListItem", "CurrentUser", "BadRequest", "Unauthorized", "Webhook", "WebhookDelivery", "DeliveryAttempt"]) {
       expect(Object.keys(spec.components.schemas)).toContain(name)
     }
     expect(JSON.stringify(spec)).not.toContain("/admin/")

@@ -22,6 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type { MemoryEventLog } from "./MemoryEventBus.js"
+import type { WebhookTable } from "./MemoryWebhooks.js"
 import { pageOf } from "./NewestFirst.js"
 import type { WorkflowTable } from "./WorkflowTable.js"
 
@@ -31,7 +32,8 @@ const headOf = ({ workflow_json: _, ...head }: Workflow) => head
 export const makeMemoryWorkflowRepository = (
   table: WorkflowTable,
   log: MemoryEventLog,
-  wake: (runnerId: string) => void
+  wake: (runnerId: string) => void,
+  webhooks: WebhookTable
 ) =>
   WorkflowRepository.of({
     create: (workflow, options = {}) =>
@@ -72,7 +74,9 @@ export const makeMemoryWorkflowRepository = (
         table.replace(current, after)
         if (plan.releaseClaim) table.claims.delete(after.id)
         table.addOutputs(outputs)
-        log.append(after.id, transitionEvents(plan, after, outputs, request.events), request.at)
+        const events = transitionEvents(plan, after, outputs, request.events)
+        log.append(after.id, events, request.at)
+        webhooks.record(after, events, request.at)
         const moved = runnerOf(after)
         if (plan.releaseClaim && moved !== undefined) wake(moved.id)
         return { _tag: "Applied" as const, workflow: headOf(after) }

@@ -9,6 +9,7 @@ import {
   RunnerLoad,
   RunnerRepository,
   type StoreServices,
+  WebhookRepository,
   WorkflowEventBus,
   WorkflowRepository
 } from "@wes/core"
@@ -16,6 +17,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
 import { MemoryBlobStore } from "./MemoryBlobStore.js"
 import { makeMemoryCapabilityRepository } from "./MemoryCapabilityRepository.js"
 import { makeMemoryDispatchQueue } from "./MemoryDispatchQueue.js"
@@ -29,26 +31,39 @@ import {
 import { MemoryRunnerOwnership } from "./MemoryRunnerOwnership.js"
 import { makeMemoryRunnerLoad } from "./MemoryRunnerLoad.js"
 import { makeMemoryWorkflowRepository } from "./MemoryWorkflowRepository.js"
+import { makeMemoryWebhookRepository, WebhookTable } from "./MemoryWebhooks.js"
 import { WorkflowTable } from "./WorkflowTable.js"
 
 export * from "./MemoryBlobStore.js"
 export * from "./MemoryEventBus.js"
 export * from "./MemoryRepositories.js"
 export * from "./MemoryRunnerOwnership.js"
+export * from "./MemoryWebhooks.js"
 
 /**
  * Workflows, their events, the dispatch queue, runners (and their capabilities) and the scheduling read over them: one
  * set of shared state, so a workflow's write, its events and its wake-up happen in one step.
  */
 export const MemoryWorkflowStore: Layer.Layer<
-  WorkflowRepository | WorkflowEventBus | DispatchQueue | RunnerRepository | ManagedRunnerRepository | RunnerLoad | CapabilityRepository
+  | WorkflowRepository
+  | WorkflowEventBus
+  | DispatchQueue
+  | RunnerRepository
+  | ManagedRunnerRepository
+  | RunnerLoad
+  | CapabilityRepository
+  | WebhookRepository
 > = Layer.effectContext(Effect.gen(function*() {
   const table = new WorkflowTable()
   const log = makeMemoryEventLog()
   const wakeups = yield* PubSub.sliding<string>(1024)
   const runners = makeMemoryRunnerRepository()
   const managed = makeMemoryManagedRunnerRepository()
-  return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void wakeups.unsafeOffer(id))).pipe(
+  // One pending signal is enough: the pool reads every due delivery when woken.
+  const recorded = yield* Queue.sliding<void>(1)
+  const webhooks = new WebhookTable(() => globalThis.crypto.randomUUID(), () => void recorded.unsafeOffer(undefined))
+  return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void wakeups.unsafeOffer(id), webhooks)).pipe(
+    Context.add(WebhookRepository, makeMemoryWebhookRepository(webhooks, Queue.take(recorded))),
     Context.add(WorkflowEventBus, log.bus),
     Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),
     Context.add(RunnerRepository, runners),

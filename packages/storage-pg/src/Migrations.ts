@@ -23,6 +23,7 @@ import m0011 from "./migrations/0011_workflow_quotas.js"
 import m0012 from "./migrations/0012_scheduling.js"
 import m0013 from "./migrations/0013_runner_capabilities.js"
 import m0020 from "./migrations/0020_json_as_sent.js"
+import m0021 from "./migrations/0021_webhooks.js"
 import m0030 from "./migrations/0030_transfer_time.js"
 import { orStorageError, run, storageError, transaction } from "./Sql.js"
 
@@ -42,6 +43,7 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
   "0012_scheduling": m0012,
   "0013_runner_capabilities": m0013,
   "0020_json_as_sent": m0020,
+  "0021_webhooks": m0021,
   "0030_transfer_time": m0030
 }
 

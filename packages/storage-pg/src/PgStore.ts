@@ -4,7 +4,14 @@ import type { Duplex } from "node:stream"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
-import { DispatchQueue, type StorageError, type StoreServices, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import {
+  DispatchQueue,
+  type StorageError,
+  type StoreServices,
+  WebhookRepository,
+  WorkflowEventBus,
+  WorkflowRepository
+} from "@wes/core"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -24,6 +31,8 @@ import { PgRunnerLoad } from "./PgRunnerLoad.js"
 import { PgCapabilityRepository } from "./PgCapabilityRepository.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
 import { PgTemplateRepository } from "./PgTemplateRepository.js"
+import { makePgWebhookRepository, webhookWakeupsOn } from "./PgWebhookRepository.js"
+import { DEFAULT_WEBHOOKS_CHANNEL } from "./WorkflowWrites.js"
 import { makePgWorkflowRepository } from "./PgWorkflowRepository.js"
 import { storageError } from "./Sql.js"
 
@@ -69,22 +78,32 @@ const socketDroppedWhenSilent = (ms: number) => (): Duplex => {
 }
 
 /**
- * The workflow repository, the event bus and the dispatch queue on the `PgClient` in context: the
- * repository's writes announce on the channels the other two listen on, through ONE LISTEN
- * connection (both channels), with the heartbeat settings of `events`.
+ * The workflow repository, the event bus, the dispatch queue and the webhook repository on the
+ * `PgClient` in context: the workflow repository's writes announce on the channels the others
+ * listen on, through ONE LISTEN connection (every channel), with the heartbeat settings of `events`.
  */
 export const layerPgWorkflows = (
   options: Pick<PgStoreOptions, "events" | "dispatch"> = {}
-): Layer.Layer<WorkflowRepository | WorkflowEventBus | DispatchQueue, never, PgClient.PgClient> =>
+): Layer.Layer<WorkflowRepository | WorkflowEventBus | DispatchQueue | WebhookRepository, never, PgClient.PgClient> =>
   Layer.scopedContext(Effect.gen(function*() {
     const events = eventWakeupsOn(options.events?.channel ?? DEFAULT_EVENTS_CHANNEL)
     const work = yield* workWakeupsOn(options.dispatch)
-    yield* startListener([events.listen, work.listen], options.events)
+    const webhooks = yield* webhookWakeupsOn(DEFAULT_WEBHOOKS_CHANNEL)
+    yield* startListener([events.listen, work.listen, webhooks.listen], options.events)
     const bus = yield* makePgEventBusWith(events.wakeups)
     const withSql = Effect.provideServiceEffect(SqlClient.SqlClient, PgClient.PgClient)
     const queue = yield* makePgDispatchQueue(work).pipe(withSql)
-    const repo = yield* makePgWorkflowRepository({ events: events.wakeups.channel, work: work.channel }).pipe(withSql)
-    return Context.make(WorkflowEventBus, bus).pipe(Context.add(DispatchQueue, queue), Context.add(WorkflowRepository, repo))
+    const repo = yield* makePgWorkflowRepository({
+      events: events.wakeups.channel,
+      work: work.channel,
+      webhooks: webhooks.listen.channel
+    }).pipe(withSql)
+    const hooks = yield* makePgWebhookRepository(webhooks.recorded).pipe(withSql)
+    return Context.make(WorkflowEventBus, bus).pipe(
+      Context.add(DispatchQueue, queue),
+      Context.add(WorkflowRepository, repo),
+      Context.add(WebhookRepository, hooks)
+    )
   }))
 
 const SqlFromPg: Layer.Layer<SqlClient.SqlClient, never, PgClient.PgClient> = Layer.effect(SqlClient.SqlClient, PgClient.PgClient)
@@ -93,7 +112,9 @@ const SqlFromPg: Layer.Layer<SqlClient.SqlClient, never, PgClient.PgClient> = La
  * Every store service of core on an existing `PgClient` (whose pool and LISTEN connection it
  * shares); runs the migrations first. The client must keep pg's default type parsers.
  */
-export const PgStoreFromClient = (options: PgStoreOptions = {}): Layer.Layer<StoreServices, StorageError, PgClient.PgClient> =>
+export const PgStoreFromClient = (
+  options: PgStoreOptions = {}
+): Layer.Layer<StoreServices, StorageError, PgClient.PgClient> =>
   Layer.mergeAll(
     PgTemplateRepository,
     PgRunnerRepository,

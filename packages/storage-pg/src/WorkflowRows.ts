@@ -54,7 +54,7 @@ export const WORKFLOW_COLUMNS = Object.keys(WorkflowRow.fields)
 export const HEAD_COLUMNS = Object.keys(WorkflowHeadRow.fields)
 
 /** `created_at` as core's Timestamp prints it (`DateTime.formatIso`: milliseconds, `Z`). */
-const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
 const isTimestamp = (schema: Schema.Schema.Any): boolean =>
   schema.ast === Timestamp.ast || (schema.ast._tag === "Union" && schema.ast.types.some((t) => t === Timestamp.ast))

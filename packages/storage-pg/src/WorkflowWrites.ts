@@ -9,6 +9,7 @@
 import type * as SqlClient from "@effect/sql/SqlClient"
 import {
   activeStatuses,
+  hookedStatuses,
   outputData,
   type PlannedFields,
   terminalStatuses,
@@ -18,7 +19,7 @@ import {
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
-import { HEAD_COLUMNS, summaryJson, WorkflowInsert } from "./WorkflowRows.js"
+import { HEAD_COLUMNS, iso, summaryJson, WorkflowInsert } from "./WorkflowRows.js"
 
 /** The SQL type of each field a plan may set (a `satisfies` keeps it in step with core). */
 const PATCH_COLUMNS = {
@@ -41,12 +42,17 @@ const patchColumns = Object.keys(PATCH_COLUMNS) as Array<keyof typeof PATCH_COLU
 const list = (values: ReadonlyArray<string>) => `(${values.map((v) => `'${v}'`).join(", ")})`
 const UNFINISHED = list(activeStatuses)
 const TERMINAL = list(terminalStatuses)
+const HOOKED = list(hookedStatuses)
 
 /** Channels of the NOTIFYs a write sends. */
 export interface Channels {
   readonly events: string
   readonly work: string
+  /** New webhook deliveries (default `wes_webhooks`). */
+  readonly webhooks?: string | undefined
 }
+
+export const DEFAULT_WEBHOOKS_CHANNEL = "wes_webhooks"
 
 /** Bounds a create checks (absent: none). */
 export interface CreateLimits {
@@ -152,8 +158,10 @@ const assignments = [
 
 /**
  * One statement for a batch of moves of distinct workflows: each guarded update, then for the
- * rows it changed their events (numbered from each workflow's head), outputs, the quota of the
- * users whose workflows ended, and the NOTIFYs (events; the new runner of a moved workflow).
+ * rows it changed their events (numbered from each workflow's head), outputs, the webhook
+ * deliveries of their status events (the outbox: only for a workflow with a URL, its own or its
+ * owner's), the quota of the users whose workflows ended, and the NOTIFYs (events; the new runner
+ * of a moved workflow; new webhook deliveries, once per statement).
  * Returns the changed rows (without definitions); a request missing from the result was refused
  * or names no workflow (of its owner).
  */
@@ -192,6 +200,15 @@ export const transitionStatement = (
       type text, content_type text, size bigint, blob_key text, created_at timestamptz, ord integer)
     JOIN changed c ON c.id = o.workflow_id
     ORDER BY o.ord
+  ), hooks AS (
+    INSERT INTO webhook_deliveries (id, workflow_id, user_id, url, type, payload, created_at, next_attempt_at, expires_at)
+    SELECT gen_random_uuid(), c.id, c.user_id, coalesce(c.webhook_url, wh.url), 'workflow.' || (e.data->>'status'),
+      jsonb_build_object('type', 'workflow.' || (e.data->>'status'), 'timestamp', ${iso("c.updated_at")}, 'data', e.data)::text,
+      c.updated_at, c.updated_at, c.updated_at + interval '24 hours'
+    FROM logged_events e JOIN changed c ON c.id = e.id LEFT JOIN webhook_endpoints wh ON wh.user_id = c.user_id
+    WHERE e.type = 'status' AND e.data->>'status' IN ${HOOKED} AND coalesce(c.webhook_url, wh.url) IS NOT NULL
+    ORDER BY e.id, e.ord
+    RETURNING 1
   ), quota AS (
     UPDATE workflow_quotas q SET active = q.active - d.n
     FROM (SELECT user_id, count(*)::int AS n FROM changed WHERE status IN ${TERMINAL} GROUP BY user_id) d
@@ -199,9 +216,16 @@ export const transitionStatement = (
   )
   SELECT ${HEAD_COLUMNS.map((c) => `c.${c}`).join(", ")},
     pg_notify($3, c.id::text),
-    CASE WHEN c.release THEN pg_notify($4, coalesce(c.user_runner_id, c.managed_runner_id)::text) END
+    CASE WHEN c.release THEN pg_notify($4, coalesce(c.user_runner_id, c.managed_runner_id)::text) END,
+    (SELECT pg_notify($5, '') FROM hooks LIMIT 1) AS hooked
   FROM changed c`
-  return sql.unsafe<Record<string, unknown>>(statement, [JSON.stringify(requests), JSON.stringify(outputs), channels.events, channels.work])
+  return sql.unsafe<Record<string, unknown>>(statement, [
+    JSON.stringify(requests),
+    JSON.stringify(outputs),
+    channels.events,
+    channels.work,
+    channels.webhooks ?? DEFAULT_WEBHOOKS_CHANNEL
+  ])
 }
 
 /** Unfinished statuses, as the partial indexes' predicates spell them. */

@@ -30,6 +30,8 @@ describe("migrations", () => {
         "runners",
         "templates",
         "users",
+        "webhook_deliveries",
+        "webhook_endpoints",
         "workflow_event_heads",
         "workflow_events",
         "workflow_outputs",

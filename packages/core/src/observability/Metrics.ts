@@ -77,3 +77,23 @@ export const dispatchAttempts = Metric.counter("wes_dispatch_attempts_total", {
 export const outputTransfer = Metric.histogram("wes_output_transfer_seconds", durations, "Time to copy one output file from a runner")
 export const runnersConnected = Metric.gauge("wes_runners_connected", { description: "Runner WebSockets connected, by runner kind" })
 export const storeErrors = Metric.counter("wes_store_errors_total", { description: "Store operations that failed, by operation", incremental: true })
+
+/** Webhooks (issue 16). */
+export const webhookDeliveries = Metric.counter("wes_webhook_deliveries_total", {
+  description: "Webhook deliveries that ended, by outcome (delivered, failed)",
+  incremental: true
+})
+export const webhookAttempts = Metric.counter("wes_webhook_attempts_total", {
+  description: "Webhook sends, by result (2xx, 4xx, 5xx, no_answer, refused)",
+  incremental: true
+})
+export const webhookAttemptDuration = Metric.histogram(
+  "wes_webhook_attempt_seconds",
+  MetricBoundaries.exponential({ start: 0.005, factor: 2.5, count: 10 }),
+  "Time of one webhook send, to the receiver's answer (or its absence)"
+)
+export const webhookDeliveryLatency = Metric.histogram(
+  "wes_webhook_delivery_seconds",
+  durations,
+  "From the status change to its delivery (retries included)"
+)

@@ -68,7 +68,7 @@ export class ManagedRunnersForbidden extends Schema.TaggedError<ManagedRunnersFo
 /** A resource does not exist or belongs to someone else (the two are indistinguishable on purpose). */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   message: Schema.String,
-  resource: Schema.Literal("workflow", "template", "runner", "managed_runner", "user", "token", "output")
+  resource: Schema.Literal("workflow", "template", "runner", "managed_runner", "user", "token", "output", "webhook", "delivery")
 }) {
   static workflow = () => new NotFound({ resource: "workflow", message: "Workflow not found" })
   static template = () => new NotFound({ resource: "template", message: "Template not found" })
@@ -77,6 +77,8 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   static user = () => new NotFound({ resource: "user", message: "User not found" })
   static token = () => new NotFound({ resource: "token", message: "Token not found" })
   static output = () => new NotFound({ resource: "output", message: "Output not found" })
+  static webhook = () => new NotFound({ resource: "webhook", message: "No webhook is set up (PUT /v1/webhook)" })
+  static delivery = () => new NotFound({ resource: "delivery", message: "Delivery not found" })
 }
 
 /** The request conflicts with the resource's current state (e.g. cancelling a finished workflow). */

@@ -45,6 +45,7 @@ export const workflow = (userId: string, over: Partial<Workflow> = {}): Workflow
   dispatch_attempts: 0,
   transfer_ms: null,
   submitted_at: null,
+  webhook_url: null,
   priority: "normal",
   attempts: [],
   ...over

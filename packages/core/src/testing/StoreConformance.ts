@@ -19,6 +19,7 @@ import { equal, failure, ok } from "./Assert.js"
 import { c, type ConformanceCase } from "./Case.js"
 import { capabilityCases } from "./CapabilityCases.js"
 import * as F from "./Fixtures.js"
+import { webhookCases } from "./WebhookCases.js"
 import { dispatchCases, runnerLoadCases, transitionCases, workflowCases } from "./WorkflowCases.js"
 
 export type { ConformanceCase } from "./Case.js"
@@ -319,6 +320,7 @@ export const storeConformanceCases: ReadonlyArray<ConformanceCase> = [
   ...blobCases,
   ...dispatchCases,
   ...runnerLoadCases,
-  ...capabilityCases
+  ...capabilityCases,
+  ...webhookCases
 ]
 

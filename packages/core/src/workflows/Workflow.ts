@@ -86,7 +86,9 @@ const detailFields = {
    * Milliseconds from WES learning that the run ended on its runner to the outputs copied into
    * WES and the completion stored (WES's clock; docs/decisions.md). Null until it completed.
    */
-  transfer_ms: Schema.NullOr(Schema.Int)
+  transfer_ms: Schema.NullOr(Schema.Int),
+  /** Where this workflow's webhooks go instead of its owner's endpoint (null: the owner's, if any). */
+  webhook_url: Schema.NullOr(Schema.String)
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
@@ -178,6 +180,7 @@ export const toDetail = (w: Workflow & Partial<QueueEstimate>): WorkflowDetail =
   priority: w.priority,
   attempts: w.attempts,
   transfer_ms: w.transfer_ms,
+  webhook_url: w.webhook_url,
   queue_ms: w.started_at === null ? null : elapsedMs(w.created_at, w.started_at),
   run_ms: w.started_at === null || w.completed_at === null ? null : elapsedMs(w.started_at, w.completed_at)
 })

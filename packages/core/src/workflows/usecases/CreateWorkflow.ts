@@ -36,6 +36,7 @@ import {
   type RerunWorkflowInput,
   type UploadedFile
 } from "./Inputs.js"
+import { checkWebhookUrl } from "../../webhooks/Webhook.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 const decodePriority = Schema.decodeUnknownEither(Priority)
@@ -133,6 +134,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       readonly inherited: Workflow["workflow_params"]
       readonly idempotency_key: string | undefined
       readonly priority: Priority
+      readonly webhook_url: string | null
     }
   ) =>
     Effect.gen(function*() {
@@ -185,7 +187,8 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       const params = input.params ?? []
       yield* checkParamFields(params)
       const priority = yield* priorityOf(user, input.priority)
-      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key, priority })
+      const webhook_url = input.webhook_url === undefined || input.webhook_url === "" ? null : yield* checkWebhookUrl("webhook_url", input.webhook_url)
+      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key, priority, webhook_url })
     })
 
   const rerun = (user: User, id: string, input: RerunWorkflowInput) =>
@@ -203,7 +206,10 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         params,
         inherited: original.workflow_params,
         idempotency_key: input.idempotency_key,
-        priority: original.priority
+        priority: original.priority,
+        webhook_url: input.webhook_url === undefined || input.webhook_url === ""
+          ? original.webhook_url
+          : yield* checkWebhookUrl("webhook_url", input.webhook_url)
       })
     })
 
@@ -219,6 +225,7 @@ const newWorkflow = (
     readonly tags: ReadonlyArray<string>
     readonly idempotency_key: string | undefined
     readonly priority: Priority
+    readonly webhook_url: string | null
   },
   runner: RunnerTarget,
   params: Workflow["workflow_params"],
@@ -245,6 +252,7 @@ const newWorkflow = (
   dispatch_attempts: 0,
   transfer_ms: null,
   submitted_at: null,
+  webhook_url: spec.webhook_url,
   priority: spec.priority,
   attempts: []
 })

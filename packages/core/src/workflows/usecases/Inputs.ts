@@ -27,11 +27,15 @@ export interface CreateWorkflowInput {
   readonly idempotency_key?: string | undefined
   /** `low`, `normal` (the default) or `high`, up to the tier's `max_priority`. */
   readonly priority?: string | undefined
+  /** Send this workflow's webhooks here instead of the owner's endpoint (http or https URL). */
+  readonly webhook_url?: string | undefined
 }
 
 export interface RerunWorkflowInput {
   readonly params?: ReadonlyArray<SuppliedParam<UploadedFile>> | undefined
   readonly idempotency_key?: string | undefined
+  /** Overrides the original's `webhook_url` (absent: the original's). */
+  readonly webhook_url?: string | undefined
 }
 
 export interface ListWorkflowsInput extends PageInput {

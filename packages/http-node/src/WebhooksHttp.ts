@@ -1,0 +1,50 @@
+/**
+ * /v1/webhook (the caller's endpoint and its secret) and the address check every webhook URL
+ * passes before it is stored: the runners' policy (private, loopback, link-local and unspecified
+ * addresses refused unless allowed), answered with a 400 naming the field.
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { checkWebhookUrl, type User, ValidationError, WebhookService } from "@wes/core"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { CurrentUser, WesApi } from "./Api.js"
+import { type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
+import { webhookRefusal } from "./WebhookSenderNode.js"
+
+/** Checks a webhook URL for the server's address policy; the URL (normalized) or a 400. */
+export class WebhookUrlCheck extends Context.Tag("@wes/http-node/WebhookUrlCheck")<
+  WebhookUrlCheck,
+  (field: string, url: string) => Effect.Effect<string, ValidationError>
+>() {}
+
+export const webhookUrlCheckLayer = (options: { readonly denyPrivate: boolean; readonly resolve?: Resolver | undefined }) =>
+  Layer.succeed(WebhookUrlCheck, (field, url) =>
+    Effect.flatMap(checkWebhookUrl(field, url), (href) =>
+      options.denyPrivate
+        ? Effect.flatMap(Effect.promise(() => webhookRefusal(href, options.resolve ?? systemResolver)), (reason) =>
+          reason === undefined ? Effect.succeed(href) : Effect.fail(ValidationError.field(field, reason)))
+        : Effect.succeed(href)))
+
+/** A workflow's own `webhook_url`: allowed by the policy, and signed with the caller's secret, so that must exist. */
+export const checkWorkflowWebhookUrl = (user: User, url: string | undefined) =>
+  Effect.gen(function*() {
+    if (url === undefined || url === "") return
+    const check = yield* WebhookUrlCheck
+    yield* check("webhook_url", url)
+    const webhooks = yield* WebhookService
+    yield* webhooks.requireEndpoint(user).pipe(Effect.catchTag("NotFound", () =>
+      Effect.fail(ValidationError.field("webhook_url", "webhooks are signed with your webhook secret: set up one first with PUT /v1/webhook"))))
+  })
+
+export const webhookHttp = HttpApiBuilder.group(WesApi, "webhook", (handlers) =>
+  Effect.gen(function*() {
+    const webhooks = yield* WebhookService
+    const check = yield* WebhookUrlCheck
+    return handlers
+      .handle("put", ({ payload }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.flatMap(check("url", payload.url), (url) => webhooks.put(user, url))))
+      .handle("get", () => Effect.flatMap(CurrentUser, ({ user }) => webhooks.get(user)))
+      .handle("delete", () => Effect.flatMap(CurrentUser, ({ user }) => webhooks.remove(user)))
+      .handle("rotate", () => Effect.flatMap(CurrentUser, ({ user }) => webhooks.rotate(user)))
+  }))
