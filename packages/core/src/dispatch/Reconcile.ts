@@ -35,11 +35,15 @@ export const reconcile = Effect.gen(function*() {
   for (const t of yield* driving.inFlight.all) {
     if (t.phase === "onRunner" && !storedIds.has(t.workflow.id)) yield* driving.inFlight.remove(t.workflow.id)
   }
+  // Only what was on the runner before its queue is read: a post answered while /queue was being
+  // read is on the runner but may be missing from the snapshot, and is not lost.
+  const onRunner = (yield* driving.inFlight.all).filter((t) => t.phase === "onRunner").map((t) => t.workflow.id)
   // The queue first: a prompt that leaves it in between is then found in the history.
   const snapshot = yield* gateway.queue(runner)
-  for (const t of yield* driving.inFlight.all) {
-    const id = t.workflow.id
-    if (t.phase !== "onRunner") continue
+  for (const id of onRunner) {
+    const current = yield* driving.inFlight.get(id)
+    if (Option.isNone(current) || current.value.phase !== "onRunner") continue
+    const t = current.value
     if (snapshot.running.includes(id)) {
       yield* observe(id, 0)
       continue

@@ -86,6 +86,26 @@ describe("Reconcile", () => {
     }, { tier: "pro", next: other })))
   })
 
+  it.effect("a prompt posted while the runner's queue was being read is not taken for lost", () => {
+    // Its post answered after the runner answered /queue: the runner had it, the snapshot could not.
+    const late = workflowOn({ status: "queued", prompt_id: "late", queue_number: 1, submitted_at: Fixtures.at(0) })
+    const store = new FakeWorkflows([])
+    let duringQueueRead: Effect.Effect<void> = Effect.void
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      duringQueueRead = Effect.sync(() => void store.byId.set(late.id, late)).pipe(
+        Effect.zipRight(driving.inFlight.put({ workflow: headOf(late), phase: "onRunner" }))
+      )
+      yield* reconcile
+      expect(store.byId.get(late.id)).toMatchObject({ status: "queued" })
+      expect(store.moves).toEqual([])
+      expect((yield* driving.inFlight.all).map((t) => t.workflow.id)).toEqual([late.id])
+    }).pipe(Effect.provide(layerFor(store, {
+      queue: () => Effect.suspend(() => duringQueueRead).pipe(Effect.as({ running: [], pending: [] })),
+      history: () => Effect.succeed(Option.none())
+    })))
+  })
+
   it.effect("removes from the runner's queue the prompt of a workflow cancelled while the runner could not be told", () => {
     const cancelled = workflowOn({ status: "cancelled", completed_at: Fixtures.at(3) })
     const store = new FakeWorkflows([cancelled])
