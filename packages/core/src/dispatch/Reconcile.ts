@@ -37,12 +37,14 @@ export const reconcile = Effect.gen(function*() {
   }
   // Only what was on the runner before its queue is read: a post answered while /queue was being
   // read is on the runner but may be missing from the snapshot, and is not lost.
-  const onRunner = (yield* driving.inFlight.all).filter((t) => t.phase === "onRunner").map((t) => t.workflow.id)
+  const onRunner = (yield* driving.inFlight.all).filter((t) => t.phase === "onRunner")
   // The queue first: a prompt that leaves it in between is then found in the history.
   const snapshot = yield* gateway.queue(runner)
-  for (const id of onRunner) {
+  for (const before of onRunner) {
+    const id = before.workflow.id
     const current = yield* driving.inFlight.get(id)
-    if (Option.isNone(current) || current.value.phase !== "onRunner") continue
+    // Gone, no longer on the runner, or posted again meanwhile (a new submission): next time.
+    if (Option.isNone(current) || current.value.phase !== "onRunner" || current.value.recorded !== before.recorded) continue
     const t = current.value
     if (snapshot.running.includes(id)) {
       yield* observe(id, 0)

@@ -106,6 +106,31 @@ describe("Reconcile", () => {
     })))
   })
 
+  it.effect("a prompt adopted from the store and posted again while the runner's queue was being read is not taken for lost", () => {
+    // Claimed by an instance that died before posting: adopted, then claimed and posted by this one.
+    const adopted = workflowOn({ status: "accepted", submitted_at: Fixtures.at(0) })
+    const posted = { ...adopted, status: "queued" as const, prompt_id: adopted.id, queue_number: 1 }
+    const store = new FakeWorkflows([adopted])
+    let duringQueueRead: Effect.Effect<void> = Effect.void
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      yield* driving.inFlight.put({ workflow: headOf(adopted), phase: "onRunner" })
+      duringQueueRead = Effect.gen(function*() {
+        yield* driving.inFlight.submitting(headOf(adopted), [])
+        store.byId.set(posted.id, posted)
+        yield* driving.inFlight.refresh(headOf(posted))
+        yield* driving.inFlight.shift(posted.id, ["submitting"], "onRunner")
+      })
+      yield* reconcile
+      expect(store.byId.get(posted.id)).toMatchObject({ status: "queued" })
+      expect(store.moves).toEqual([])
+      expect((yield* driving.inFlight.all).map((t) => t.workflow.id)).toEqual([posted.id])
+    }).pipe(Effect.provide(layerFor(store, {
+      queue: () => Effect.suspend(() => duringQueueRead).pipe(Effect.as({ running: [], pending: [] })),
+      history: () => Effect.succeed(Option.none())
+    })))
+  })
+
   it.effect("removes from the runner's queue the prompt of a workflow cancelled while the runner could not be told", () => {
     const cancelled = workflowOn({ status: "cancelled", completed_at: Fixtures.at(3) })
     const store = new FakeWorkflows([cancelled])
