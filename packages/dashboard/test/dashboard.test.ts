@@ -1,17 +1,22 @@
 /**
  * The dashboard in a real browser (Debian's Chromium) against `wes serve` in dev mode with the
  * simulated ComfyUI. The steps share one signed-in page, in order, as a person would use it.
- * Every wait is for a condition on the page; screenshots of each view at 1280 and 390 px go to
- * docs/images/ (docs/dashboard.md shows them).
+ * Every wait is for a condition on the page; screenshots of each view at 1280 and 390 px are
+ * taken on every run (each view must fit its width) and kept in a temporary directory, or written
+ * to docs/images/ (docs/dashboard.md shows them) with WES_SCREENSHOTS=docs.
  */
 import { solidPng } from "@wes/runner-client/testing"
+import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, buildDashboard, type DevServer, launchChromium, startDevServer } from "./server.js"
 
-const images = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../docs/images")
+const images = process.env["WES_SCREENSHOTS"] === "docs"
+  ? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../docs/images")
+  : fs.mkdtempSync(path.join(os.tmpdir(), "wes-dashboard-shots-"))
 
 /** A workflow with a file, a text and a choice parameter, and a step that reports progress. */
 const invertWorkflow = {
@@ -77,6 +82,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await server?.stop()
+  if (process.env["WES_SCREENSHOTS"] !== "docs") fs.rmSync(images, { recursive: true, force: true })
 })
 
 describe("dashboard", () => {
