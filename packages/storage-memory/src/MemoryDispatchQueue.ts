@@ -8,7 +8,7 @@
  * older workflow never ranks below a newer one of the same user, so the first `limit` of the whole
  * order are among them, and `orderWaiting` sorts only those.
  */
-import { type ClaimedWorkflow, DispatchQueue, orderWaiting, type Workflow } from "@wes/core"
+import { byAge, type ClaimedWorkflow, DispatchQueue, orderWaiting, type Workflow } from "@wes/core"
 import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -77,7 +77,7 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
     waitingOn: (runner, limit) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         const { claimable, onRunner } = heads(table, runner, now, limit)
-        const waiting = claimable.sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, limit)
+        const waiting = claimable.sort(byAge).slice(0, limit)
         return { waiting, onRunner }
       }),
     renew: (ids, owner, leaseMs) =>

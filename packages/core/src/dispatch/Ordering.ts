@@ -48,7 +48,8 @@ export interface Ranked<W extends Waiting> {
 export const effectivePriority = (w: Waiting, now: number, agingMs: number): number =>
   priorityLevel(w.priority) + Math.max(0, Math.floor((now - w.created_at) / agingMs))
 
-const byAge = (a: Waiting, b: Waiting) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+/** Oldest first; the id breaks ties. */
+export const byAge = (a: Waiting, b: Waiting) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
 /**
  * `waiting` in the order a runner takes it, given each user's workflows already on the runner
