@@ -84,24 +84,37 @@ export const isPrivateAddress = (address: string): boolean => {
   return false
 }
 
-/** Why `endpoint` is refused, or undefined when every address it resolves to is public. */
-export const refusal = async (endpoint: string, resolve: Resolver): Promise<string | undefined> => {
+/** How a refusal names what it refuses: the URL, its host, and the host when refused, and the fix. */
+export interface RefusalWords {
+  readonly url: string
+  readonly host: string
+  readonly refused: string
+  readonly fix: string
+}
+
+const RUNNER_WORDS: RefusalWords = { url: "runner endpoint", host: "runner endpoint host", refused: "runner endpoint", fix: FIX }
+
+/**
+ * Why `url` is refused, or undefined when every address its host resolves to is public (runner
+ * endpoints here; webhook URLs in WebhookSenderNode.ts, with their own words).
+ */
+export const refusal = async (url: string, resolve: Resolver, words: RefusalWords = RUNNER_WORDS): Promise<string | undefined> => {
   let host: string
   try {
-    host = new URL(endpoint).hostname.replace(/^\[|\]$/g, "")
+    host = new URL(url).hostname.replace(/^\[|\]$/g, "")
   } catch {
-    return "runner endpoint is not a valid URL"
+    return `${words.url} is not a valid URL`
   }
   let addresses: ReadonlyArray<string>
   try {
     addresses = net.isIP(host) !== 0 ? [host] : await resolve(host)
   } catch {
-    return `runner endpoint host ${host} could not be resolved, so it cannot be checked for private addresses (${FIX})`
+    return `${words.host} ${host} could not be resolved, so it cannot be checked for private addresses (${words.fix})`
   }
-  if (addresses.length === 0) return `runner endpoint host ${host} resolves to no address (${FIX})`
+  if (addresses.length === 0) return `${words.host} ${host} resolves to no address (${words.fix})`
   // The address itself is not named: the answer must not tell a user what the server's DNS knows.
   return addresses.some(isPrivateAddress)
-    ? `runner endpoint ${host} is on a private, loopback, link-local or unspecified address, which is refused (${FIX})`
+    ? `${words.refused} ${host} is on a private, loopback, link-local or unspecified address, which is refused (${words.fix})`
     : undefined
 }
 

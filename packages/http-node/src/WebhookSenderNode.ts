@@ -10,8 +10,7 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as net from "node:net"
-import { isPrivateAddress, type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
+import { refusal, type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
 import { signWebhook } from "./WebhookSigning.js"
 
 export const WEBHOOK_ALLOW_PRIVATE_SETTING = "WES_WEBHOOK_ALLOW_PRIVATE"
@@ -27,25 +26,13 @@ export interface WebhookSendOptions {
 }
 
 /** Why a webhook URL is refused (undefined: its every address is public). */
-export const webhookRefusal = async (url: string, resolve: Resolver): Promise<string | undefined> => {
-  const fix = `the server's operator can allow such URLs with ${WEBHOOK_ALLOW_PRIVATE_SETTING}=true`
-  let host: string
-  try {
-    host = new URL(url).hostname.replace(/^\[|\]$/g, "")
-  } catch {
-    return "webhook URL is not a valid URL"
-  }
-  let addresses: ReadonlyArray<string>
-  try {
-    addresses = net.isIP(host) !== 0 ? [host] : await resolve(host)
-  } catch {
-    return `webhook host ${host} could not be resolved, so it cannot be checked for private addresses (${fix})`
-  }
-  if (addresses.length === 0) return `webhook host ${host} resolves to no address (${fix})`
-  return addresses.some(isPrivateAddress)
-    ? `webhook host ${host} is on a private, loopback, link-local or unspecified address, which is refused (${fix})`
-    : undefined
-}
+export const webhookRefusal = (url: string, resolve: Resolver): Promise<string | undefined> =>
+  refusal(url, resolve, {
+    url: "webhook URL",
+    host: "webhook host",
+    refused: "webhook host",
+    fix: `the server's operator can allow such URLs with ${WEBHOOK_ALLOW_PRIVATE_SETTING}=true`
+  })
 
 /** Reads at most READ_LIMIT bytes of a body, then drops the rest; returns the first KEEP_LIMIT as text. */
 const readCapped = async (res: Response): Promise<string> => {
