@@ -8,29 +8,13 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fastDispatch, json, readJson, startServer, type TestServer, type WorkflowDetailJson, workflowForm } from "./harness.js"
+import { workGauges } from "./prometheus.js"
 
 /** The value of one series (`name{labels}`) in a Prometheus text answer. */
 const valueOf = (text: string, series: string): number | undefined => {
   const line = text.split("\n").find((l) => l.startsWith(series + " "))
   return line === undefined ? undefined : Number(line.slice(series.length + 1))
 }
-
-/** The value of the series of `name` whose labels include every one of `labels`, whatever their order. */
-const seriesValue = (text: string, name: string, labels: Record<string, string>): number | undefined => {
-  const line = text.split("\n").find((l) =>
-    l.startsWith(name + "{") && Object.entries(labels).every(([k, v]) => l.slice(name.length, l.lastIndexOf("}") + 1).includes(`${k}="${v}"`))
-  )
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1))
-}
-
-/** The gauges `wes_workflows` (unfinished statuses) and `wes_runner_in_flight` of `runnerId`. */
-const gauges = (text: string, runnerId: string) => ({
-  accepted: seriesValue(text, "wes_workflows", { status: "accepted" }),
-  uploaded: seriesValue(text, "wes_workflows", { status: "uploaded" }),
-  queued: seriesValue(text, "wes_workflows", { status: "queued" }),
-  running: seriesValue(text, "wes_workflows", { status: "running" }),
-  in_flight: seriesValue(text, "wes_runner_in_flight", { runner_id: runnerId, runner_kind: "user" })
-})
 
 /** Polls `f` until it returns a value (not undefined), or fails with `what` after `ms`. */
 const until = async <A>(what: () => string, f: () => Promise<A | undefined>, ms = 15_000): Promise<A> => {
@@ -120,7 +104,7 @@ describe("GET /metrics", () => {
       let last: unknown
       const expected = { accepted: 0, uploaded: 0, queued: 1, running: 1, in_flight: 2 }
       await until(() => `gauges ${JSON.stringify(expected)}, last ${JSON.stringify(last)}`, async () => {
-        last = gauges(await scrape(), runner.id)
+        last = workGauges(await scrape(), runner.id)
         return JSON.stringify(last) === JSON.stringify(expected) ? true : undefined
       })
       // Not known before the end.
@@ -139,7 +123,7 @@ describe("GET /metrics", () => {
       }
       const done = { accepted: 0, uploaded: 0, queued: 0, running: 0, in_flight: 0 }
       await until(() => `gauges ${JSON.stringify(done)}, last ${JSON.stringify(last)}`, async () => {
-        last = gauges(await scrape(), runner.id)
+        last = workGauges(await scrape(), runner.id)
         return JSON.stringify(last) === JSON.stringify(done) ? true : undefined
       })
     } finally {

@@ -9,6 +9,7 @@ import { FakeComfyUI, saveImageWorkflow } from "@wes/runner-client/testing"
 import { afterEach, describe, expect, it } from "vitest"
 import { readJson, type WorkflowDetailJson } from "./harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, TestDatabase } from "./instances.js"
+import { workGauges } from "./prometheus.js"
 import { TcpProxy } from "./tcp-proxy.js"
 
 let db: TestDatabase | undefined
@@ -24,14 +25,6 @@ afterEach(async () => {
   proxy = undefined
   fake = undefined
 })
-
-/** The value of the series of `name` whose labels include all of `labels` (any order); undefined when absent. */
-const seriesValue = (text: string, name: string, labels: Record<string, string>): number | undefined => {
-  const line = text.split("\n").find((l) =>
-    l.startsWith(name + "{") && Object.entries(labels).every(([k, v]) => l.slice(name.length, l.lastIndexOf("}") + 1).includes(`${k}="${v}"`))
-  )
-  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1))
-}
 
 const scrape = async (wes: Instance) => {
   const res = await wes.fetch("/metrics")
@@ -63,16 +56,7 @@ describe("operations on PostgreSQL", () => {
       (await createWorkflow(wes, user, saveImageWorkflow({ prefix: "ops/2" }))).id
     ]
     const detail = async (id: string) => readJson<WorkflowDetailJson>(await wes.fetch(`/v1/workflow/${id}`, { headers: user.auth }))
-    const gauges = async () => {
-      const text = await scrape(wes)
-      return JSON.stringify({
-        accepted: seriesValue(text, "wes_workflows", { status: "accepted" }),
-        uploaded: seriesValue(text, "wes_workflows", { status: "uploaded" }),
-        queued: seriesValue(text, "wes_workflows", { status: "queued" }),
-        running: seriesValue(text, "wes_workflows", { status: "running" }),
-        in_flight: seriesValue(text, "wes_runner_in_flight", { runner_id: runner.id, runner_kind: "user" })
-      })
-    }
+    const gauges = async () => JSON.stringify(workGauges(await scrape(wes), runner.id))
     let last = ""
     const held = JSON.stringify({ accepted: 0, uploaded: 0, queued: 1, running: 1, in_flight: 2 })
     await poll(() => `gauges ${held} (last ${last})`, async () => ((last = await gauges()) === held ? true : undefined), 20_000, 100)
