@@ -56,6 +56,8 @@ export interface NodeServerOptions {
   readonly payloadKind: (method: string, path: string) => PayloadKind | undefined
   /** Called as each request arrives; what it returns is told of the answer (Logging.ts). */
   readonly requestLog?: Effect.Effect<RequestLog> | undefined
+  /** Whether each request is a server span (only when a tracer exports them: Tracing.ts). */
+  readonly spans?: boolean | undefined
 }
 
 /** Writes `response`; for a streamed body, until the stream ends (or the client leaves). */
@@ -122,10 +124,11 @@ const answer = (response: HttpServerResponse.HttpServerResponse) =>
 
 /**
  * The app as one request's program: run it, answer, and answer its failures as the platform does.
- * Inside a request span (RequestSpan.ts; none while `withTracerDisabledWhen` says so: Server.ts).
+ * With `spans`, inside a request span (RequestSpan.ts; none while `withTracerDisabledWhen` says so).
  */
-const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpMiddleware | undefined) =>
-  requestSpan(middleware === undefined ? app : middleware(app)).pipe(
+const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpMiddleware | undefined, spans: boolean) => {
+  const served = middleware === undefined ? app : middleware(app)
+  return (spans ? requestSpan(served) : served).pipe(
     Effect.flatMap(answer),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
@@ -135,6 +138,7 @@ const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpM
     Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("could not answer a request", cause))),
     Effect.scoped
   )
+}
 
 const make = (server: Server, options: NodeServerOptions) =>
   Effect.gen(function*() {
@@ -170,7 +174,7 @@ const make = (server: Server, options: NodeServerOptions) =>
         Effect.gen(function*() {
           const run = yield* FiberSet.runtime(requests)<never>()
           // What the app needs besides the request was provided when it was built (HttpServer.serve).
-          const program = handled(app, middleware) as Effect.Effect<void, never, HttpServerRequest.HttpServerRequest>
+          const program = handled(app, middleware, options.spans === true) as Effect.Effect<void, never, HttpServerRequest.HttpServerRequest>
           const begin = options.requestLog === undefined ? undefined : yield* options.requestLog
           const onRequest = (req: IncomingMessage, res: ServerResponse) => {
             const request = new NodeRequest(req, res, readers, undefined, undefined, undefined, begin?.(req, res))

@@ -165,7 +165,8 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
         host: options.host,
         shutdownGrace: options.shutdownGrace,
         payloadKind,
-        requestLog
+        requestLog,
+        spans: options.traced === true
       })
     }))),
     Layer.provide(MultipartReader.layer()),
