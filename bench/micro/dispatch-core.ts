@@ -27,7 +27,6 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
-import * as Stream from "effect/Stream"
 
 const runners = 8
 const graph = (i: number) => ({
@@ -60,11 +59,11 @@ const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   cancel: () => Effect.void,
   download: () => Effect.dieMessage("no outputs"),
   events: (runner) =>
-    Stream.unwrapScoped(Effect.map(Queue.unbounded<RunnerEvent>(), (q) => {
+    Effect.map(Queue.unbounded<RunnerEvent>(), (q) => {
       sockets.set(runner.id, q)
-      const connected: RunnerEvent = { _tag: "Connected" }
-      return Stream.concat(Stream.succeed(connected), Stream.fromQueue(q))
-    }))
+      Queue.unsafeOffer(q, { _tag: "Connected" })
+      return q
+    })
 }))
 
 const unlimited = { active_workflows: 1e7, workflows_per_day: 1e7, templates: 1e6, runners: 1e4, workflow_params: 200 }

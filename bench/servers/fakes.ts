@@ -16,7 +16,8 @@ const fakes: Array<FakeComfyUI> = []
 for (let i = 0; i < count; i++) {
   fakes.push(await FakeComfyUI.start({
     cache: process.env["FAKES_CACHE"] === "on",
-    logLimit: 10,
+    // FAKES_COUNT=on: every request is kept, for `requestCounts`.
+    logLimit: process.env["FAKES_COUNT"] === "on" ? 10_000_000 : 10,
     onSubmission: (s) => {
       submitted++
       if (s.prompt_id !== null && s.status === 200) {
@@ -36,6 +37,17 @@ serve({
   submissions: () => ({ total: submitted, unique: arrivals.size }),
   arrivals: () => Object.fromEntries(arrivals),
   progressSent: () => Object.fromEntries(progressSent),
+  /** Requests by method and path (without ids), when FAKES_COUNT=on. */
+  requestCounts: () => {
+    const counts: Record<string, number> = {}
+    for (const f of fakes) {
+      for (const r of f.requests) {
+        const key = `${r.method} ${r.path.split("?")[0]!.replace(/[0-9a-f-]{36}/g, ":id")}`
+        counts[key] = (counts[key] ?? 0) + 1
+      }
+    }
+    return counts
+  },
   reset: () => {
     arrivals.clear()
     progressSent.clear()

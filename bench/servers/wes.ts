@@ -10,6 +10,10 @@
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
  *   BENCH_WEBHOOKS  off (default) | on (the webhook delivery pool runs, private URLs allowed: B10)
+ *   BENCH_COUNT_OPS off (default) | on (every step of Effect's fiber runtime counted by kind, and
+ *                   sampled by source every OPS_EVERY steps: `counters`, `opSources`; a probe's tool
+ *                   for work per workflow or request, deterministic where CPU time is not)
+ *   BENCH_COUNT_FIBERS off (default) | on (every fiber started is counted: `counters`)
  * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, profileStart, profileStop,
  * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
@@ -40,14 +44,27 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Supervisor from "effect/Supervisor"
 import * as fs from "node:fs"
 import * as inspector from "node:inspector/promises"
 import * as v8 from "node:v8"
 import { serve } from "../lib/child.js"
+import { installOpCounter, opStats } from "./opcount.js"
+if (process.env["BENCH_COUNT_OPS"] === "on") await installOpCounter()
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 
-const counters = { tokenLookups: 0, tokenUseWrites: 0, tokenUseRows: 0 }
+const counters = { tokenLookups: 0, tokenUseWrites: 0, tokenUseRows: 0, fibers: 0 }
+
+/** BENCH_COUNT_FIBERS=on: every fiber started is counted (`counters.fibers`), to find work per workflow. */
+class FiberCounter extends Supervisor.AbstractSupervisor<void> {
+  get value() {
+    return Effect.void
+  }
+  override onStart() {
+    counters.fibers++
+  }
+}
 let profiler: inspector.Session | undefined
 let principal: Principal | undefined
 
@@ -125,7 +142,8 @@ const runtime = ManagedRuntime.make(Layer.merge(http, webhooks).pipe(
   Layer.provideMerge(services),
   Layer.provide(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {})),
   // As `wes serve` (serverLayer); BENCH_TRACING=on measures what the spans cost.
-  Layer.provide(env("BENCH_TRACING", "off") === "on" ? Layer.empty : untraced)
+  Layer.provide(env("BENCH_TRACING", "off") === "on" ? Layer.empty : untraced),
+  Layer.provide(env("BENCH_COUNT_FIBERS", "off") === "on" ? Supervisor.addSupervisor(new FiberCounter()) : Layer.empty)
 ))
 
 const main = async () => {
@@ -161,7 +179,11 @@ const main = async () => {
         }
         return tokens
       })),
-    counters: () => ({ ...counters }),
+    counters: () => ({ ...counters, ops: opStats.total, byOp: opStats.byOp }),
+    opReset: () => { opStats.bySrc.clear(); return true },
+    traceStart: () => { opStats.trace = []; return true },
+    traceStop: () => { const t = opStats.trace; opStats.trace = undefined; return t },
+    opSources: () => [...opStats.bySrc].sort((a, b) => b[1] - a[1]).slice(0, 60),
     /** Writes pending last_used_at updates now (otherwise done every 10 s). */
     flushTokenUse: () => runtime.runPromise(Effect.flatMap(AccountService, (a) => a.flushTokenUse)).then(() => true),
     /** Writes a heap snapshot into BENCH_PROFILE_DIR (or the working directory); answers its path. */
@@ -173,6 +195,20 @@ const main = async () => {
       await profiler.post("Profiler.enable")
       await profiler.post("Profiler.start")
       return true
+    },
+    allocStart: async () => {
+      profiler ??= new inspector.Session()
+      profiler.connect()
+      await profiler.post("HeapProfiler.enable")
+      await profiler.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never)
+      return true
+    },
+    allocStop: async (args) => {
+      const { path } = args as { readonly path: string }
+      const { profile } = await profiler!.post("HeapProfiler.stopSampling")
+      fs.writeFileSync(path, JSON.stringify(profile))
+      profiler!.disconnect()
+      return path
     },
     /** Stops it and writes it as `<path>` (a .cpuprofile for Chrome's DevTools); answers the path. */
     profileStop: async (args) => {
@@ -186,7 +222,7 @@ const main = async () => {
       const gc = (globalThis as { gc?: () => void }).gc
       gc?.()
       gc?.()
-      return process.memoryUsage()
+      return { ...process.memoryUsage(), spaces: v8.getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 1048576), Math.round(s.space_used_size / 1048576)]) }
     },
     /** Stores `n` workflows for the set-up user through the use case (B2, B8). */
     seed: (args) =>

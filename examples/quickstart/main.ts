@@ -6,6 +6,7 @@
 import {
   AccountService,
   PlatformLive,
+  type RunnerEvent,
   RunnerGateway,
   RunnerProbe,
   RunnerService,
@@ -18,7 +19,7 @@ import {
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Stream from "effect/Stream"
+import * as Queue from "effect/Queue"
 
 const noRunnerClient = (runner: { readonly id: string }) =>
   Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "no runner client in this example" }))
@@ -32,7 +33,8 @@ const NoGateway = Layer.succeed(RunnerGateway, {
   history: noRunnerClient,
   cancel: noRunnerClient,
   download: noRunnerClient,
-  events: () => Stream.empty
+  // No runner: a socket that never says anything.
+  events: () => Queue.bounded<RunnerEvent>(1)
 })
 
 const WesInMemory = useCasesLayer().pipe(

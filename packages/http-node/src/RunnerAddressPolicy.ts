@@ -7,6 +7,7 @@
  * are not restricted.
  */
 import {
+  type RunnerEvent,
   RunnerGateway,
   RunnerProbe,
   RunnerProbeFailed,
@@ -14,8 +15,9 @@ import {
   RunnerUnreachable
 } from "@wes/core"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Stream from "effect/Stream"
+import * as Queue from "effect/Queue"
 import * as dns from "node:dns/promises"
 import * as net from "node:net"
 
@@ -149,9 +151,13 @@ export const denyPrivateGateway = (resolve: Resolver = systemResolver): Layer.La
       cancel: (runner, promptId) => Effect.zipRight(guard(runner), inner.cancel(runner, promptId)),
       download: (runner, file) => Effect.zipRight(guard(runner), inner.download(runner, file)),
       events: (runner, clientId) =>
-        Stream.unwrap(Effect.match(check(resolve)(runner), {
-          onFailure: (reason) => Stream.concat(Stream.make({ _tag: "Disconnected" as const, reason }), Stream.never),
-          onSuccess: () => inner.events(runner, clientId)
-        }))
+        Effect.flatMap(Effect.either(check(resolve)(runner)), (checked) =>
+          Either.isRight(checked)
+            ? inner.events(runner, clientId)
+            // Said once, as a socket that could not open; nothing follows while the address is refused.
+            : Effect.tap(
+              Effect.acquireRelease(Queue.bounded<RunnerEvent>(1), Queue.shutdown),
+              (queue) => Queue.offer(queue, { _tag: "Disconnected", reason: checked.left })
+            ))
     })
   }))

@@ -17,6 +17,7 @@ import {
   type ManagedRunnerView,
   PlatformLive,
   type RunnerView,
+  type RunnerEvent,
   RunnerGateway,
   RunnerProbe,
   RunnerUnreachable,
@@ -36,7 +37,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import type * as Schema from "effect/Schema"
-import * as Stream from "effect/Stream"
+import * as Queue from "effect/Queue"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { meteredGateway } from "../src/RunnerMetrics.js"
 import { httpLayer, type HttpOptions } from "../src/Server.js"
@@ -62,7 +63,8 @@ export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   queue: () => unexpected("queue"),
   history: () => unexpected("history"),
   download: () => unexpected("download"),
-  events: () => Stream.never
+  // A socket that never says anything.
+  events: () => Queue.bounded<RunnerEvent>(1)
 }))
 
 /** The real ComfyUI client with timeouts and backoff short enough for tests. */

@@ -8,11 +8,13 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import { PgStoreLive } from "@wes/storage-pg"
 import { FakeComfyUI, loadImageWorkflow, solidPng } from "@wes/runner-client/testing"
-import { RunnerGateway, type RunnerTarget } from "@wes/core"
+import { type RunnerEvent, RunnerGateway, type RunnerTarget } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
@@ -229,7 +231,7 @@ describe("private runner addresses refused (suite 7)", () => {
       history: () => Effect.sync(() => { calls.push("history") }).pipe(Effect.as(undefined), Effect.flatMap(() => Effect.succeedNone)),
       cancel: () => Effect.sync(() => { calls.push("cancel") }),
       download: () => Effect.sync(() => { calls.push("download") }).pipe(Effect.as({ content_type: "x", stream: Stream.empty })),
-      events: () => Stream.fromEffect(Effect.sync(() => { calls.push("events") })).pipe(Stream.as({ _tag: "Connected" as const }))
+      events: () => Effect.sync(() => { calls.push("events") }).pipe(Effect.zipRight(Queue.bounded<RunnerEvent>(1)), Effect.tap((q) => Queue.offer(q, { _tag: "Connected" })))
     }))
     const gateway = denyPrivateGateway(async () => answer).pipe(Layer.provide(inner))
     const target = (kind: "user" | "managed"): RunnerTarget => ({ kind, id: "r1", name: "r", endpoint: "http://runner.example:8188", headers: {}, tags: [], status: "active" })
@@ -249,7 +251,7 @@ describe("private runner addresses refused (suite 7)", () => {
           yield* message(g.cancel(t, "p")),
           yield* message(g.download(t, { node_id: "1", filename: "a", subfolder: "", type: "output" }))
         ]
-        const first = yield* Stream.runHead(g.events(t, "c"))
+        const first = yield* Effect.scoped(Effect.flatMap(g.events(t, "c"), (q) => Effect.map(Queue.take(q), Option.some)))
         return { failed: results.filter((m) => m !== undefined), first }
       }).pipe(Effect.provide(gateway))
     const before = await Effect.runPromise(everyCall(target("user")))

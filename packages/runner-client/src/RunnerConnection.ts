@@ -1,5 +1,5 @@
 /**
- * A runner's WebSocket (`/ws?clientId=...`) as a never-ending `Stream<RunnerEvent>`: reconnects
+ * A runner's WebSocket (`/ws?clientId=...`) as a queue of `RunnerEvent`s for a scope: reconnects
  * with capped, jittered exponential backoff, and only once the previous socket is really closed
  * (ComfyUI unregisters a new socket that reuses the id of a half-open one); a ping heartbeat
  * detects silent dead sockets; `Connected` follows every (re)connect and `Disconnected` every loss
@@ -17,7 +17,7 @@ import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
-import * as Stream from "effect/Stream"
+import type * as Scope from "effect/Scope"
 import { WebSocket } from "ws"
 import { baseUrl } from "./RunnerHttp.js"
 import { decodeBinaryFrame, decodeFrame, FEATURE_FLAGS_MESSAGE } from "./RunnerMessages.js"
@@ -177,21 +177,28 @@ const heartbeat = (session: Session, s: Settings): Effect.Effect<void> =>
     }
   })
 
+/** Frames decoded and offered together, at most. */
+const PUMP_BATCH = 256
+
 /** Decodes the inbox into `out` (waiting when `out` is full) until the session ended and the inbox is empty. */
 const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerTarget): Effect.Effect<void> =>
   Effect.gen(function*() {
     while (true) {
-      const frame = session.inbox.shift()
-      if (frame === undefined) {
+      if (session.inbox.length === 0) {
         if (session.reason !== undefined) return
         yield* session.more
         continue
       }
-      const decoded = typeof frame === "string" ? decodeFrame(frame) : decodeBinaryFrame(frame)
-      if (decoded._tag === "Event") yield* Queue.offer(out, decoded.event)
-      else if (decoded._tag === "Malformed") {
-        yield* Effect.logDebug(`runner ${runner.name}: ignoring a malformed WebSocket message (${decoded.reason})`)
+      // What arrived meanwhile goes in one offer: the consumer takes it as one batch.
+      const events: Array<RunnerEvent> = []
+      for (const frame of session.inbox.splice(0, PUMP_BATCH)) {
+        const decoded = typeof frame === "string" ? decodeFrame(frame) : decodeBinaryFrame(frame)
+        if (decoded._tag === "Event") events.push(decoded.event)
+        else if (decoded._tag === "Malformed") {
+          yield* Effect.logDebug(`runner ${runner.name}: ignoring a malformed WebSocket message (${decoded.reason})`)
+        }
       }
+      if (events.length > 0) yield* Queue.offerAll(out, events)
     }
   })
 
@@ -234,13 +241,13 @@ const backoff = (n: number, s: Settings): Effect.Effect<Duration.Duration> =>
     return Duration.millis(Math.round(base * jitter))
   })
 
-/** The runner's events as a stream that reconnects until it is no longer consumed. */
+/** The runner's events, on a bounded queue, reconnecting until the scope closes. */
 export const runnerEvents = (
   runner: RunnerTarget,
   clientId: string,
   options: RunnerConnectionOptions = {}
-): Stream.Stream<RunnerEvent> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
+): Effect.Effect<Queue.Dequeue<RunnerEvent>, never, Scope.Scope> =>
+  Effect.gen(function*() {
     const s = settingsOf(options)
     const url = websocketUrl(runner, clientId)
     const out = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(s.bufferSize), Queue.shutdown)
@@ -261,5 +268,5 @@ export const runnerEvents = (
         attempt++
       }
     }))
-    return Stream.fromQueue(out)
-  }))
+    return out
+  })

@@ -8,19 +8,17 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import { gatewayLayer, runnerFor, testGatewayOptions, uuid } from "./harness.js"
 
 type Tag = RunnerEvent["_tag"]
 
-/** Consumes an event stream in the background; `until` waits for a matching event, recording all seen. */
-const watch = (stream: Stream.Stream<RunnerEvent>): Effect.Effect<{
+/** Takes a runner's events as they come; `until` waits for a matching event, recording all seen. */
+const watch = (events: Effect.Effect<Queue.Dequeue<RunnerEvent>, never, Scope.Scope>): Effect.Effect<{
   readonly seen: Array<RunnerEvent>
   readonly until: (pred: (e: RunnerEvent) => boolean, timeout?: Duration.DurationInput) => Effect.Effect<RunnerEvent>
 }, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const q = yield* Queue.bounded<RunnerEvent>(4096)
-    yield* Effect.forkScoped(Stream.runForEach(stream, (e) => Queue.offer(q, e)))
+    const q = yield* events
     const seen: Array<RunnerEvent> = []
     const until = (pred: (e: RunnerEvent) => boolean, timeout: Duration.DurationInput = "5 seconds") =>
       Effect.gen(function*() {
@@ -246,12 +244,12 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(doneOf(id))
     }))
 
-  it.scoped("closes the socket when the stream is no longer consumed", () =>
+  it.scoped("closes the socket when the scope of its events closes", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
-      const first = yield* Stream.runCollect(gateway.events(runnerFor(fake), "wes-t").pipe(Stream.take(1)))
-      expect(Chunk.toArray(first)).toEqual([{ _tag: "Connected" }])
+      const first = yield* Effect.scoped(Effect.flatMap(gateway.events(runnerFor(fake), "wes-t"), Queue.take))
+      expect(first).toEqual({ _tag: "Connected" })
       yield* wait(() => fake.waitUntil(() => !fake.connectedClients.includes("wes-t"), 2_000, "the socket to close"))
     }))
 })
@@ -261,9 +259,8 @@ layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const runner: RunnerTarget = runnerFor(fake)
-      const stream = runnerEvents(runner, "wes-o", { ...testGatewayOptions, bufferSize: 1, inboxSize: 8 })
-      const pull = yield* Stream.toPull(stream)
-      const next = pull.pipe(Effect.map(Chunk.toArray), Effect.orDie)
+      const events = yield* runnerEvents(runner, "wes-o", { ...testGatewayOptions, bufferSize: 1, inboxSize: 8 })
+      const next = Effect.map(Queue.takeBetween(events, 1, 1024), Chunk.toArray)
       expect(yield* next).toEqual([{ _tag: "Connected" }])
       // The consumer stalls while the runner floods the socket.
       for (let i = 0; i < 200; i++) {
@@ -274,7 +271,8 @@ layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (
       while (!drained.some(is("Connected"))) drained.push(...(yield* next))
       const lost = drained.find(is("Disconnected"))
       expect(lost).toMatchObject({ reason: "event buffer overflow: the consumer is too slow" })
-      // Only a bounded number of events were kept before the drop.
-      expect(drained.filter(is("QueueChanged")).length).toBeLessThanOrEqual(1 + 8 + 1)
+      // Only a bounded number of events were kept before the drop: the queue's, the inbox's and
+      // the batch the decoder holds while the queue is full (at most an inbox's worth).
+      expect(drained.filter(is("QueueChanged")).length).toBeLessThanOrEqual(1 + 8 + 8)
     }))
 })

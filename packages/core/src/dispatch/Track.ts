@@ -17,10 +17,11 @@ import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
-import * as Stream from "effect/Stream"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
+import { runnersConnected } from "../observability/Metrics.js"
 import type { RunnerTarget } from "../runners/Runner.js"
 import { type RunnerEvent, RunnerGateway } from "../runners/RunnerGateway.js"
 import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
@@ -144,10 +145,34 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
     for (const [id, run] of pending) yield* bus.publish(id, run).pipe(Effect.catchAll(logged("could not publish run events")))
   })
 
+/** Events handled at most this many at a time. */
+const TAKE_BATCH = 256
+
+/** `wes_runners_connected`: +1 while this driver's socket is open. */
+const connectionGauge = (kind: string) => {
+  const label = [MetricLabel.make("runner_kind", kind)]
+  let connected = false
+  return (up: boolean) => {
+    if (up === connected) return
+    connected = up
+    runnersConnected.unsafeModify(up ? 1 : -1, label)
+  }
+}
+
 /** Follows the runner's events until the driver stops (the gateway reconnects by itself). */
 export const track = (target: RunnerTarget) =>
-  Effect.flatMap(Effect.all([Driving, RunnerGateway]), ([driving, gateway]) =>
-    gateway.events(target, driving.lease.clientId).pipe(
-      // A chunk is what the socket delivered while the previous one was being handled.
-      Stream.runForEachChunk((chunk) => handleEvents(Chunk.toReadonlyArray(chunk)))
-    ))
+  Effect.scoped(Effect.gen(function*() {
+    const driving = yield* Driving
+    const events = yield* (yield* RunnerGateway).events(target, driving.lease.clientId)
+    const connected = connectionGauge(target.kind)
+    yield* Effect.addFinalizer(() => Effect.sync(() => connected(false)))
+    // A batch is what the socket delivered while the previous one was being handled.
+    return yield* Effect.forever(Effect.flatMap(Queue.takeBetween(events, 1, TAKE_BATCH), (chunk) => {
+      const batch = Chunk.toReadonlyArray(chunk)
+      for (const e of batch) {
+        if (e._tag === "Connected") connected(true)
+        else if (e._tag === "Disconnected") connected(false)
+      }
+      return handleEvents(batch)
+    }))
+  }))

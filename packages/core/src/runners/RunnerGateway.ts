@@ -6,7 +6,9 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
+import type * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { StorageError } from "../shared/Errors.js"
 import type { JsonObject } from "../shared/Json.js"
@@ -182,8 +184,12 @@ export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<Runner
   /** `GET /view`: an output file. */
   readonly download: (runner: RunnerTarget, file: OutputFile) => Effect.Effect<Download, RunnerError>
   /**
-   * The runner's WebSocket as a stream of events, reconnecting with backoff until the stream is
-   * no longer consumed; `Connected` after every (re)connect, so the consumer can reconcile.
+   * The runner's WebSocket events, in order, for the life of the scope: it reconnects with backoff
+   * until the scope closes; `Connected` after every (re)connect, so the consumer can reconcile.
+   * A bounded queue the consumer takes from (what the socket delivered while the consumer was
+   * busy comes as one batch), not a `Stream`: a stream's pull costs about 50 steps of Effect's
+   * runtime per batch, paid for every progress message of every running prompt
+   * (docs/decisions.md, "Runner events as a queue").
    */
-  readonly events: (runner: RunnerTarget, clientId: string) => Stream.Stream<RunnerEvent>
+  readonly events: (runner: RunnerTarget, clientId: string) => Effect.Effect<Queue.Dequeue<RunnerEvent>, never, Scope.Scope>
 }>() {}

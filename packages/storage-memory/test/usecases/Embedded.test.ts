@@ -25,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { afterEach, describe, expect, it } from "vitest"
 import { smoke } from "./harness.js"
@@ -72,7 +73,14 @@ const makeInstantRunner = () => {
     history: (_runner, id) => Effect.succeed(Option.fromNullable(histories.get(id))),
     cancel: (_runner, id) => Effect.sync(() => void cancels.push(id)),
     download: () => Effect.succeed({ content_type: "image/png", stream: Stream.make(OUTPUT) }),
-    events: () => Stream.concat(Stream.succeed<RunnerEvent>({ _tag: "Connected" }), Stream.fromPubSub(hub))
+    events: () =>
+      Effect.gen(function*() {
+        const out = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(64), Queue.shutdown)
+        const published = yield* PubSub.subscribe(hub)
+        yield* Queue.offer(out, { _tag: "Connected" })
+        yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(published), (e) => Queue.offer(out, e))))
+        return out
+      })
   })
   return { layer: Layer.succeed(RunnerGateway, gateway), submitted, uploads, cancels }
 }

@@ -47,7 +47,7 @@ export const makeTestGateway = (calls: GatewayCalls) =>
     queue: () => unexpected("queue"),
     history: () => unexpected("history"),
     download: () => unexpected("download"),
-    events: () => Stream.die(new Error("unexpected RunnerGateway.events call"))
+    events: () => unexpected("events")
   })
 
 /** The whole core over a fresh memory store; `calls` sees what reached the runner side. */
