@@ -1,5 +1,5 @@
 /** /admin/v1: the operator's users, tokens and managed runners (behind WES_ADMIN_TOKEN). */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { group } from "./edge/ApiGroups.js"
 import { AccountService, IssueTokenRequest, ManagedRunnerService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
@@ -8,7 +8,7 @@ import { WesApi } from "./Api.js"
 /** `issueToken` takes the body as sent (it decodes it itself): the decoded timestamp goes back to its text. */
 const tokenRequestAsSent = Schema.encode(IssueTokenRequest)
 
-export const adminHttp = HttpApiBuilder.group(WesApi, "admin", (handlers) =>
+export const adminHttp = group(WesApi, "admin", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* AccountService
     const managed = yield* ManagedRunnerService

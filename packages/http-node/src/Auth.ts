@@ -19,16 +19,14 @@ export const AuthenticationLive: Layer.Layer<Authentication, never, AccountServi
   Authentication,
   Effect.map(AccountService, (accounts) =>
     Authentication.of({
+      // The raw header: the contract tells a missing header from an invalid token.
       bearer: () =>
-        Effect.flatMap(authorizationHeader, (header) => accounts.authenticate(Option.getOrUndefined(header))).pipe(
-          // The request log names the caller.
-          Effect.tap((principal) =>
-            Effect.map(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) => {
-              if (Option.isSome(request) && request.value instanceof NodeRequest && request.value.record !== undefined) {
-                request.value.record.userId = principal.user.id
-              }
-            }))
-        )
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.map(accounts.authenticate(request.headers.authorization), (principal) => {
+            // The request log names the caller.
+            if (request instanceof NodeRequest && request.record !== undefined) request.record.userId = principal.user.id
+            return principal
+          }))
     }))
 )
 

@@ -3,13 +3,13 @@
  * files only, read once at startup from the package's `dist`; the page is a client of /v1 and adds
  * no route to the API's declaration. Unbuilt (a checkout before `pnpm build`), `/` says so.
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import type { PlainRoute } from "./edge/ApiApp.js"
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -58,16 +58,13 @@ const notBuilt = HttpServerResponse.unsafeJson(
 const notFound = HttpServerResponse.unsafeJson({ status: 404, message: "Not found" }, { status: 404 })
 
 /** `GET /` and `GET /ui/*`. */
-export const dashboardRoute = HttpApiBuilder.Router.use((router) =>
-  Effect.gen(function*() {
-    const { assets, missing } = loadDashboard()
-    if (missing !== undefined) yield* Effect.logWarning("dashboard not built: / answers 404 until `pnpm build`", { reason: missing })
-    const serve = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-      const asset = assets.get(request.url.split("?")[0]!)
-      if (asset === undefined) return assets.size === 0 ? notBuilt : notFound
-      return HttpServerResponse.uint8Array(asset.body, { contentType: asset.type, headers: HEADERS })
-    })
-    yield* router.get("/", serve)
-    yield* router.get("/ui/*", serve)
+export const dashboardRoutes: Effect.Effect<ReadonlyArray<PlainRoute>> = Effect.gen(function*() {
+  const { assets, missing } = loadDashboard()
+  if (missing !== undefined) yield* Effect.logWarning("dashboard not built: / answers 404 until `pnpm build`", { reason: missing })
+  const handler = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+    const asset = assets.get(request.url.split("?")[0]!)
+    if (asset === undefined) return assets.size === 0 ? notBuilt : notFound
+    return HttpServerResponse.uint8Array(asset.body, { contentType: asset.type, headers: HEADERS })
   })
-)
+  return [{ path: "/", handler }, { path: "/ui/*", handler }]
+})

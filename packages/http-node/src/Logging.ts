@@ -20,7 +20,6 @@ import * as Option from "effect/Option"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { NodeRequest } from "./NodeRequest.js"
-import { routeOf } from "./Routes.js"
 
 /** Where log lines go (stdout by default; tests capture them). */
 export type LogSink = (line: string) => void
@@ -92,6 +91,8 @@ export interface RequestRecord {
   readonly id: string
   /** The caller, once authenticated. */
   userId: string | undefined
+  /** The declared route it was routed to (`/v1/workflow/:id`), once routed; `other` when none. */
+  route: string | undefined
   /** Logs and counts the answer; called once, when its head is written. */
   readonly answered: (status: number) => void
 }
@@ -131,10 +132,11 @@ export const requestLog: Effect.Effect<RequestLog> = Effect.map(infoLines, (info
     const record: RequestRecord = {
       id,
       userId: undefined,
+      route: undefined,
       answered: (status) => {
         const url = req.url ?? "/"
         const duration = Date.now() - start
-        const { counted, timed } = labelsOf(routeOf(url), status)
+        const { counted, timed } = labelsOf(record.route ?? "other", status)
         httpRequests.unsafeUpdate(1, counted)
         httpDuration.unsafeUpdate(duration / 1000, timed)
         info("request", {

@@ -4,7 +4,6 @@
  * the scrape must carry `Authorization: Bearer <token>`. The `wes_workflows` gauge is read from
  * the store first, at most once per `STATUS_TTL` however many scrapers ask.
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { bearerToken, observeWorkflowStatuses } from "@wes/core"
@@ -16,6 +15,7 @@ import * as MetricState from "effect/MetricState"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { timingSafeEqual } from "node:crypto"
+import type { PlainRoute } from "./edge/ApiApp.js"
 
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "\\\"")
 const labels = (pairs: ReadonlyArray<readonly [string, string]>) =>
@@ -69,14 +69,14 @@ export const STATUS_TTL = Duration.seconds(5)
 
 /** The `GET /metrics` route (outside the API declaration: it is not JSON and not part of the contract). */
 export const metricsRoute = (token: Option.Option<Redacted.Redacted<string>>) =>
-  HttpApiBuilder.Router.use((router) => Effect.gen(function*() {
+  Effect.gen(function*() {
     // A failed read keeps the last figures: the store error is counted (wes_store_errors_total)
     // and logged, and the rest of the scrape still answers (it matters most during an outage).
     const statuses = yield* Effect.cachedWithTTL(
       observeWorkflowStatuses.pipe(Effect.catchAll((e) => Effect.logWarning("metrics: could not count workflows by status", { error: e.message }))),
       STATUS_TTL
     )
-    yield* router.get("/metrics", Effect.gen(function*() {
+    const handler = Effect.gen(function*() {
       if (Option.isSome(token)) {
         const request = yield* HttpServerRequest.HttpServerRequest
         const sent = bearerToken(request.headers.authorization ?? "")
@@ -87,5 +87,6 @@ export const metricsRoute = (token: Option.Option<Redacted.Redacted<string>>) =>
       yield* statuses
       const pairs = yield* Metric.snapshot
       return HttpServerResponse.text(renderPrometheus(pairs), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
-    }))
-  }))
+    })
+    return { path: "/metrics", handler } satisfies PlainRoute
+  })

@@ -35,8 +35,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } fro
 import { pipeline, Readable } from "node:stream"
 import type { RequestLog } from "./Logging.js"
 import { MultipartReader } from "./MultipartReader.js"
-import { NodeRequest, type PayloadKind } from "./NodeRequest.js"
-import { requestSpan } from "./RequestSpan.js"
+import { NodeRequest } from "./NodeRequest.js"
 
 export const NodeBodyTypeId: unique symbol = Symbol.for("@wes/http-node/NodeBody")
 
@@ -53,12 +52,8 @@ export interface NodeServerOptions {
   readonly host: string
   /** How long in-flight requests may take once shutdown begins. */
   readonly shutdownGrace: Duration.DurationInput
-  /** The declared encoding of a route's body (see NodeRequest.ts). */
-  readonly payloadKind: (method: string, path: string) => PayloadKind | undefined
   /** Called as each request arrives; what it returns is told of the answer (Logging.ts). */
   readonly requestLog?: Effect.Effect<RequestLog> | undefined
-  /** Whether each request is a server span (only when a tracer exports them: Tracing.ts). */
-  readonly spans?: boolean | undefined
 }
 
 /** Writes `response`; for a streamed body, until the stream ends (or the client leaves). */
@@ -123,21 +118,17 @@ const answer = (response: HttpServerResponse.HttpServerResponse) =>
     return handler._tag === "None" ? write(request, response) : Effect.flatMap(handler.value(request, response), (r) => write(request, r))
   })
 
-/**
- * The app as one request's program: run it, answer, and answer its failures as the platform does.
- * With `spans`, inside a request span (RequestSpan.ts; none while `withTracerDisabledWhen` says so).
- */
-const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpMiddleware | undefined, spans: boolean) => {
+/** The app as one request's program: run it, answer, and answer what it could not as the platform does. */
+const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpMiddleware | undefined) => {
   const served = middleware === undefined ? app : middleware(app)
-  return (spans ? requestSpan(served) : served).pipe(
+  return served.pipe(
     Effect.flatMap(answer),
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.void
         : Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
           Effect.zipRight(answer(response), Cause.isEmptyType(rest) ? Effect.void : Effect.logError("request failed", rest)))),
-    Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("could not answer a request", cause))),
-    Effect.scoped
+    Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("could not answer a request", cause)))
   )
 }
 
@@ -167,7 +158,7 @@ const make = (server: Server, options: NodeServerOptions) =>
     const address: HttpServer.Address = typeof bound === "string" || bound === null
       ? { _tag: "UnixAddress", path: String(bound) }
       : { _tag: "TcpAddress", hostname: bound.address === "::" ? "0.0.0.0" : bound.address, port: bound.port }
-    const readers = { multipart, payloadKind: options.payloadKind }
+    const readers = { multipart }
 
     return HttpServer.make({
       address,
@@ -175,7 +166,7 @@ const make = (server: Server, options: NodeServerOptions) =>
         Effect.gen(function*() {
           const runtime = yield* Effect.runtime<never>()
           // What the app needs besides the request was provided when it was built (HttpServer.serve).
-          const program = handled(app, middleware, options.spans === true) as Effect.Effect<void, never, HttpServerRequest.HttpServerRequest>
+          const program = handled(app, middleware) as Effect.Effect<void, never, HttpServerRequest.HttpServerRequest>
           const begin = options.requestLog === undefined ? undefined : yield* options.requestLog
           const onRequest = (req: IncomingMessage, res: ServerResponse) => {
             const request = new NodeRequest(req, res, readers, undefined, undefined, undefined, begin?.(req, res))

@@ -1,14 +1,14 @@
 /** /v1/user, /v1/template, /v1/runner and /v1/managed-runner. */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { group } from "./edge/ApiGroups.js"
 import { AccountService, ManagedRunnerService, RunnerService, TemplateService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import { CurrentUser, WesApi } from "./Api.js"
 
-export const userHttp = HttpApiBuilder.group(WesApi, "user", (handlers) =>
+export const userHttp = group(WesApi, "user", (handlers) =>
   Effect.map(AccountService, (accounts) =>
     handlers.handle("get", () => Effect.flatMap(CurrentUser, ({ user }) => accounts.currentUser(user)))))
 
-export const templatesHttp = HttpApiBuilder.group(WesApi, "templates", (handlers) =>
+export const templatesHttp = group(WesApi, "templates", (handlers) =>
   Effect.map(TemplateService, (templates) =>
     handlers
       .handle("create", ({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => templates.create(user, payload)))
@@ -19,7 +19,7 @@ export const templatesHttp = HttpApiBuilder.group(WesApi, "templates", (handlers
       .handle("update", ({ path, payload }) => Effect.flatMap(CurrentUser, ({ user }) => templates.update(user, path.id, payload)))
       .handle("delete", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => templates.delete(user, path.id)))))
 
-export const runnersHttp = HttpApiBuilder.group(WesApi, "runners", (handlers) =>
+export const runnersHttp = group(WesApi, "runners", (handlers) =>
   Effect.map(RunnerService, (runners) =>
     handlers
       .handle("create", ({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.create(user, payload)))
@@ -32,7 +32,7 @@ export const runnersHttp = HttpApiBuilder.group(WesApi, "runners", (handlers) =>
       .handle("delete", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => runners.delete(user, path.id)))
       .handle("history", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => runners.history(user, path.id)))))
 
-export const managedRunnersHttp = HttpApiBuilder.group(WesApi, "managedRunners", (handlers) =>
+export const managedRunnersHttp = group(WesApi, "managedRunners", (handlers) =>
   Effect.map(ManagedRunnerService, (managed) =>
     handlers
       .handle("list", ({ urlParams }) =>

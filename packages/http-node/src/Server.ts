@@ -4,17 +4,18 @@
  * gateway + platform services.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpApp from "@effect/platform/HttpApp"
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import type * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { StoreServices, UseCaseServices } from "@wes/core"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import type * as Redacted from "effect/Redacted"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
@@ -22,16 +23,17 @@ import type { Duplex } from "node:stream"
 import { adminHttp } from "./AdminHttp.js"
 import { type Authentication, WesApi } from "./Api.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
-import { dashboardRoute } from "./DashboardHttp.js"
+import { dashboardRoutes } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
-import { errorMiddleware } from "./ErrorMiddleware.js"
+import { apiApp, type PlainRoute } from "./edge/ApiApp.js"
+import { jsonResponse } from "./edge/Failures.js"
 import { infoLines, requestLog } from "./Logging.js"
 import { metricsRoute } from "./Metrics.js"
 import { MultipartReader } from "./MultipartReader.js"
 import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
-import { payloadKind, routeOf } from "./Routes.js"
+import { requestSpan } from "./RequestSpan.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
 import { systemHttp } from "./SystemHttp.js"
@@ -41,6 +43,20 @@ import { workflowsHttp } from "./WorkflowsHttp.js"
 
 /** Requests that are never spans: probes and scrapes, many and alike. */
 const UNTRACED_ROUTES: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"])
+
+/** The routes beside the API: its OpenAPI document, the docs page, the dashboard and the metrics. */
+const plainRoutes = (metricsToken: Option.Option<Redacted.Redacted<string>>) =>
+  Effect.gen(function*() {
+    const spec = jsonResponse(OpenApi.fromApi(WesApi), 200)
+    const page = HttpServerResponse.html(docsPage())
+    const routes: ReadonlyArray<PlainRoute> = [
+      { path: "/v1/openapi.json", handler: Effect.succeed(spec) },
+      { path: "/docs", handler: Effect.succeed(page) },
+      ...(yield* dashboardRoutes),
+      yield* metricsRoute(metricsToken)
+    ]
+    return routes
+  })
 
 export interface HttpOptions {
   readonly port: number
@@ -106,15 +122,9 @@ export const answerClientErrors = (server: NodeServer, log: (fields: Record<stri
 /** Paths outside the public rate limit: health checks, metrics and the operator API. */
 const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/") || url.startsWith("/metrics")
 
-/** `GET /docs`: the reference page, rendered once from the OpenAPI document. */
-const docsRoute = HttpApiBuilder.Router.use((router) => {
-  const page = docsPage()
-  return router.get("/docs", Effect.succeed(HttpServerResponse.html(page)))
-})
-
 /**
- * Every route of the API over the use cases, following workflows through the SseHub. Served by
- * `httpLayer`, whose request readers give the declared forms their parts (NodeRequest.ts).
+ * Every group of the API's handlers over the use cases, following workflows through the SseHub:
+ * what `apiApp` (edge/ApiApp.ts) compiles into the server's router.
  */
 const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication" | "webhooks">) =>
   HttpApiBuilder.api(WesApi).pipe(
@@ -128,7 +138,7 @@ const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "au
       systemHttp,
       adminHttp
     ]),
-    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken), errorMiddleware(Option.isSome(options.adminToken))]),
+    Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken)]),
     Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
     Layer.provide(webhookUrlCheckLayer({
       denyPrivate: options.webhooks?.allowPrivate !== true,
@@ -146,16 +156,22 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
   UseCaseServices | StoreServices
 > => {
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
-  const middleware = (app: HttpApp.Default) =>
-    limiter === undefined ? app : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })(app)
-  const app = HttpApiBuilder.serve(middleware).pipe(
-    Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/v1/openapi.json" })),
-    Layer.provide(docsRoute),
-    Layer.provide(dashboardRoute),
-    Layer.provide(metricsRoute(options.metricsToken ?? Option.none())),
-    Layer.provide(apiLayer(options))
-  )
-  return app.pipe(
+  const middleware = limiter === undefined ? undefined : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })
+  const served = Layer.scopedDiscard(Effect.gen(function*() {
+    const { app, context } = yield* apiApp({
+      routes: yield* plainRoutes(options.metricsToken ?? Option.none()),
+      adminEnabled: Option.isSome(options.adminToken),
+      // Without an exporter, per-request spans would only cost time.
+      around: options.traced === true
+        ? (route, request, program) => (UNTRACED_ROUTES.has(route) ? program : requestSpan(route, request, program))
+        : undefined
+    })
+    // Every request runs with the context the handlers were built in (once here, not per request).
+    const serve = middleware === undefined ? HttpServer.serveEffect(app) : HttpServer.serveEffect(app, middleware)
+    yield* Effect.mapInputContext(serve, (input: Context.Context<HttpServer.HttpServer | Scope.Scope>) => Context.merge(input, context))
+  }))
+  return served.pipe(
+    Layer.provide(apiLayer(options)),
     // Closed before the listener: readiness turns 503 and event streams end first.
     Layer.provide(Shutdown.layer),
     Layer.provideMerge(Layer.unwrapEffect(Effect.map(infoLines, (info) => {
@@ -164,20 +180,10 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
         port: options.port,
         host: options.host,
         shutdownGrace: options.shutdownGrace,
-        payloadKind,
-        requestLog,
-        spans: options.traced === true
+        requestLog
       })
     }))),
     Layer.provide(MultipartReader.layer()),
-    Layer.provide(NodeContext.layer),
-    // Without an exporter, per-request spans would only cost time.
-    options.traced === true
-      ? (layer) =>
-        layer.pipe(
-          HttpMiddleware.withTracerDisabledWhen((request) => UNTRACED_ROUTES.has(routeOf(request.url))),
-          HttpMiddleware.withSpanNameGenerator((request) => `${request.method} ${routeOf(request.url)}`)
-        )
-      : HttpMiddleware.withTracerDisabledWhen(() => true)
+    Layer.provide(NodeContext.layer)
   )
 }

@@ -1,5 +1,5 @@
 /** /healthz (the process answers) and /readyz (the store answers and no shutdown is under way). */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { group } from "./edge/ApiGroups.js"
 import { AccountRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import { unavailable } from "./ApiErrors.js"
@@ -8,7 +8,7 @@ import { Shutdown } from "./Shutdown.js"
 
 const NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
-export const systemHttp = HttpApiBuilder.group(WesApi, "system", (handlers) =>
+export const systemHttp = group(WesApi, "system", (handlers) =>
   Effect.gen(function*() {
     const accounts = yield* AccountRepository
     const shutdown = yield* Shutdown

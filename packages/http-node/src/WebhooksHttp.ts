@@ -3,7 +3,7 @@
  * passes before it is stored: the runners' policy (private, loopback, link-local and unspecified
  * addresses refused unless allowed), answered with a 400 naming the field.
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { group } from "./edge/ApiGroups.js"
 import { checkWebhookUrl, type User, ValidationError, WebhookService } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -37,7 +37,7 @@ export const checkWorkflowWebhookUrl = (user: User, url: string | undefined) =>
       Effect.fail(ValidationError.field("webhook_url", "webhooks are signed with your webhook secret: set up one first with PUT /v1/webhook"))))
   })
 
-export const webhookHttp = HttpApiBuilder.group(WesApi, "webhook", (handlers) =>
+export const webhookHttp = group(WesApi, "webhook", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* WebhookService
     const check = yield* WebhookUrlCheck

@@ -1,5 +1,5 @@
 /** /v1/workflow: create, list, get, rerun, cancel, subscribe (SSE) and outputs. */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import { group } from "./edge/ApiGroups.js"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { toDetail, WebhookService, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
@@ -11,7 +11,7 @@ import { checkWorkflowWebhookUrl, WebhookUrlCheck } from "./WebhooksHttp.js"
 
 const contentDisposition = (filename: string) => `attachment; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, "_")}"`
 
-export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers) =>
+export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
   Effect.gen(function*() {
     const workflows = yield* WorkflowService
     const hub = yield* SseHub

@@ -84,7 +84,7 @@ describe("log lines written while a request runs", () => {
     const res = new ServerResponse(req)
     const program = Effect.gen(function*() {
       const begin = yield* requestLog
-      const request = new NodeRequest(req, res, { multipart: undefined as never, payloadKind: () => undefined }, "/v1/user", undefined, undefined, begin(req, res))
+      const request = new NodeRequest(req, res, { multipart: undefined as never }, "/v1/user", undefined, undefined, begin(req, res))
       yield* Effect.logWarning("inside").pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request))
       yield* Effect.logWarning("outside")
     })
