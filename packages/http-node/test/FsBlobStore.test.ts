@@ -6,7 +6,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { createHash } from "node:crypto"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -60,6 +61,66 @@ describe("filesystem blob store on a directory emptied while it runs", () => {
         return { copied, bytes: bytes === undefined ? undefined : [...bytes].flatMap((c) => [...c]) }
       }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
       expect(got).toEqual({ copied: true, bytes: [4, 5] })
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("filesystem blob store files", () => {
+  const run = <A>(root: string, program: Effect.Effect<A, unknown, BlobStore>) =>
+    Effect.runPromise(program.pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
+  const bytesOf = (blob: Option.Option<{ readonly stream: Stream.Stream<Uint8Array, unknown> }>) =>
+    Option.isNone(blob) ? Effect.succeed(undefined) : Effect.map(Stream.runCollect(blob.value.stream), (c) => Buffer.concat([...c]).toString())
+
+  it("keeps a blob and its content type in one file", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-one-"))
+    try {
+      const got = await run(root, Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        yield* blobs.put("inputs/a/photo/cat.png", Stream.make(new TextEncoder().encode("hello "), new TextEncoder().encode("world")), "image/png")
+        const blob = yield* blobs.get("inputs/a/photo/cat.png")
+        return { size: Option.map(blob, (b) => b.size), type: Option.map(blob, (b) => b.content_type), bytes: yield* bytesOf(blob) }
+      }))
+      expect(got).toEqual({ size: Option.some(11), type: Option.some("image/png"), bytes: "hello world" })
+      expect(listFiles(root).files).toHaveLength(1)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+
+  it("still reads, copies and deletes a blob written with its type in a file beside it (before the header)", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-legacy-"))
+    try {
+      const key = "inputs/old/photo/cat.png"
+      const hash = createHash("sha256").update(key).digest("hex")
+      mkdirSync(join(root, hash.slice(0, 2)), { recursive: true })
+      writeFileSync(join(root, hash.slice(0, 2), hash), "old bytes")
+      writeFileSync(join(root, hash.slice(0, 2), `${hash}.type`), "image/jpeg")
+      const got = await run(root, Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const blob = yield* blobs.get(key)
+        yield* blobs.copy(key, "inputs/new/photo/cat.png")
+        const copy = yield* blobs.get("inputs/new/photo/cat.png")
+        const read = {
+          size: Option.map(blob, (b) => b.size),
+          type: Option.map(blob, (b) => b.content_type),
+          bytes: yield* bytesOf(blob),
+          copyType: Option.map(copy, (b) => b.content_type),
+          copyBytes: yield* bytesOf(copy)
+        }
+        yield* blobs.delete(key)
+        yield* blobs.delete("inputs/new/photo/cat.png")
+        return read
+      }))
+      expect(got).toEqual({
+        size: Option.some(9),
+        type: Option.some("image/jpeg"),
+        bytes: "old bytes",
+        copyType: Option.some("image/jpeg"),
+        copyBytes: "old bytes"
+      })
+      expect(listFiles(root).files).toEqual([])
     } finally {
       rmSync(root, { recursive: true, force: true })
     }
