@@ -4,7 +4,7 @@
  * gateway + platform services.
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpServer from "@effect/platform/HttpServer"
+import type * as HttpServer from "@effect/platform/HttpServer"
 import type { ServeError } from "@effect/platform/HttpServerError"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
@@ -12,10 +12,8 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { StoreServices, UseCaseServices } from "@wes/core"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Context from "effect/Context"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Scope from "effect/Scope"
 import type * as Redacted from "effect/Redacted"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
@@ -25,7 +23,7 @@ import { type Authentication, WesApi } from "./Api.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { dashboardRoutes } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
-import { apiApp, type PlainRoute } from "./edge/ApiApp.js"
+import { type PlainRoute, serveApi } from "./edge/ApiApp.js"
 import { jsonResponse } from "./edge/Failures.js"
 import { infoLines, requestLog } from "./Logging.js"
 import { metricsRoute } from "./Metrics.js"
@@ -157,19 +155,16 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
 > => {
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
   const middleware = limiter === undefined ? undefined : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })
-  const served = Layer.scopedDiscard(Effect.gen(function*() {
-    const { app, context } = yield* apiApp({
-      routes: yield* plainRoutes(options.metricsToken ?? Option.none()),
+  const served = Layer.unwrapEffect(Effect.map(plainRoutes(options.metricsToken ?? Option.none()), (routes) =>
+    serveApi({
+      routes,
       adminEnabled: Option.isSome(options.adminToken),
       // Without an exporter, per-request spans would only cost time.
       around: options.traced === true
         ? (route, request, program) => (UNTRACED_ROUTES.has(route) ? program : requestSpan(route, request, program))
-        : undefined
-    })
-    // Every request runs with the context the handlers were built in (once here, not per request).
-    const serve = middleware === undefined ? HttpServer.serveEffect(app) : HttpServer.serveEffect(app, middleware)
-    yield* Effect.mapInputContext(serve, (input: Context.Context<HttpServer.HttpServer | Scope.Scope>) => Context.merge(input, context))
-  }))
+        : undefined,
+      middleware
+    })))
   return served.pipe(
     Layer.provide(apiLayer(options)),
     // Closed before the listener: readiness turns 503 and event streams end first.

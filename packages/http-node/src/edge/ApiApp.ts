@@ -8,11 +8,14 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import type * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import type * as HttpApp from "@effect/platform/HttpApp"
+import type * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
+import * as Layer from "effect/Layer"
 import * as FindMyWay from "find-my-way-ts"
 import { MethodNotAllowedError, notFound } from "../ApiErrors.js"
 import { MultipartReader } from "../MultipartReader.js"
@@ -98,3 +101,15 @@ export const apiApp = (options: ApiAppOptions) =>
     }) as HttpApp.Default<unknown>
     return { app, context: groupsContext }
   })
+
+/**
+ * Serves the API in context (`HttpApiBuilder.api` over the groups' handlers) on the `HttpServer`
+ * in context, through `middleware` (the rate limit); every request runs with the context the
+ * handlers were built in, merged once here rather than per request.
+ */
+export const serveApi = (options: ApiAppOptions & { readonly middleware?: HttpMiddleware.HttpMiddleware | undefined }) =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const { app, context } = yield* apiApp(options)
+    const serve = options.middleware === undefined ? HttpServer.serveEffect(app) : HttpServer.serveEffect(app, options.middleware)
+    yield* Effect.mapInputContext(serve, (input: Context.Context<HttpServer.HttpServer | Scope.Scope>) => Context.merge(input, context))
+  }))

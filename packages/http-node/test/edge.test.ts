@@ -1,0 +1,117 @@
+/**
+ * The server's router compiled from a declaration (src/edge), on a small API of its own: routing
+ * (path parameters, HEAD, 404, 405 with Allow in declared order), decoding by the declared schemas
+ * (a 400 naming each field, an unread body of the wrong Content-Type), answers encoded by the
+ * declared success and error schemas, and what a handler gets wrong answered as a 500.
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { NotFound } from "@wes/core"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Schema from "effect/Schema"
+import { createServer } from "node:http"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { BadRequest, InternalError, NotFoundStatus } from "../src/ApiErrors.js"
+import { group } from "../src/edge/ApiGroups.js"
+import { serveApi } from "../src/edge/ApiApp.js"
+import { MultipartReader } from "../src/MultipartReader.js"
+import * as NodeServerLayer from "../src/NodeServer.js"
+
+class Item extends Schema.Class<Item>("Item")({ id: Schema.String, n: Schema.Number }) {}
+const Id = Schema.Struct({ id: Schema.String })
+const NewItem = Schema.Struct({ n: Schema.Number.pipe(Schema.int()) }).annotations({ parseOptions: { errors: "all", onExcessProperty: "error" } })
+
+class Items extends HttpApiGroup.make("items")
+  .add(HttpApiEndpoint.post("create", "/items").setPayload(NewItem).addSuccess(Item, { status: 201 }))
+  .add(HttpApiEndpoint.get("list", "/items").setUrlParams(Schema.Struct({ tag: Schema.optional(Schema.Array(Schema.String)) }))
+    .addSuccess(Schema.Struct({ tags: Schema.Array(Schema.String) })))
+  .add(HttpApiEndpoint.get("get", "/items/:id").setPath(Id).addSuccess(Item).addError(NotFoundStatus))
+  .add(HttpApiEndpoint.del("remove", "/items/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent))
+  .add(HttpApiEndpoint.get("broken", "/broken").addSuccess(Item))
+  .add(HttpApiEndpoint.get("crash", "/crash").addSuccess(Item))
+{}
+class ToyApi extends HttpApi.make("toy").add(Items).addError(BadRequest).addError(NotFoundStatus).addError(InternalError) {}
+
+const items = group(ToyApi, "items", (handlers) =>
+  handlers
+    .handle("create", ({ payload }) => Effect.succeed(new Item({ id: "new", n: payload.n })))
+    .handle("list", ({ urlParams }) => Effect.succeed({ tags: urlParams.tag ?? [] }))
+    .handle("get", ({ path }) => (path.id === "missing" ? Effect.fail(NotFound.workflow()) : Effect.succeed(new Item({ id: path.id, n: 1 }))))
+    .handle("remove", () => Effect.void)
+    // An answer its own success schema refuses, and a defect: the server's faults, not the client's.
+    .handle("broken", () => Effect.succeed({ id: 7 } as unknown as Item))
+    .handle("crash", () => Effect.dieMessage("boom")))
+
+const server = serveApi({ routes: [], adminEnabled: false }).pipe(
+  Layer.provide(HttpApiBuilder.api(ToyApi).pipe(Layer.provide(items))),
+  Layer.provideMerge(NodeServerLayer.layer(() => createServer(), { port: 0, host: "127.0.0.1", shutdownGrace: "1 second" })),
+  Layer.provide(MultipartReader.layer()),
+  Layer.provide(NodeContext.layer),
+  // Its unexpected-error lines stay out of the test's output.
+  Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))
+)
+
+let runtime: ManagedRuntime.ManagedRuntime<HttpServer.HttpServer, unknown>
+let base = ""
+beforeAll(async () => {
+  runtime = ManagedRuntime.make(server)
+  const { address } = await runtime.runPromise(HttpServer.HttpServer)
+  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  base = `http://127.0.0.1:${address.port}`
+})
+afterAll(() => runtime.dispose())
+
+const call = async (method: string, path: string, init: { readonly body?: string; readonly type?: string } = {}) => {
+  const res = await fetch(base + path, {
+    method,
+    ...(init.body === undefined ? {} : { body: init.body, headers: { "content-type": init.type ?? "application/json" } })
+  })
+  const text = await res.text()
+  return { status: res.status, allow: res.headers.get("allow"), type: res.headers.get("content-type"), body: text === "" ? undefined : JSON.parse(text) as unknown }
+}
+
+describe("the router compiled from a declaration", () => {
+  it("routes by method and path, decodes path and query, and encodes the declared success", async () => {
+    expect(await call("GET", "/items/a1")).toMatchObject({ status: 200, type: "application/json", body: { id: "a1", n: 1 } })
+    expect(await call("POST", "/items", { body: JSON.stringify({ n: 3 }) })).toMatchObject({ status: 201, body: { id: "new", n: 3 } })
+    expect(await call("DELETE", "/items/a1")).toMatchObject({ status: 204, body: undefined })
+    // A parameter sent once where the schema declares an array is one element of it.
+    expect((await call("GET", "/items?tag=x")).body).toEqual({ tags: ["x"] })
+    expect((await call("GET", "/items?tag=x&tag=y")).body).toEqual({ tags: ["x", "y"] })
+    expect((await call("HEAD", "/items/a1")).status).toBe(200)
+  })
+
+  it("answers an unknown path 404 and a known path with another method 405, Allow in declared order", async () => {
+    expect(await call("GET", "/nothing")).toMatchObject({ status: 404, body: { status: 404, message: "Not found" } })
+    expect(await call("PUT", "/items/a1")).toMatchObject({ status: 405, allow: "GET, DELETE", body: { status: 405, message: "Method not allowed: use GET, DELETE" } })
+    expect(await call("PATCH", "/items")).toMatchObject({ status: 405, allow: "POST, GET" })
+  })
+
+  it("answers a body the declared schema refuses with a 400 naming every field", async () => {
+    const refused = await call("POST", "/items", { body: JSON.stringify({ n: 1.5, extra: true }) })
+    expect(refused.status).toBe(400)
+    expect((refused.body as { details: ReadonlyArray<{ field: string }> }).details.map((d) => d.field).sort()).toEqual(["extra", "n"])
+    expect(await call("POST", "/items", { body: "n=1", type: "application/x-www-form-urlencoded" })).toMatchObject({
+      status: 400,
+      body: { message: "Content-Type must be application/json" }
+    })
+    expect(await call("POST", "/items", { body: "{" })).toMatchObject({ status: 400, body: { message: "body: is not valid JSON" } })
+  })
+
+  it("answers a declared error with its status and body", async () => {
+    expect(await call("GET", "/items/missing")).toMatchObject({ status: 404, body: { status: 404, message: "Workflow not found" } })
+  })
+
+  it("answers 500 without details when a handler dies or answers what its own schema refuses", async () => {
+    expect(await call("GET", "/crash")).toMatchObject({ status: 500, body: { status: 500, message: "Internal server error" } })
+    expect(await call("GET", "/broken")).toMatchObject({ status: 500, body: { status: 500, message: "Internal server error" } })
+  })
+})
