@@ -1,30 +1,33 @@
 /**
  * ONE `LISTEN` connection per store, shared by every channel the store listens on (workflow
- * events, dispatch wake-ups), with a heartbeat and reconnection.
+ * events, dispatch wake-ups, webhooks), with a heartbeat and reconnection.
  *
  * NOTIFY is only a wake-up here: whoever is woken reads the database. A notification can
  * therefore be lost without losing anything, as long as everyone looks again after the loss; so
  * after every (re)connection each channel's `onConnected` runs.
  *
- * `PgClient.listen` does not report a broken connection (the driver's error is swallowed and
- * the stream just goes quiet), so the connection is checked with a heartbeat: a ping sent with
- * `pg_notify` through the pool must come back on the LISTEN connection within the timeout,
- * otherwise the listener is restarted (with a new connection) after a short backoff.
+ * The connection is the listener's own (node-postgres, on the `PgClient`'s settings), not
+ * `PgClient.listen`'s: that one swallows the driver's errors and the stream just goes quiet, so a
+ * lost connection was noticed only by the heartbeat, up to `heartbeatInterval` + `heartbeatTimeout`
+ * later (about 14 s by default, measured in B6), during which no instance's subscriber on it was
+ * woken. Here the driver's `error` and `end` end the session at once, and it reconnects after a
+ * short backoff. The heartbeat stays for what the driver cannot see (a connection that went
+ * silent without a reset): a ping sent with `pg_notify` through the pool must come back on the
+ * LISTEN connection within the timeout.
  *
- * Two limits of `PgClient.listen` (sql-pg 0.53) to know: its LISTEN connection is shared by all
- * `listen` streams of one client and replaced only when none is left, which is why one listener
- * serves all channels (two independent listeners on one client would keep each other's dead
- * connection alive); and it buffers notifications without bound (here each is handled in O(1),
- * so the buffer drains as fast as it fills).
+ * Notifications wait in the stream's buffer, which has no bound (the driver pushes them); each
+ * is handled in O(1), so it drains as fast as it fills.
  */
 import { PgClient } from "@effect/sql-pg"
 import { StorageError } from "@wes/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import Pg from "pg"
 import { orStorageError, run } from "./Sql.js"
 
 /** Heartbeat settings of the LISTEN connection. */
@@ -53,6 +56,46 @@ const PING_PREFIX = "wes-ping:"
 const FIRST_PING_WAIT = Duration.millis(100)
 /** Delay before reconnecting after the n-th consecutive failure: 100 ms doubling up to 5 s. */
 const backoff = (failures: number): Duration.Duration => Duration.millis(Math.min(5_000, 100 * 2 ** Math.min(failures - 1, 6)))
+
+const lost = (what: string) => (e: unknown) =>
+  new StorageError({ message: `PostgreSQL store: the LISTEN connection ${what}${e instanceof Error ? `: ${e.message}` : ""}` })
+
+/** A connection of the listener's own, on the client's settings (as @effect/sql-pg opens its pool's). */
+const connection = (config: PgClient.PgClientConfig): Effect.Effect<Pg.Client, StorageError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      const client = new Pg.Client({
+        connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
+        user: config.username,
+        host: config.host,
+        database: config.database,
+        password: config.password === undefined ? undefined : Redacted.value(config.password),
+        ...(config.ssl === undefined ? {} : { ssl: config.ssl }),
+        ...(config.port === undefined ? {} : { port: config.port }),
+        ...(config.stream === undefined ? {} : { stream: config.stream }),
+        ...(config.connectTimeout === undefined ? {} : { connectionTimeoutMillis: Duration.toMillis(config.connectTimeout) }),
+        application_name: config.applicationName ?? "@effect/sql-pg"
+      })
+      // Until the session listens, an error only has to not crash the process; the session reports it.
+      client.on("error", () => {})
+      return Effect.as(Effect.tryPromise({ try: () => client.connect(), catch: lost("could not be opened") }), client)
+    }),
+    (client) => Effect.promise(() => client.end().catch(() => undefined))
+  )
+
+/** Every notification of `client`; fails as soon as the driver reports an error or the end of the connection. */
+const notifications = (client: Pg.Client): Stream.Stream<Pg.Notification, StorageError> =>
+  Stream.asyncPush<Pg.Notification, StorageError>((emit) =>
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const onNotification = (message: Pg.Notification) => void emit.single(message)
+        const onError = (e: Error) => void emit.fail(lost("failed")(e))
+        const onEnd = () => void emit.fail(lost("was closed")(undefined))
+        client.on("notification", onNotification).on("error", onError).on("end", onEnd)
+        return { onNotification, onError, onEnd }
+      }),
+      (h) => Effect.sync(() => void client.off("notification", h.onNotification).off("error", h.onError).off("end", h.onEnd))
+    ))
 
 /** How often the LISTEN connection is pinged when `heartbeatInterval` is not given. */
 export const DEFAULT_HEARTBEAT_INTERVAL = Duration.seconds(10)
@@ -98,23 +141,28 @@ export const startListener = (
         }))
       })
 
+    const byChannel = new Map(channels.map((c) => [c.channel, c]))
+
     /**
-     * One connection's life: LISTEN on every channel, confirm each with a ping (the LISTEN
-     * commands run inside the streams, so a ping that comes back is the only proof one is
-     * active), run every `onConnected`, then ping on every interval. Never succeeds: it ends
-     * when the connection is lost.
+     * One connection's life: LISTEN on every channel, confirm each with a ping, run every
+     * `onConnected`, then ping on every interval. Never succeeds: it ends when the connection is
+     * lost (the driver says so) or stops answering pings.
      */
     const session = (onConfirmed: Effect.Effect<void>) =>
-      Effect.gen(function*() {
-        const listening = Stream.mergeAll(
-          channels.map((c) => Stream.mapEffect(pg.listen(c.channel), (payload) => onNotification(c, payload))),
-          { concurrency: "unbounded" }
-        ).pipe(
-          Stream.runDrain,
-          orStorageError("LISTEN"),
+      Effect.scoped(Effect.gen(function*() {
+        const client = yield* connection(pg.config)
+        const listening = notifications(client).pipe(
+          Stream.runForEach((message) => {
+            const channel = byChannel.get(message.channel)
+            return channel === undefined || message.payload === undefined ? Effect.void : onNotification(channel, message.payload)
+          }),
           Effect.zipRight(Effect.fail(new StorageError({ message: "PostgreSQL store: the LISTEN stream ended" })))
         )
         const heartbeat = Effect.gen(function*() {
+          for (const c of channels) {
+            yield* Effect.tryPromise({ try: () => client.query(`LISTEN ${client.escapeIdentifier(c.channel)}`), catch: lost("could not LISTEN") })
+          }
+          // The first ping through the pool proves the LISTEN connection hears what others send.
           for (const c of channels) {
             yield* Effect.retry(ping(c.channel, FIRST_PING_WAIT), Schedule.spaced(Duration.millis(10)).pipe(Schedule.upTo(timeout)))
           }
@@ -124,7 +172,7 @@ export const startListener = (
           return yield* Effect.forever(Effect.zipRight(Effect.sleep(interval), ping(channels[0]!.channel, timeout)))
         })
         return yield* Effect.raceFirst(listening, heartbeat)
-      })
+      }))
 
     const listenForever = Effect.gen(function*() {
       let failures = 0

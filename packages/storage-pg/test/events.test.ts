@@ -46,6 +46,24 @@ describe("event bus across instances", () => {
       expect(yield* b.lastSeq(w)).toBe(6)
     }))
 
+  it.scopedLive("B notices at once that its LISTEN connection was closed, not at its next heartbeat", () =>
+    Effect.gen(function*() {
+      // A heartbeat far beyond the test's patience: only the driver's report can bring B back in time.
+      const { a, appB, b } = yield* twoInstances({ events: { heartbeatInterval: "1 hour", heartbeatTimeout: "1 hour" } })
+      const w = F.uuid()
+      const received = yield* Queue.unbounded<WorkflowEvent>()
+      yield* b.subscribe(w, 0).pipe(Stream.runForEach((e) => Queue.offer(received, e)), Effect.forkScoped)
+      const before = yield* awaitListener(appB)
+      yield* a.publish(w, [{ type: "status", data: "live" }])
+      expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(1)
+
+      yield* admin((sql) => sql`SELECT pg_terminate_backend(${before})`)
+      const after = yield* awaitListener(appB, before)
+      expect(after).not.toBe(before)
+      yield* a.publish(w, [{ type: "done", data: "after the loss" }])
+      expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(2)
+    }))
+
   it.scopedLive("after B's LISTEN connection is lost and restored, B's subscriber misses nothing", () =>
     Effect.gen(function*() {
       const { a, appB, b } = yield* twoInstances({ events: { heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" } })
