@@ -3,11 +3,10 @@
  * subscribers wait on a one-slot sliding queue, so a publish never blocks and a slow subscriber
  * costs one pending wake-up, not a buffer.
  */
-import { type NewWorkflowEvent, subscribeFromLog, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import { makeWakeUpSlot, type NewWorkflowEvent, subscribeFromLog, type WakeUpSlot, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
 
 /** Events kept per workflow; older ones are dropped (a replay then starts at the oldest kept). */
 export const DEFAULT_EVENTS_PER_WORKFLOW = 10_000
@@ -25,7 +24,7 @@ interface Log {
  */
 export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
   const logs = new Map<string, Log>()
-  const listeners = new Map<string, Set<Queue.Queue<void>>>()
+  const listeners = new Map<string, Set<WakeUpSlot>>()
 
   const read = (workflowId: string, afterSeq: number, limit: number) =>
     Effect.sync((): ReadonlyArray<WorkflowEvent> => {
@@ -37,23 +36,23 @@ export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
 
   const listen = (workflowId: string) =>
     Effect.acquireRelease(
-      Effect.map(Queue.sliding<void>(1), (queue) => {
+      Effect.map(makeWakeUpSlot, (slot) => {
         let set = listeners.get(workflowId)
         if (set === undefined) {
           set = new Set()
           listeners.set(workflowId, set)
         }
-        set.add(queue)
-        return queue
+        set.add(slot)
+        return slot
       }),
-      (queue) =>
+      (slot) =>
         Effect.suspend(() => {
           const set = listeners.get(workflowId)
-          set?.delete(queue)
+          set?.delete(slot)
           if (set?.size === 0) listeners.delete(workflowId)
-          return Queue.shutdown(queue)
+          return slot.shutdown
         })
-    ).pipe(Effect.map((queue) => Queue.take(queue)))
+    ).pipe(Effect.map((slot) => slot.take))
 
   const append = (workflowId: string, events: ReadonlyArray<NewWorkflowEvent>, now: DateTime.Utc): ReadonlyArray<WorkflowEvent> => {
     if (events.length === 0) return []
@@ -70,7 +69,8 @@ export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
       log.events.splice(0, excess)
       log.first += excess
     }
-    for (const queue of listeners.get(workflowId) ?? []) Queue.unsafeOffer(queue, undefined)
+    // The wake-up carries the events: a subscriber level with the log takes them without a read.
+    for (const slot of listeners.get(workflowId) ?? []) slot.offer(added)
     return added
   }
 

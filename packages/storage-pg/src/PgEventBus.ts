@@ -1,6 +1,7 @@
 /**
  * The workflow event log in PostgreSQL, announced with NOTIFY. Any instance's subscribers see
- * events any instance published: they read the table, and the LISTEN connection only wakes them.
+ * events any instance published: the NOTIFY carries the events when they fit (PgEventWakeups.ts),
+ * and a subscriber that cannot take them from there reads the table.
  */
 import { PgClient } from "@effect/sql-pg"
 import { StorageError, subscribeFromLog, type WorkflowEvent, WorkflowEvent as WorkflowEventSchema, WorkflowEventBus } from "@wes/core"
@@ -12,6 +13,9 @@ import { type EventWakeups, makeEventWakeups, type PgEventBusOptions } from "./P
 import { DbTimestamp, decodeRows, isId, orStorageError, run, toDate, toJson } from "./Sql.js"
 
 const EventRow = Schema.Struct({ ...WorkflowEventSchema.fields, created_at: DbTimestamp })
+
+/** NOTIFY's limit is 8,000 bytes; the id, the first sequence and two spaces come first. */
+const MAX_CARRIED_BYTES = 7_900
 
 /** A bus on the `PgClient` in context whose subscribers `wakeups` wakes. */
 export const makePgEventBusWith = (wakeups: EventWakeups) =>
@@ -42,6 +46,9 @@ export const makePgEventBusWith = (wakeups: EventWakeups) =>
         return Effect.gen(function*() {
           const now = yield* DateTime.now
           const n = events.length
+          // The events ride along in the NOTIFY when they fit; else the id alone wakes readers.
+          const carried = JSON.stringify({ at: DateTime.formatIso(now), events: events.map((e) => ({ type: e.type, data: e.data ?? null })) })
+          const tail = Buffer.byteLength(carried) <= MAX_CARRIED_BYTES ? carried : ""
           const rows = yield* run(sql<{ last_seq: number }>`WITH head AS (
               INSERT INTO workflow_event_heads (workflow_id, last_seq) VALUES (${workflowId}, ${n})
               ON CONFLICT (workflow_id) DO UPDATE SET last_seq = workflow_event_heads.last_seq + EXCLUDED.last_seq
@@ -52,7 +59,8 @@ export const makePgEventBusWith = (wakeups: EventWakeups) =>
               FROM head, jsonb_array_elements(${toJson(events.map((e) => ({ type: e.type, data: e.data ?? null })))}::jsonb)
                 WITH ORDINALITY AS e(value, ord)
             )
-            SELECT last_seq, pg_notify(${wakeups.channel}::text, ${workflowId.toLowerCase()}::text) FROM head`).pipe(
+            SELECT last_seq, pg_notify(${wakeups.channel}::text, CASE WHEN ${tail}::text = '' THEN ${workflowId.toLowerCase()}::text
+              ELSE ${workflowId.toLowerCase()}::text || ' ' || (last_seq - ${n}::int + 1)::text || ' ' || ${tail}::text END) FROM head`).pipe(
             orStorageError("events.publish")
           )
           const first = (rows[0]?.last_seq ?? n) - n + 1

@@ -2,14 +2,19 @@
  * Wake-ups for event subscribers of this process, fed by the store's LISTEN connection
  * (`PgListener.ts`).
  *
- * NOTIFY is only a wake-up: the payload is a workflow id, and a woken subscriber reads the
- * events from the table. A notification can therefore be lost without losing an event, as long
- * as every subscriber re-reads after the loss; so after every (re)connection of the LISTEN
- * connection, all registered subscribers are woken.
+ * A notification's payload is a workflow id, followed, when the publish fitted in NOTIFY's 8 KB,
+ * by the events it logged (`<id> <first seq> {"at":..., "events":[...]}`): a subscriber level
+ * with the log takes them as they are, without reading the table (core's `subscribeFromLog`);
+ * any other subscriber, and every wake-up of an id alone (state transitions), reads the table.
+ * A notification can therefore be lost without losing an event, as long as every subscriber
+ * re-reads after the loss; so after every (re)connection of the LISTEN connection, all
+ * registered subscribers are woken with nothing carried.
  */
 import type { PgClient } from "@effect/sql-pg"
+import { makeWakeUpSlot, type WakeUp, type WakeUpSlot, WorkflowEvent } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { type ListenChannel, type PgListenOptions, startListener } from "./PgListener.js"
 
@@ -26,7 +31,26 @@ export interface EventWakeups {
   /** The channel events are announced on. */
   readonly channel: string
   /** Registers interest in a workflow for the life of the scope; the inner effect waits for the next wake-up. */
-  readonly listen: (workflowId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  readonly listen: (workflowId: string) => Effect.Effect<Effect.Effect<WakeUp>, never, Scope.Scope>
+}
+
+/** The part of a payload after the id and first sequence, as `PgEventBus` writes it. */
+const Carried = Schema.parseJson(Schema.Struct({
+  at: Schema.String,
+  events: Schema.Array(Schema.Struct({ type: Schema.String, data: Schema.Unknown }))
+}))
+const decodeCarried = Schema.decodeUnknownEither(Carried)
+const decodeEvents = Schema.decodeUnknownEither(Schema.Array(WorkflowEvent))
+
+/** The events a payload carries (none for an id alone, or anything unreadable: the table is read). */
+export const carriedEvents = (id: string, rest: string): WakeUp => {
+  const space = rest.indexOf(" ")
+  const first = Number(rest.slice(0, space))
+  if (space === -1 || !Number.isSafeInteger(first)) return undefined
+  const carried = decodeCarried(rest.slice(space + 1))
+  if (Either.isLeft(carried)) return undefined
+  const events = decodeEvents(carried.right.events.map((e, i) => ({ workflow_id: id, seq: first + i, type: e.type, data: e.data, created_at: carried.right.at })))
+  return Either.isRight(events) ? events.right : undefined
 }
 
 /**
@@ -34,45 +58,48 @@ export interface EventWakeups {
  * that feeds it.
  */
 export const eventWakeupsOn = (channel: string): { readonly wakeups: EventWakeups; readonly listen: ListenChannel } => {
-  /** One-slot sliding queues of the subscribers, by lowercase workflow id. */
-  const subscribers = new Map<string, Set<Queue.Queue<void>>>()
-  const wake = (queues: Iterable<Queue.Queue<void>>) => {
-    for (const queue of queues) Queue.unsafeOffer(queue, undefined)
+  /** The subscribers' one-slot wake-ups, by lowercase workflow id. */
+  const subscribers = new Map<string, Set<WakeUpSlot>>()
+  const wake = (slots: Iterable<WakeUpSlot>, carried: WakeUp) => {
+    for (const slot of slots) slot.offer(carried)
   }
   return {
     listen: {
       channel,
       onPayload: (payload) =>
         Effect.sync(() => {
-          const queues = subscribers.get(payload.toLowerCase())
-          if (queues !== undefined) wake(queues)
+          const space = payload.indexOf(" ")
+          const id = (space === -1 ? payload : payload.slice(0, space)).toLowerCase()
+          const queues = subscribers.get(id)
+          // Read once for every subscriber of the workflow on this instance.
+          if (queues !== undefined) wake(queues, space === -1 ? undefined : carriedEvents(id, payload.slice(space + 1)))
         }),
       onConnected: Effect.sync(() => {
-        for (const queues of subscribers.values()) wake(queues)
+        for (const queues of subscribers.values()) wake(queues, undefined)
       })
     },
     wakeups: {
       channel,
       listen: (workflowId) =>
         Effect.acquireRelease(
-          Effect.map(Queue.sliding<void>(1), (queue) => {
+          Effect.map(makeWakeUpSlot, (slot) => {
             const key = workflowId.toLowerCase()
-            let queues = subscribers.get(key)
-            if (queues === undefined) {
-              queues = new Set()
-              subscribers.set(key, queues)
+            let slots = subscribers.get(key)
+            if (slots === undefined) {
+              slots = new Set()
+              subscribers.set(key, slots)
             }
-            queues.add(queue)
-            return { key, queue }
+            slots.add(slot)
+            return { key, slot }
           }),
-          ({ key, queue }) =>
+          ({ key, slot }) =>
             Effect.suspend(() => {
-              const queues = subscribers.get(key)
-              queues?.delete(queue)
-              if (queues?.size === 0) subscribers.delete(key)
-              return Queue.shutdown(queue)
+              const slots = subscribers.get(key)
+              slots?.delete(slot)
+              if (slots?.size === 0) subscribers.delete(key)
+              return slot.shutdown
             })
-        ).pipe(Effect.map(({ queue }) => Queue.take(queue)))
+        ).pipe(Effect.map(({ slot }) => slot.take))
     }
   }
 }

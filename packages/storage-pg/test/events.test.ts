@@ -3,11 +3,13 @@ import { type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
+import { carriedEvents } from "../src/PgEventWakeups.js"
 import { admin, awaitListener, freshSchema, storeOn } from "./harness.js"
 
 /** Two stores (two pools, two LISTEN connections) on one fresh schema. */
@@ -20,6 +22,20 @@ const twoInstances = (bOptions: Parameters<typeof storeOn>[1] = {}) =>
   })
 
 const seqs = (events: Chunk.Chunk<WorkflowEvent>) => Chunk.toReadonlyArray(events).map((e) => e.seq)
+
+describe("events carried by a NOTIFY", () => {
+  it("are read back from the payload the bus writes, with their sequence numbers; anything else carries nothing", () => {
+    const id = "0190a1b2-c3d4-7e5f-8a9b-000000000001"
+    const rest = `7 ${JSON.stringify({ at: "2026-11-26T10:00:00.000Z", events: [{ type: "progress", data: { value: 1 } }, { type: "done", data: null }] })}`
+    expect(carriedEvents(id, rest)?.map((e) => [e.workflow_id, e.seq, e.type, e.data, DateTime.formatIso(e.created_at)])).toEqual([
+      [id, 7, "progress", { value: 1 }, "2026-11-26T10:00:00.000Z"],
+      [id, 8, "done", null, "2026-11-26T10:00:00.000Z"]
+    ])
+    expect(carriedEvents(id, "7 {not json")).toBeUndefined()
+    expect(carriedEvents(id, `x ${JSON.stringify({ at: "2026-11-26T10:00:00.000Z", events: [] })}`)).toBeUndefined()
+    expect(carriedEvents(id, `7 ${JSON.stringify({ at: "2026-11-26T10:00:00.000Z", events: [{ type: "nonsense", data: 1 }] })}`)).toBeUndefined()
+  })
+})
 
 describe("event bus across instances", () => {
   it.scopedLive("a subscriber on instance B gets events published through A, in order, with replay", () =>
@@ -44,6 +60,21 @@ describe("event bus across instances", () => {
       ])
       expect(seqs(zero)).toEqual([1, 2, 3, 4, 5, 6])
       expect(yield* b.lastSeq(w)).toBe(6)
+    }))
+
+  it.scopedLive("events too large to ride in a NOTIFY reach B too (B reads them from the table)", () =>
+    Effect.gen(function*() {
+      const { a, b } = yield* twoInstances()
+      const w = F.uuid()
+      const big = "x".repeat(20_000)
+      const got = yield* b.subscribe(w, 0).pipe(Stream.take(3), Stream.runCollect, Effect.fork)
+      yield* Effect.sleep("50 millis")
+      yield* a.publish(w, [{ type: "status", data: "small" }])
+      yield* a.publish(w, [{ type: "output", data: { text: big } }])
+      yield* a.publish(w, [{ type: "done", data: "small again" }])
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(got).pipe(Effect.timeout("10 seconds")))
+      expect(events.map((e) => [e.seq, e.type])).toEqual([[1, "status"], [2, "output"], [3, "done"]])
+      expect((events[1]!.data as { text: string }).text.length).toBe(20_000)
     }))
 
   it.scopedLive("B notices at once that its LISTEN connection was closed, not at its next heartbeat", () =>

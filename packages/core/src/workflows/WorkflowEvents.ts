@@ -8,6 +8,7 @@ import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -92,22 +93,71 @@ export class WorkflowEventBus extends Context.Tag("@wes/core/WorkflowEventBus")<
 }>() {}
 
 /**
+ * What a wake-up says: the events of the publish that woke the subscriber, when the bus carries
+ * them (in order, consecutive), or `undefined` (something was published: read the log).
+ */
+export type WakeUp = ReadonlyArray<WorkflowEvent> | undefined
+
+/** A subscriber's pending wake-up (see `makeWakeUpSlot`). */
+export interface WakeUpSlot {
+  /** Never blocks: a wake-up that finds the slot taken is merged with it. */
+  readonly offer: (wakeUp: WakeUp) => void
+  readonly take: Effect.Effect<WakeUp>
+  readonly shutdown: Effect.Effect<void>
+}
+
+/**
+ * One slot, so a publish never blocks and a slow subscriber costs one pending wake-up, not a
+ * buffer. Wake-ups that find the slot taken are merged into one that carries nothing, so the
+ * subscriber reads the log and no publish is ever passed over.
+ */
+export const makeWakeUpSlot: Effect.Effect<WakeUpSlot> = Effect.map(Queue.bounded<WakeUp>(1), (queue) => {
+  let merged = false
+  return {
+    offer: (wakeUp) => {
+      if (!Queue.unsafeOffer(queue, wakeUp)) merged = true
+    },
+    take: Effect.map(Queue.take(queue), (wakeUp) => {
+      if (!merged) return wakeUp
+      merged = false
+      return undefined
+    }),
+    shutdown: Queue.shutdown(queue)
+  }
+})
+
+/**
  * Builds `subscribe` from a log reader and a wake-up source. `listen` registers interest in a
  * workflow for the life of the scope and returns an effect that completes at the next publish
- * after registration (or immediately if one happened since the last wait). Registering before
- * the first read means no event published in between is missed.
+ * after registration (or at once if one happened since the last wait). Registering before the
+ * first read means no event published in between is missed. Events a wake-up carries are taken
+ * as they are when they follow the last one seen, without reading the log; anything else (a
+ * wake-up without events, or events after a gap: a wake-up the one-slot queue replaced, a
+ * notification lost with its connection) sends the subscriber back to the log.
  */
 export const subscribeFromLog = (
   read: (workflowId: string, afterSeq: number, limit: number) => Effect.Effect<ReadonlyArray<WorkflowEvent>, StorageError>,
-  listen: (workflowId: string) => Effect.Effect<Effect.Effect<void>, never, Scope.Scope>
+  listen: (workflowId: string) => Effect.Effect<Effect.Effect<WakeUp>, never, Scope.Scope>
 ) =>
 (workflowId: string, afterSeq: number): Stream.Stream<WorkflowEvent, StorageError> =>
-  Stream.unwrapScoped(Effect.map(listen(workflowId), (wake) =>
-    Stream.paginateChunkEffect(afterSeq, (last) =>
-      read(workflowId, last, READ_BATCH).pipe(
-        Effect.flatMap((events) =>
-          events.length === 0
-            ? Effect.as(wake, [Chunk.empty<WorkflowEvent>(), Option.some(last)] as const)
-            : Effect.succeed([Chunk.unsafeFromArray(events.slice()), Option.some(events[events.length - 1]!.seq)] as const)
-        )
-      ))))
+  Stream.unwrapScoped(Effect.map(listen(workflowId), (wake) => {
+    /** The last sequence seen, and whether the log must be read before waiting again. */
+    interface Position {
+      readonly last: number
+      readonly read: boolean
+    }
+    const emit = (events: ReadonlyArray<WorkflowEvent>, last: number, read: boolean) =>
+      [
+        Chunk.unsafeFromArray(events.slice()),
+        Option.some<Position>({ last: events.length === 0 ? last : events[events.length - 1]!.seq, read })
+      ] as const
+    const waitFrom = (last: number) =>
+      Effect.map(wake, (carried) => {
+        const fresh = carried?.filter((e) => e.seq > last)
+        return fresh !== undefined && (fresh.length === 0 || fresh[0]!.seq === last + 1) ? emit(fresh, last, false) : emit([], last, true)
+      })
+    return Stream.paginateChunkEffect<Position, WorkflowEvent, StorageError, never>({ last: afterSeq, read: true }, ({ last, read: mustRead }) =>
+      mustRead
+        ? Effect.flatMap(read(workflowId, last, READ_BATCH), (events) => (events.length === 0 ? waitFrom(last) : Effect.succeed(emit(events, last, true))))
+        : waitFrom(last))
+  }))
