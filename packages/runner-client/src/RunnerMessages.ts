@@ -8,6 +8,7 @@
 import type { RunnerEvent } from "@wes/core"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { nodeOutputFiles } from "./ComfyResponses.js"
 
 const NodeId = Schema.Union(Schema.String, Schema.Number).pipe(
   Schema.transform(Schema.String, { strict: true, decode: String, encode: (s) => s })
@@ -48,9 +49,10 @@ const ExecutionError = message("execution_error", {
   node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
   node_type: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   exception_type: Schema.optionalWith(Schema.String, { default: () => "UnknownError" }),
-  exception_message: Schema.optionalWith(Schema.String, { default: () => "" })
+  exception_message: Schema.optionalWith(Schema.String, { default: () => "" }),
+  timestamp: Timestamp
 })
-const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String })
+const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String, timestamp: Timestamp })
 
 /** The messages the service acts on. */
 export const RunnerMessage = Schema.Union(
@@ -91,7 +93,13 @@ export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
     case "progress":
       return { _tag: "Progress", prompt_id: m.data.prompt_id, node: m.data.node, value: m.data.value, max: m.data.max }
     case "executed":
-      return { _tag: "Executed", prompt_id: m.data.prompt_id, node: m.data.node, output: m.data.output ?? null }
+      return {
+        _tag: "Executed",
+        prompt_id: m.data.prompt_id,
+        node: m.data.node,
+        output: m.data.output ?? null,
+        files: nodeOutputFiles(m.data.node, m.data.output)
+      }
     case "execution_success":
       return { _tag: "ExecutionSuccess", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
     case "execution_error":
@@ -101,10 +109,11 @@ export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
         node_id: m.data.node_id,
         node_type: m.data.node_type,
         exception_type: m.data.exception_type,
-        exception_message: m.data.exception_message.trim()
+        exception_message: m.data.exception_message.trim(),
+        timestamp: m.data.timestamp
       }
     case "execution_interrupted":
-      return { _tag: "ExecutionInterrupted", prompt_id: m.data.prompt_id }
+      return { _tag: "ExecutionInterrupted", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
   }
 }
 

@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { WorkflowHead } from "../workflows/Workflow.js"
 import type { PromptProgress } from "./Progress.js"
+import type { SeenRun } from "./SeenRun.js"
 
 /** Being submitted by this driver; on the runner (queued or running there); having its end recorded. */
 export type Phase = "submitting" | "onRunner" | "finishing"
@@ -32,10 +33,19 @@ export interface Tracked {
   readonly nodes?: ReadonlyArray<string> | undefined
   /** The overall progress of its run (Progress.ts), once it started. */
   readonly progress?: PromptProgress | undefined
+  /** What the runner's WebSocket showed of its run (SeenRun.ts), since it started on the current connection. */
+  readonly run?: SeenRun | undefined
 }
+
+/** What following the runner's events changes on an entry. */
+export type Followed = Pick<Tracked, "progress" | "run">
 
 export interface InFlight {
   readonly get: (id: string) => Effect.Effect<Option.Option<Tracked>>
+  /** Every entry, by workflow id, as of now. */
+  readonly snapshot: Effect.Effect<HashMap.HashMap<string, Tracked>>
+  /** Sets the progress and run of the entries named (those still present), in one step. */
+  readonly follow: (changes: ReadonlyMap<string, Followed>) => Effect.Effect<void>
   readonly all: Effect.Effect<ReadonlyArray<Tracked>>
   readonly count: (phase: Phase) => Effect.Effect<number>
   /** Prompts this driver keeps on the runner: being submitted or on it (what `concurrencyPerRunner` bounds). */
@@ -73,6 +83,13 @@ export const makeInFlight = (
     const report = Effect.flatMap(Ref.get(ref), (map) => loaded(loadOf(map)))
     return {
     get: (id) => Effect.map(Ref.get(ref), HashMap.get(id)),
+    snapshot: Ref.get(ref),
+    follow: (changes) =>
+      changes.size === 0 ? Effect.void : Ref.update(ref, (map) => {
+        let next = map
+        for (const [id, { progress, run }] of changes) next = HashMap.modify(next, id, (t) => ({ ...t, progress, run }))
+        return next
+      }),
     all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
     count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
     load: Effect.map(Ref.get(ref), loadOf),
