@@ -84,7 +84,7 @@ export const makeDriving = (
     const background = yield* FiberSet.make<void, never>()
     const slotFreed = yield* Queue.sliding<void>(1)
     const inFlightGauge = Metric.tagged(Metric.tagged(runnerInFlight, "runner_kind", ref.kind), "runner_id", ref.id)
-    yield* Effect.addFinalizer(() => Metric.set(inFlightGauge, 0))
+    yield* Effect.addFinalizer(() => Effect.sync(() => inFlightGauge.unsafeUpdate(0, [])))
     const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
       Effect.asVoid(FiberSet.run(background, effect.pipe(
         Effect.catchAll((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
@@ -94,7 +94,8 @@ export const makeDriving = (
       owner,
       lease,
       options,
-      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), (load) => Metric.set(inFlightGauge, load)),
+      // The gauge is set in the step that changed the load (the fiber's metric labels are not read: WES sets none).
+      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), (load) => inFlightGauge.unsafeUpdate(load, [])),
       target,
       refreshTarget,
       wake,

@@ -125,7 +125,7 @@ export const recordEnd = (
     if (Option.isNone(tracked) || Option.isNone(target)) return
     let end: WorkflowTransition | undefined
     let outputs: ReadonlyArray<WorkflowOutput> = []
-    if (history.outcome === "success") {
+    if (history.outcome === "success" && history.outputs.length > 0) {
       const copied = yield* Effect.either(copyOutputs(id, target.value, history))
       if (Either.isRight(copied)) outputs = copied.right
       else {
@@ -179,14 +179,14 @@ export const finish = (
 > =>
   Effect.gen(function*() {
     const driving = yield* Driving
-    const gateway = yield* RunnerGateway
-    const bus = yield* WorkflowEventBus
     if (!(yield* driving.inFlight.shift(id, from, "finishing"))) {
-      if (leading.length > 0) yield* bus.publish(id, leading)
+      if (leading.length > 0) yield* Effect.flatMap(WorkflowEventBus, (bus) => bus.publish(id, leading))
       return
     }
     const noticedAt = yield* DateTime.now
     if (seen !== undefined) return yield* recordEnd(id, seen, leading, noticedAt)
+    const gateway = yield* RunnerGateway
+    const bus = yield* WorkflowEventBus
     const target = yield* driving.target
     const history = Option.isNone(target) ? Option.none<PromptHistory>() : yield* gateway.history(target.value, id).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
