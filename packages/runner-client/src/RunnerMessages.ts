@@ -9,6 +9,7 @@ import type { RunnerEvent } from "@wes/core"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import { nodeOutputFiles } from "./ComfyResponses.js"
+import { fastMessage } from "./FrameFastPath.js"
 
 const NodeId = Schema.Union(Schema.String, Schema.Number).pipe(
   Schema.transform(Schema.String, { strict: true, decode: String, encode: (s) => s })
@@ -125,6 +126,22 @@ export type Decoded =
 
 const decodeMessage = Schema.decodeUnknownEither(RunnerMessage)
 
+/** A parsed message of a known `type`, through the schema. */
+const bySchema = (json: unknown, type: string): Decoded =>
+  Either.match(decodeMessage(json), {
+    onLeft: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
+    onRight: (m) => {
+      const event = toRunnerEvent(m)
+      return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
+    }
+  })
+
+/** Decodes one text frame of a known type with the schema alone (what the fast path must agree with: tests). */
+export const decodeFrameBySchema = (text: string): Decoded => {
+  const json: unknown = JSON.parse(text)
+  return bySchema(json, String((json as { type?: unknown }).type))
+}
+
 /** Decodes one text frame: an event, a message to ignore (unknown type), or a malformed one. */
 export const decodeFrame = (text: string): Decoded => {
   let json: unknown
@@ -136,13 +153,10 @@ export const decodeFrame = (text: string): Decoded => {
   const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined
   if (typeof type !== "string") return { _tag: "Malformed", reason: "no string `type`" }
   if (!KNOWN.has(type)) return { _tag: "Ignored" }
-  return Either.match(decodeMessage(json), {
-    onLeft: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
-    onRight: (m) => {
-      const event = toRunnerEvent(m)
-      return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
-    }
-  })
+  const fast = fastMessage(type, json as Record<string, unknown>)
+  if (fast === undefined) return bySchema(json, type)
+  const event = toRunnerEvent(fast)
+  return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
 }
 
 const PreviewMetadata = Schema.parseJson(Schema.Struct({
