@@ -165,20 +165,23 @@ const isFileRecord = (u: unknown): u is { filename: string; type: string; subfol
   typeof u === "object" && u !== null && typeof (u as { filename?: unknown }).filename === "string" &&
   typeof (u as { type?: unknown }).type === "string"
 
-/** Every file record under any key of `outputs[node]` (a value counts when it is a list of `{filename, type}` objects). */
-export const outputFiles = (outputs: Readonly<Record<string, unknown>>): ReadonlyArray<OutputFile> =>
-  Object.entries(outputs).flatMap(([node, ui]) => {
-    if (typeof ui !== "object" || ui === null || Array.isArray(ui)) return []
-    return Object.values(ui).flatMap((value): Array<OutputFile> => {
-      if (!Array.isArray(value) || value.length === 0 || !value.every(isFileRecord)) return []
-      return value.map((f) => ({
-        node_id: node,
-        filename: f.filename,
-        subfolder: typeof f.subfolder === "string" ? f.subfolder : "",
-        type: f.type
-      }))
-    })
+/** Every file record under any key of `ui`, a node's output (a value counts when it is a list of `{filename, type}` objects). */
+export const nodeOutputFiles = (node: string, ui: unknown): Array<OutputFile> => {
+  if (typeof ui !== "object" || ui === null || Array.isArray(ui)) return []
+  return Object.values(ui).flatMap((value): Array<OutputFile> => {
+    if (!Array.isArray(value) || value.length === 0 || !value.every(isFileRecord)) return []
+    return value.map((f) => ({
+      node_id: node,
+      filename: f.filename,
+      subfolder: typeof f.subfolder === "string" ? f.subfolder : "",
+      type: f.type
+    }))
   })
+}
+
+/** Every file record of a history's `outputs` (node id -> that node's output), in the object's key order. */
+export const outputFiles = (outputs: Readonly<Record<string, unknown>>): ReadonlyArray<OutputFile> =>
+  Object.entries(outputs).flatMap(([node, ui]) => nodeOutputFiles(node, ui))
 
 /**
  * A history entry as PromptHistory: the outcome comes from the terminal message (which is the

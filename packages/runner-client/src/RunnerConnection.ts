@@ -196,6 +196,8 @@ const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerT
         if (decoded._tag === "Event") events.push(decoded.event)
         else if (decoded._tag === "Malformed") {
           yield* Effect.logDebug(`runner ${runner.name}: ignoring a malformed WebSocket message (${decoded.reason})`)
+          // The driver then reads the end of the runs in progress from the history.
+          events.push({ _tag: "Unreadable", reason: decoded.reason })
         }
       }
       if (events.length > 0) yield* Queue.offerAll(out, events)

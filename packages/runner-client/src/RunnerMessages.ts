@@ -8,6 +8,8 @@
 import type { RunnerEvent } from "@wes/core"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { nodeOutputFiles } from "./ComfyResponses.js"
+import { fastMessage } from "./FrameFastPath.js"
 
 const NodeId = Schema.Union(Schema.String, Schema.Number).pipe(
   Schema.transform(Schema.String, { strict: true, decode: String, encode: (s) => s })
@@ -48,9 +50,10 @@ const ExecutionError = message("execution_error", {
   node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
   node_type: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   exception_type: Schema.optionalWith(Schema.String, { default: () => "UnknownError" }),
-  exception_message: Schema.optionalWith(Schema.String, { default: () => "" })
+  exception_message: Schema.optionalWith(Schema.String, { default: () => "" }),
+  timestamp: Timestamp
 })
-const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String })
+const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String, timestamp: Timestamp })
 
 /** The messages the service acts on. */
 export const RunnerMessage = Schema.Union(
@@ -91,7 +94,13 @@ export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
     case "progress":
       return { _tag: "Progress", prompt_id: m.data.prompt_id, node: m.data.node, value: m.data.value, max: m.data.max }
     case "executed":
-      return { _tag: "Executed", prompt_id: m.data.prompt_id, node: m.data.node, output: m.data.output ?? null }
+      return {
+        _tag: "Executed",
+        prompt_id: m.data.prompt_id,
+        node: m.data.node,
+        output: m.data.output ?? null,
+        files: nodeOutputFiles(m.data.node, m.data.output)
+      }
     case "execution_success":
       return { _tag: "ExecutionSuccess", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
     case "execution_error":
@@ -101,10 +110,11 @@ export const toRunnerEvent = (m: RunnerMessage): RunnerEvent | undefined => {
         node_id: m.data.node_id,
         node_type: m.data.node_type,
         exception_type: m.data.exception_type,
-        exception_message: m.data.exception_message.trim()
+        exception_message: m.data.exception_message.trim(),
+        timestamp: m.data.timestamp
       }
     case "execution_interrupted":
-      return { _tag: "ExecutionInterrupted", prompt_id: m.data.prompt_id }
+      return { _tag: "ExecutionInterrupted", prompt_id: m.data.prompt_id, timestamp: m.data.timestamp }
   }
 }
 
@@ -115,6 +125,22 @@ export type Decoded =
   | { readonly _tag: "Malformed"; readonly reason: string }
 
 const decodeMessage = Schema.decodeUnknownEither(RunnerMessage)
+
+/** A parsed message of a known `type`, through the schema. */
+const bySchema = (json: unknown, type: string): Decoded =>
+  Either.match(decodeMessage(json), {
+    onLeft: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
+    onRight: (m) => {
+      const event = toRunnerEvent(m)
+      return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
+    }
+  })
+
+/** Decodes one text frame of a known type with the schema alone (what the fast path must agree with: tests). */
+export const decodeFrameBySchema = (text: string): Decoded => {
+  const json: unknown = JSON.parse(text)
+  return bySchema(json, String((json as { type?: unknown }).type))
+}
 
 /** Decodes one text frame: an event, a message to ignore (unknown type), or a malformed one. */
 export const decodeFrame = (text: string): Decoded => {
@@ -127,13 +153,10 @@ export const decodeFrame = (text: string): Decoded => {
   const type = typeof json === "object" && json !== null ? (json as { type?: unknown }).type : undefined
   if (typeof type !== "string") return { _tag: "Malformed", reason: "no string `type`" }
   if (!KNOWN.has(type)) return { _tag: "Ignored" }
-  return Either.match(decodeMessage(json), {
-    onLeft: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
-    onRight: (m) => {
-      const event = toRunnerEvent(m)
-      return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
-    }
-  })
+  const fast = fastMessage(type, json as Record<string, unknown>)
+  if (fast === undefined) return bySchema(json, type)
+  const event = toRunnerEvent(fast)
+  return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
 }
 
 const PreviewMetadata = Schema.parseJson(Schema.Struct({

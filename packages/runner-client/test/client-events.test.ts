@@ -76,7 +76,8 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
           _tag: "Executed",
           prompt_id: id,
           node: "3",
-          output: { images: [{ filename: "run_00001_.png", subfolder: "wes", type: "output" }] }
+          output: { images: [{ filename: "run_00001_.png", subfolder: "wes", type: "output" }] },
+          files: [{ node_id: "3", filename: "run_00001_.png", subfolder: "wes", type: "output" }]
         },
         states(id, { "1": "finished", "2": "finished", "3": "finished" }),
         { _tag: "ExecutionSuccess", prompt_id: id, timestamp: expect.any(Number) },
@@ -106,7 +107,8 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
         node_id: "2",
         node_type: "ImageInvert",
         exception_type: "ValueError",
-        exception_message: "bad pixels"
+        exception_message: "bad pixels",
+        timestamp: expect.any(Number)
       })
       yield* events.until(doneOf(failed))
 
@@ -115,7 +117,11 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* post(fake, { prompt: saveImageWorkflow({ prefix: "s" }), prompt_id: stopped, client_id: "wes-2" })
       yield* wait(() => fake.whenRunning(stopped))
       yield* gateway.cancel(runnerFor(fake), stopped)
-      expect(yield* events.until(is("ExecutionInterrupted"))).toEqual({ _tag: "ExecutionInterrupted", prompt_id: stopped })
+      expect(yield* events.until(is("ExecutionInterrupted"))).toEqual({
+        _tag: "ExecutionInterrupted",
+        prompt_id: stopped,
+        timestamp: expect.any(Number)
+      })
       yield* events.until(doneOf(stopped))
     }))
 

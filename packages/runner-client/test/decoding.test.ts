@@ -91,7 +91,8 @@ describe("newer ComfyUI (2025-2026 servers, read from their source)", () => {
   it("reads an executed message whose output files are enriched, and an ExecutionBlocked error", () => {
     const output = { images: [{ filename: "a.png", subfolder: "", type: "output", metadata: { width: 1 } }] }
     expect(decodeFrame(JSON.stringify({ type: "executed", data: { node: "9", display_node: "9", output, prompt_id: "p" } }))).toEqual({
-      _tag: "Event", event: { _tag: "Executed", prompt_id: "p", node: "9", output }
+      _tag: "Event",
+      event: { _tag: "Executed", prompt_id: "p", node: "9", output, files: [{ node_id: "9", filename: "a.png", subfolder: "", type: "output" }] }
     })
     const blocked = { prompt_id: "p", node_id: "4", node_type: "X", executed: [], exception_message: "Execution Blocked: no", exception_type: "ExecutionBlocked", traceback: [], current_inputs: [], current_outputs: [] }
     expect(decodeFrame(JSON.stringify({ type: "execution_error", data: blocked }))).toMatchObject({

@@ -61,10 +61,31 @@ export class WorkflowTable {
   }
 
   replace(before: Workflow, after: Workflow): void {
+    if (this.inPlace(before, after)) return
     this.account(before, -1)
     this.byId.set(after.id, after)
     this.account(after, 1)
     if (isTerminal(after.status)) this.claims.delete(after.id)
+  }
+
+  /**
+   * A change that moves it in no index (a claim marking `submitted_at`): the record is swapped
+   * where it stands, instead of out of and back into its runner's waiting list (two O(n) splices
+   * of a list that holds the runner's whole backlog).
+   */
+  private inPlace(before: Workflow, after: Workflow): boolean {
+    if (
+      before.status !== after.status || before.user_id !== after.user_id || before.priority !== after.priority ||
+      before.created_at !== after.created_at || before.user_runner_id !== after.user_runner_id ||
+      before.managed_runner_id !== after.managed_runner_id || !isWaiting(before)
+    ) return false
+    const runner = runnerOf(before)?.id
+    const list = runner === undefined ? undefined : this.waitingByRunner.get(runner)?.get(`${before.user_id}\u0000${before.priority}`)
+    const i = list === undefined ? -1 : indexIn(list, before)
+    if (list === undefined || list[i] !== before) return false
+    list[i] = after
+    this.byId.set(after.id, after)
+    return true
   }
 
   byIdempotencyKey(userId: string, key: string): Workflow | undefined {

@@ -19,31 +19,29 @@ import * as Schedule from "effect/Schedule"
 import type { Workflow } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { type ClaimedWorkflow, DispatchQueue } from "./Dispatch.js"
-import { Driving } from "./Driving.js"
+import { Driving, type DrivingShape } from "./Driving.js"
 import { submit } from "./Submit.js"
 
 const headOf = ({ workflow_json: _, ...head }: Workflow) => head
 
 /** Submits one claimed workflow, then gives its claim back if it is still waiting, and frees its slot. */
-const submitClaimed = (claimed: ClaimedWorkflow) =>
-  Effect.gen(function*() {
-    const driving = yield* Driving
-    const dispatch = yield* DispatchQueue
-    const id = claimed.workflow.id
-    const recorded = yield* driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json))
-    yield* driving.fork(
-      "could not submit a workflow",
-      submit(claimed).pipe(Effect.ensuring(Effect.gen(function*() {
-        yield* Deferred.succeed(recorded, undefined)
-        const left = yield* driving.inFlight.get(id)
-        if (Option.isSome(left) && left.value.phase === "submitting") {
-          yield* driving.inFlight.remove(id)
-          yield* Effect.ignore(dispatch.release([id], driving.owner))
-        }
-        yield* Queue.offer(driving.slotFreed, undefined)
-      })))
-    )
-  })
+const submitClaimed = (driving: DrivingShape, dispatch: DispatchQueue["Type"], claimed: ClaimedWorkflow) => {
+  const id = claimed.workflow.id
+  const after = (recorded: Deferred.Deferred<void>) =>
+    Effect.gen(function*() {
+      yield* Deferred.succeed(recorded, undefined)
+      const left = yield* driving.inFlight.get(id)
+      if (Option.isSome(left) && left.value.phase === "submitting") {
+        yield* driving.inFlight.remove(id)
+        yield* Effect.ignore(dispatch.release([id], driving.owner))
+      }
+      yield* Queue.offer(driving.slotFreed, undefined)
+    })
+  return Effect.flatMap(
+    driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json)),
+    (recorded) => driving.fork("could not submit a workflow", Effect.ensuring(submit(claimed), after(recorded)))
+  )
+}
 
 /** Claims and submits until the runner has been idle for `idleAfter`. */
 export const claimLoop = Effect.scoped(Effect.gen(function*() {
@@ -61,7 +59,7 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
     const claimed = free <= 0 ? [] : yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs, agingMs).pipe(
       Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
     )
-    for (const c of claimed) yield* submitClaimed(c)
+    for (const c of claimed) yield* submitClaimed(driving, dispatch, c)
     if (claimed.length > 0 && claimed.length === free) continue
     if (claimed.length > 0 || free <= 0 || (yield* driving.inFlight.all).length > 0) idleSince = undefined
     else {

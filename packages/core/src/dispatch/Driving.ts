@@ -10,7 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
-import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import type * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
@@ -83,8 +83,9 @@ export const makeDriving = (
     })
     const background = yield* FiberSet.make<void, never>()
     const slotFreed = yield* Queue.sliding<void>(1)
-    const inFlightGauge = Metric.tagged(Metric.tagged(runnerInFlight, "runner_kind", ref.kind), "runner_id", ref.id)
-    yield* Effect.addFinalizer(() => Metric.set(inFlightGauge, 0))
+    // One array of labels for the driver's life: the metric finds its series by the array's identity, not by hashing.
+    const inFlightLabels = [MetricLabel.make("runner_kind", ref.kind), MetricLabel.make("runner_id", ref.id)]
+    yield* Effect.addFinalizer(() => Effect.sync(() => runnerInFlight.unsafeUpdate(0, inFlightLabels)))
     const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
       Effect.asVoid(FiberSet.run(background, effect.pipe(
         Effect.catchAll((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
@@ -94,7 +95,8 @@ export const makeDriving = (
       owner,
       lease,
       options,
-      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), (load) => Metric.set(inFlightGauge, load)),
+      // The gauge is set in the step that changed the load (the fiber's metric labels are not read: WES sets none).
+      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), (load) => runnerInFlight.unsafeUpdate(load, inFlightLabels)),
       target,
       refreshTarget,
       wake,

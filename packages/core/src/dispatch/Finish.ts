@@ -125,7 +125,7 @@ export const recordEnd = (
     if (Option.isNone(tracked) || Option.isNone(target)) return
     let end: WorkflowTransition | undefined
     let outputs: ReadonlyArray<WorkflowOutput> = []
-    if (history.outcome === "success") {
+    if (history.outcome === "success" && history.outputs.length > 0) {
       const copied = yield* Effect.either(copyOutputs(id, target.value, history))
       if (Either.isRight(copied)) outputs = copied.right
       else {
@@ -160,8 +160,9 @@ export const recordEnd = (
   }), backToRunner(id))
 
 /**
- * On `executing {node: null}`, or when a prompt left the runner's queue: reads its history (written
- * just before) and records the end. Only one path finishes a workflow (the one that moves it from
+ * On `executing {node: null}`, or when a prompt left the runner's queue: records the end, from
+ * `seen` (the run as the WebSocket showed it whole, SeenRun.ts) or else from the history (written
+ * just before). Only one path finishes a workflow (the one that moves it from
  * a phase of `from` to `finishing`); the others see it taken. `executing {node: null}` may come
  * before the submission that posted the prompt has recorded it, so Track passes `submitting` too.
  * No history yet: back to `onRunner`, and reconciliation looks again.
@@ -169,7 +170,8 @@ export const recordEnd = (
 export const finish = (
   id: string,
   from: ReadonlyArray<Phase> = ["onRunner"],
-  leading: ReadonlyArray<NewWorkflowEvent> = []
+  leading: ReadonlyArray<NewWorkflowEvent> = [],
+  seen?: PromptHistory
 ): Effect.Effect<
   void,
   StorageError,
@@ -177,13 +179,14 @@ export const finish = (
 > =>
   Effect.gen(function*() {
     const driving = yield* Driving
-    const gateway = yield* RunnerGateway
-    const bus = yield* WorkflowEventBus
     if (!(yield* driving.inFlight.shift(id, from, "finishing"))) {
-      if (leading.length > 0) yield* bus.publish(id, leading)
+      if (leading.length > 0) yield* Effect.flatMap(WorkflowEventBus, (bus) => bus.publish(id, leading))
       return
     }
     const noticedAt = yield* DateTime.now
+    if (seen !== undefined) return yield* recordEnd(id, seen, leading, noticedAt)
+    const gateway = yield* RunnerGateway
+    const bus = yield* WorkflowEventBus
     const target = yield* driving.target
     const history = Option.isNone(target) ? Option.none<PromptHistory>() : yield* gateway.history(target.value, id).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),

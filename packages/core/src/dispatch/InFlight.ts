@@ -17,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { WorkflowHead } from "../workflows/Workflow.js"
 import type { PromptProgress } from "./Progress.js"
+import type { SeenRun } from "./SeenRun.js"
 
 /** Being submitted by this driver; on the runner (queued or running there); having its end recorded. */
 export type Phase = "submitting" | "onRunner" | "finishing"
@@ -32,10 +33,19 @@ export interface Tracked {
   readonly nodes?: ReadonlyArray<string> | undefined
   /** The overall progress of its run (Progress.ts), once it started. */
   readonly progress?: PromptProgress | undefined
+  /** What the runner's WebSocket showed of its run (SeenRun.ts), since it started on the current connection. */
+  readonly run?: SeenRun | undefined
 }
+
+/** What following the runner's events changes on an entry. */
+export type Followed = Pick<Tracked, "progress" | "run">
 
 export interface InFlight {
   readonly get: (id: string) => Effect.Effect<Option.Option<Tracked>>
+  /** Every entry, by workflow id, as of now. */
+  readonly snapshot: Effect.Effect<HashMap.HashMap<string, Tracked>>
+  /** Sets the progress and run of the entries named (those still present), in one step. */
+  readonly follow: (changes: ReadonlyMap<string, Followed>) => Effect.Effect<void>
   readonly all: Effect.Effect<ReadonlyArray<Tracked>>
   readonly count: (phase: Phase) => Effect.Effect<number>
   /** Prompts this driver keeps on the runner: being submitted or on it (what `concurrencyPerRunner` bounds). */
@@ -62,47 +72,57 @@ const loadOf = (map: HashMap.HashMap<string, Tracked>) => HashMap.reduce(map, 0,
 
 /**
  * An empty view; `removed` runs after every removal (a slot on the runner may be free), and
- * `loaded` after every change that may change the load, with the load after it (a gauge).
+ * `loaded` after every change that may change the load, with the load after it (a gauge: called
+ * synchronously, in the step that changed it).
  */
 export const makeInFlight = (
   removed: Effect.Effect<void> = Effect.void,
-  loaded: (load: number) => Effect.Effect<void> = () => Effect.void
+  loaded: (load: number) => void = () => {}
 ): Effect.Effect<InFlight> => Effect.map(
   Ref.make(HashMap.empty<string, Tracked>()),
   (ref): InFlight => {
-    const report = Effect.flatMap(Ref.get(ref), (map) => loaded(loadOf(map)))
+    /** Changes the map and reports the load after it, in one step. */
+    const change = <A>(f: (map: HashMap.HashMap<string, Tracked>) => readonly [A, HashMap.HashMap<string, Tracked>]) =>
+      Effect.flatMap(Ref.modify(ref, (map) => {
+        const [a, next] = f(map)
+        return [[a, next !== map ? loadOf(next) : undefined] as const, next]
+      }), ([a, load]) => {
+        if (load !== undefined) loaded(load)
+        return Effect.succeed(a)
+      })
     return {
-    get: (id) => Effect.map(Ref.get(ref), HashMap.get(id)),
-    all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
-    count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
-    load: Effect.map(Ref.get(ref), loadOf),
-    put: (tracked) => Effect.zipRight(Ref.update(ref, HashMap.set(tracked.workflow.id as string, tracked)), report),
-    submitting: (workflow, nodes) =>
-      Effect.flatMap(Deferred.make<void>(), (recorded) =>
-        Effect.as(
-          Effect.zipRight(Ref.update(ref, HashMap.set<string, Tracked>(workflow.id, { workflow, phase: "submitting", recorded, nodes })), report),
-          recorded
-        )),
-    refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
-    update: (id, f) => Ref.update(ref, (map) => HashMap.modify(map, id, f)),
-    shift: (id, from, to) =>
-      Effect.tap(
-        Ref.modify(ref, (map) => {
+      get: (id) => Effect.map(Ref.get(ref), HashMap.get(id)),
+      snapshot: Ref.get(ref),
+      follow: (changes) =>
+        changes.size === 0 ? Effect.void : Ref.update(ref, (map) => {
+          let next = map
+          for (const [id, { progress, run }] of changes) next = HashMap.modify(next, id, (t) => ({ ...t, progress, run }))
+          return next
+        }),
+      all: Effect.map(Ref.get(ref), (map) => Array.from(HashMap.values(map))),
+      count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
+      load: Effect.map(Ref.get(ref), loadOf),
+      put: (tracked) => change((map) => [undefined, HashMap.set(map, tracked.workflow.id as string, tracked)]),
+      submitting: (workflow, nodes) =>
+        Effect.flatMap(Deferred.make<void>(), (recorded) =>
+          change((map) => [recorded, HashMap.set<string, Tracked>(map, workflow.id, { workflow, phase: "submitting", recorded, nodes })])),
+      refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
+      update: (id, f) => Ref.update(ref, (map) => HashMap.modify(map, id, f)),
+      shift: (id, from, to) =>
+        change((map) => {
           const current = HashMap.get(map, id)
           if (Option.isNone(current) || !from.includes(current.value.phase)) return [false, map]
           return [true, HashMap.set(map, id, { ...current.value, phase: to })]
         }),
-        (shifted) => (shifted ? report : Effect.void)
-      ),
-    noteStart: (id, at) =>
-      Ref.modify(ref, (map) => {
-        const current = HashMap.get(map, id)
-        if (Option.isNone(current) || current.value.phase !== "submitting" || current.value.recorded === undefined) {
-          return [Option.none(), map]
-        }
-        return [Option.some(current.value.recorded), HashMap.set(map, id, { ...current.value, startedAt: at })]
-      }),
-    remove: (id) => Effect.zipRight(Effect.zipRight(Ref.update(ref, HashMap.remove(id)), report), removed)
-  }
+      noteStart: (id, at) =>
+        Ref.modify(ref, (map) => {
+          const current = HashMap.get(map, id)
+          if (Option.isNone(current) || current.value.phase !== "submitting" || current.value.recorded === undefined) {
+            return [Option.none(), map]
+          }
+          return [Option.some(current.value.recorded), HashMap.set(map, id, { ...current.value, startedAt: at })]
+        }),
+      remove: (id) => Effect.zipRight(change((map) => [undefined, HashMap.remove(map, id)]), removed)
+    }
   }
 )

@@ -4,6 +4,7 @@
  * workflow, deletes its uploaded input files. The workflow service (cancel) and the dispatcher
  * both move workflows through here.
  */
+import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import { recordFinished } from "../observability/Metrics.js"
@@ -35,6 +36,10 @@ export interface TransitionOptions {
   readonly events?: ReadonlyArray<NewWorkflowEvent> | undefined
 }
 
+/** After a move that ended the workflow: its inputs are deleted (when it had any) and its end is counted. */
+const ended = (w: WorkflowHead): Effect.Effect<void, never, BlobStore> =>
+  inputBlobKeys(w).length === 0 ? recordFinished(w) : Effect.zipRight(deleteInputs(w), recordFinished(w))
+
 /**
  * Applies `steps` to workflow `id` now, as one store operation, and cleans up the inputs of a
  * workflow this move finished.
@@ -44,11 +49,9 @@ export const transition = (
   steps: readonly [WorkflowTransition, ...Array<WorkflowTransition>],
   options: TransitionOptions = {}
 ): Effect.Effect<TransitionOutcome, StorageError, WorkflowRepository | BlobStore> =>
-  Effect.gen(function*() {
-    const repo = yield* WorkflowRepository
-    const at = yield* DateTime.now
-    const outcome = yield* repo.transition({ id, steps, at, owner: options.owner, outputs: options.outputs, events: options.events })
-    if (outcome._tag === "Applied" && isTerminal(outcome.workflow.status)) yield* deleteInputs(outcome.workflow)
-    if (outcome._tag === "Applied" && isTerminal(outcome.workflow.status)) yield* recordFinished(outcome.workflow)
-    return outcome
-  })
+  Effect.flatMap(WorkflowRepository, (repo) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.flatMap(
+        repo.transition({ id, steps, at: DateTime.unsafeMake(now), owner: options.owner, outputs: options.outputs, events: options.events }),
+        (outcome) => outcome._tag === "Applied" && isTerminal(outcome.workflow.status) ? Effect.as(ended(outcome.workflow), outcome) : Effect.succeed(outcome)
+      )))

@@ -80,6 +80,8 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     return { _tag: "Posted" as const }
   })
 
+const retryable = (e: { readonly _tag: string }): e is RunnerError => e._tag === "RunnerUnreachable" || e._tag === "RunnerRequestFailed"
+
 /** The position a new prompt takes: behind what this driver knows to be waiting on the runner. */
 const estimatedPosition = Effect.flatMap(Driving, (d) =>
   Effect.map(d.inFlight.all, (all) => 1 + all.filter((t) => t.phase !== "submitting" && t.workflow.status === "queued").length))
@@ -109,7 +111,7 @@ export const submit = (claimed: ClaimedWorkflow) =>
     // A failed attempt wrote nothing: whoever waits for this submission to record a start need not wait longer.
     const attemptFailed = Effect.flatMap(driving.inFlight.get(w.id), (t) =>
       Option.isSome(t) && t.value.recorded !== undefined ? Effect.asVoid(Deferred.succeed(t.value.recorded, undefined)) : Effect.void)
-    const result = yield* once.pipe(
+    const tried = once.pipe(
       Effect.tapError((e) =>
         e._tag === "StorageError" || e._tag === "PromptRejected"
           ? attemptFailed
@@ -117,8 +119,16 @@ export const submit = (claimed: ClaimedWorkflow) =>
             attemptFailed,
             Effect.logWarning("runner call failed", { runner_id: driving.ref.id, workflow_id: w.id, error: e.message })
           )
-      ),
-      Effect.retry({ schedule: retrySchedule(driving.options), while: (e) => e._tag === "RunnerUnreachable" || e._tag === "RunnerRequestFailed" }),
+      )
+    )
+    // The retries are built only once an attempt failed: the first failure is replayed to the
+    // schedule, so it sees every failure, as a retry of the whole would (most posts succeed at once).
+    const result = yield* tried.pipe(
+      Effect.catchIf(retryable, (first) => {
+        let replayed = false
+        const again = Effect.suspend(() => replayed ? tried : ((replayed = true), Effect.fail(first)))
+        return Effect.retry(again, { schedule: retrySchedule(driving.options), while: retryable })
+      }),
       Effect.either
     )
     if (Either.isLeft(result)) {

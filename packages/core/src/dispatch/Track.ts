@@ -2,21 +2,23 @@
  * Following the runner's WebSocket: events, in order, become what they mean for the workflows
  * this driver tracks. `execution_start` -> running; `executing` / `progress` -> events on the
  * workflow's stream, with the prompt's overall percent (Progress.ts, also fed by
- * `execution_cached`, `progress_state` and `executed`); `executing {node: null}` (the runner wrote the history) -> its end is
- * recorded beside the stream, so a slow output copy never holds up the next prompt's events. A
- * (re)connection asks for reconciliation and a read of the runner's capabilities, a queue change
- * for fresh queue positions. Events of
- * prompts this driver does not track (another client's, or finished) are ignored.
+ * `execution_cached`, `progress_state` and `executed`); `executing {node: null}` (the runner wrote
+ * the history) -> its end is recorded beside the stream, so a slow output copy never holds up the
+ * next prompt's events; from what the socket showed of the run when it showed all of it
+ * (SeenRun.ts), else from the history. A (re)connection asks for reconciliation and a read of the
+ * runner's capabilities, a queue change for fresh queue positions. Events of prompts this driver
+ * does not track (another client's, or finished) are ignored.
  *
- * Events are taken as they have piled up (the chunks of the gateway's stream), never waited for: the run
- * events of one workflow in a chunk are written together, and with the end when the chunk
- * carries it. So a fast prompt costs one write for its whole run, and a slow one a write per
- * event, as soon as it happens.
+ * Events are taken as they have piled up (the chunks of the gateway's queue), never waited for,
+ * and worked out in one pure pass per chunk (EventPass.ts): the run events of one workflow in a
+ * chunk are written together, and with the end when the chunk carries it. So a fast prompt costs
+ * one write for its whole run, and a slow one a write per event, as soon as it happens.
  */
 import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
 import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -24,76 +26,68 @@ import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { runnersConnected } from "../observability/Metrics.js"
 import type { RunnerTarget } from "../runners/Runner.js"
 import { type RunnerEvent, RunnerGateway } from "../runners/RunnerGateway.js"
-import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
+import { WorkflowEventBus } from "../workflows/WorkflowEvents.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { Driving } from "./Driving.js"
+import { eventPass } from "./EventPass.js"
 import { finish } from "./Finish.js"
-import { advanceProgress, progressPercent, startProgress } from "./Progress.js"
+import type { Tracked } from "./InFlight.js"
 import { observe } from "./QueuePositions.js"
 
-/** The node ids of a tracked workflow's graph: noted when it was claimed, else read once (an inherited prompt). */
-const graphOf = (id: string) =>
-  Effect.gen(function*() {
-    const { inFlight } = yield* Driving
-    const tracked = yield* inFlight.get(id)
-    if (Option.isSome(tracked) && tracked.value.nodes !== undefined) return tracked.value.nodes
-    const w = yield* Effect.flatMap(WorkflowRepository, (repo) => repo.findById(id))
-    return Option.match(w, { onNone: () => [], onSome: (x) => Object.keys(x.workflow_json) })
-  })
+/** Events that move a prompt's progress: its graph must be known to follow them. */
+const PROGRESS = new Set<RunnerEvent["_tag"]>(["ExecutionStart", "Executing", "Progress", "ExecutionCached", "ProgressState", "Executed"])
 
-/** Advances a tracked prompt's overall progress by `event`; its percent. */
-const progressed = (id: string, event: RunnerEvent) =>
+/**
+ * The graphs of tracked prompts in `events` whose node ids were not noted at their claim (an
+ * inherited prompt): read once from the store. One that cannot be read is left out (its progress
+ * is not followed in this batch).
+ */
+const inheritedGraphs = (events: ReadonlyArray<RunnerEvent>, tracked: HashMap.HashMap<string, Tracked>) =>
   Effect.gen(function*() {
-    const { inFlight } = yield* Driving
-    const tracked = yield* inFlight.get(id)
-    const current = Option.flatMap(tracked, (t) => Option.fromNullable(t.progress))
-    const next = advanceProgress(Option.isSome(current) ? current.value : startProgress(yield* graphOf(id)), event)
-    yield* inFlight.update(id, (t) => ({ ...t, progress: next }))
-    return progressPercent(next)
+    const graphs = new Map<string, ReadonlyArray<string>>()
+    for (const event of events) {
+      if (!PROGRESS.has(event._tag) || !("prompt_id" in event) || event.prompt_id === null || graphs.has(event.prompt_id)) continue
+      const t = HashMap.get(tracked, event.prompt_id)
+      if (Option.isNone(t) || t.value.nodes !== undefined || t.value.progress !== undefined) continue
+      const w = yield* Effect.flatMap(WorkflowRepository, (repo) => repo.findById(event.prompt_id!)).pipe(
+        Effect.tapError((e) => Effect.logWarning("could not follow a prompt's progress", { workflow_id: event.prompt_id, error: e.message })),
+        Effect.option
+      )
+      if (Option.isSome(w)) graphs.set(event.prompt_id, Option.match(w.value, { onNone: () => [], onSome: (x) => Object.keys(x.workflow_json) }))
+    }
+    return graphs
   })
 
 /** `execution_start`: running, after the submission of the same prompt (if any) has recorded it. */
-const started = (id: string, at: DateTime.Utc | undefined) =>
+const started = (id: string, at: DateTime.Utc) =>
   Effect.gen(function*() {
     const { inFlight } = yield* Driving
-    if (Option.isNone(yield* inFlight.get(id))) return
-    const progress = startProgress(yield* graphOf(id))
-    yield* inFlight.update(id, (t) => ({ ...t, progress }))
-    const submission = yield* inFlight.noteStart(id, at ?? (yield* DateTime.now))
+    const submission = yield* inFlight.noteStart(id, at)
     // Bounded by one attempt of the submission: a failed attempt or the end of the submission completes it.
     if (Option.isSome(submission)) yield* Deferred.await(submission.value)
     yield* observe(id, 0, at)
   })
 
-/** What a chunk of runner events does. */
+/** What a chunk of runner events does: one pass (EventPass.ts), then its effects in order. */
 export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const bus = yield* WorkflowEventBus
-    // Optional: a dispatcher composed without the use cases reads no capabilities.
-    const capabilities = yield* Effect.serviceOption(RunnerCapabilities)
     // One event's failure is logged and does not lose the rest of the chunk.
     const logged = (what: string) => (e: { readonly message: string }) =>
       Effect.logWarning(what, { runner_id: driving.ref.id, error: e.message })
-    /** Run events not written yet, per workflow, in order. */
-    const pending = new Map<string, Array<NewWorkflowEvent>>()
-    const tracked = (id: string | null): Effect.Effect<boolean> =>
-      id === null ? Effect.succeed(false) : Effect.map(driving.inFlight.get(id), Option.isSome)
-    /** A run event of a tracked prompt, with its overall percent, to write with the chunk. */
-    const note = (id: string | null, event: RunnerEvent, data: (percent: number) => NewWorkflowEvent) =>
-      Effect.gen(function*() {
-        if (id === null || !(yield* tracked(id))) return
-        const written = data(yield* progressed(id, event))
-        const list = pending.get(id)
-        if (list === undefined) pending.set(id, [written])
-        else list.push(written)
-      })
-    for (const event of events) {
-      switch (event._tag) {
-        case "Connected":
+    const tracked = yield* driving.inFlight.snapshot
+    const graphs = yield* inheritedGraphs(events, tracked)
+    const pass = eventPass(events, tracked, (t) => t.nodes ?? graphs.get(t.workflow.id))
+    yield* driving.inFlight.follow(pass.followed)
+    for (const step of pass.steps) {
+      switch (step._tag) {
+        case "Connected": {
           yield* Deferred.succeed(driving.socketOpen, undefined)
           yield* Queue.offer(driving.reconcileNow, undefined)
           // A (re)connection may be a restarted ComfyUI with other nodes or models.
+          // Optional: a dispatcher composed without the use cases reads no capabilities.
+          const capabilities = yield* Effect.serviceOption(RunnerCapabilities)
           if (Option.isSome(capabilities)) {
             yield* driving.fork("could not read the runner's capabilities", Effect.flatMap(driving.target, Option.match({
               onNone: () => Effect.void,
@@ -101,6 +95,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
             })))
           }
           break
+        }
         case "Disconnected":
           // The socket did not open (or closed): nothing to wait for before posting.
           yield* Deferred.succeed(driving.socketOpen, undefined)
@@ -108,41 +103,17 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
         case "QueueChanged":
           yield* Queue.offer(driving.queueChanged, undefined)
           break
-        case "ExecutionStart":
-          yield* started(event.prompt_id, event.timestamp === null ? undefined : DateTime.unsafeMake(event.timestamp)).pipe(
+        case "Started":
+          yield* started(step.id, step.at === null ? yield* DateTime.now : DateTime.unsafeMake(step.at)).pipe(
             Effect.catchAll(logged("could not record the start of a prompt"))
           )
           break
-        case "Executing":
-          yield* note(event.prompt_id, event, (percent) => ({ type: "executing", data: { node: event.node, percent } }))
-            .pipe(Effect.catchAll(logged("could not follow a prompt's progress")))
-          break
-        case "Progress":
-          yield* note(event.prompt_id, event, (percent) => ({
-            type: "progress",
-            data: { node: event.node, value: event.value, max: event.max, percent }
-          })).pipe(Effect.catchAll(logged("could not follow a prompt's progress")))
-          break
-        case "ExecutionCached":
-        case "ProgressState":
-        case "Executed":
-          // They only move the percent that the next executing / progress event carries.
-          if (yield* tracked(event.prompt_id)) {
-            yield* Effect.asVoid(progressed(event.prompt_id, event)).pipe(Effect.catchAll(logged("could not follow a prompt's progress")))
-          }
-          break
-        case "PromptDone": {
-          const leading = pending.get(event.prompt_id) ?? []
-          pending.delete(event.prompt_id)
-          yield* driving.fork("could not record the end of a prompt", finish(event.prompt_id, ["onRunner", "submitting"], leading))
-          break
-        }
-        default:
-          // Success, error and interruption are read from the history when `PromptDone` says it is written.
+        case "Done":
+          yield* driving.fork("could not record the end of a prompt", finish(step.id, ["onRunner", "submitting"], step.leading, step.seen))
           break
       }
     }
-    for (const [id, run] of pending) yield* bus.publish(id, run).pipe(Effect.catchAll(logged("could not publish run events")))
+    for (const [id, run] of pass.publish) yield* bus.publish(id, run).pipe(Effect.catchAll(logged("could not publish run events")))
   })
 
 /** Events handled at most this many at a time. */

@@ -8,5 +8,6 @@ export { byAge, effectivePriority, orderWaiting, PriorityAging, priorityLevel, t
 export { estimateOf, type EstimateSources, estimateSources } from "./QueueEstimate.js"
 export { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
 export { type RunnerCandidate, RunnerLoad } from "./RunnerLoad.js"
+export { seenHistory, type SeenRun, seeRun, startRun } from "./SeenRun.js"
 export { noEligibleRunner, Scheduler } from "./Scheduler.js"
 export { eligibleRunners, managedRunnerServes, pickRunner } from "./Scheduling.js"

@@ -130,7 +130,17 @@ export type RunnerEvent =
   | { readonly _tag: "ProgressState"; readonly prompt_id: string; readonly nodes: ReadonlyArray<NodeProgressState> }
   | { readonly _tag: "Executing"; readonly prompt_id: string | null; readonly node: string }
   | { readonly _tag: "Progress"; readonly prompt_id: string | null; readonly node: string | null; readonly value: number; readonly max: number }
-  | { readonly _tag: "Executed"; readonly prompt_id: string; readonly node: string; readonly output: unknown }
+  /**
+   * `executed`: a node's output; `files`, the output files it lists (what the history lists under
+   * the node). Without `files` the driver cannot take the prompt's end from the socket.
+   */
+  | {
+    readonly _tag: "Executed"
+    readonly prompt_id: string
+    readonly node: string
+    readonly output: unknown
+    readonly files?: ReadonlyArray<OutputFile> | undefined
+  }
   | { readonly _tag: "ExecutionSuccess"; readonly prompt_id: string; readonly timestamp: number | null }
   | {
     readonly _tag: "ExecutionError"
@@ -139,8 +149,10 @@ export type RunnerEvent =
     readonly node_type: string | null
     readonly exception_type: string
     readonly exception_message: string
+    /** The runner's timestamp of the message (Unix ms), when known. */
+    readonly timestamp?: number | null | undefined
   }
-  | { readonly _tag: "ExecutionInterrupted"; readonly prompt_id: string }
+  | { readonly _tag: "ExecutionInterrupted"; readonly prompt_id: string; readonly timestamp?: number | null | undefined }
   /**
    * A binary preview frame: type 1 (format only, no attribution) or type 4 (ComfyUI 0.3.45 and
    * later, after the client announced `supports_preview_metadata`: prompt and node named). The
@@ -155,6 +167,11 @@ export type RunnerEvent =
   }
   /** `executing {node: null}`: the prompt is done and its history has been written. */
   | { readonly _tag: "PromptDone"; readonly prompt_id: string }
+  /**
+   * A message of a kind the driver acts on that could not be decoded (so not attributed to a
+   * prompt): what the socket showed of the runs in progress may be incomplete.
+   */
+  | { readonly _tag: "Unreadable"; readonly reason: string }
 
 export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<RunnerGateway, {
   /** `GET /system_stats`: is the runner there and answering? */

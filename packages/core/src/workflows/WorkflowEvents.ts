@@ -5,6 +5,7 @@
  * reads later, so it neither buffers without bound nor delays anyone else.
  */
 import * as Chunk from "effect/Chunk"
+import * as DateTime from "effect/DateTime"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -38,8 +39,35 @@ export interface NewWorkflowEvent {
 const encodeSummary = Schema.encodeSync(WorkflowSummary)
 const encodeOutput = Schema.encodeSync(WorkflowOutputView)
 
-/** The data of a `status` / `done` event: the workflow's summary as the contract encodes it. */
-export const summaryData = (w: WorkflowHead): unknown => encodeSummary(toSummary(w))
+/** ISO strings of timestamps already formatted (a workflow's `created_at` goes out with each of its events). */
+const isoOf = new WeakMap<DateTime.Utc, string>()
+const iso = (t: DateTime.Utc): string => {
+  let s = isoOf.get(t)
+  if (s === undefined) {
+    s = DateTime.formatIso(t)
+    isoOf.set(t, s)
+  }
+  return s
+}
+
+/**
+ * The data of a `status` / `done` event: the workflow's summary as the contract encodes it
+ * (`WorkflowSummary`). Written out rather than run through the schema's encoder, which was 5 % of
+ * the CPU of a dispatch burn-down (five summaries per workflow); a test holds the two equal.
+ */
+export const summaryData = (w: WorkflowHead): unknown => ({
+  id: w.id,
+  name: w.name,
+  status: w.status,
+  tags: [...w.tags],
+  created_at: iso(w.created_at),
+  updated_at: iso(w.updated_at),
+  started_at: w.started_at === null ? null : iso(w.started_at),
+  completed_at: w.completed_at === null ? null : iso(w.completed_at)
+})
+
+/** `summaryData` through the schema's encoder: what it must equal (tests). */
+export const encodedSummary = (w: WorkflowHead): unknown => encodeSummary(toSummary(w))
 
 /** The data of an `output` event: the output as the outputs endpoint lists it. */
 export const outputData = (o: WorkflowOutput): unknown =>

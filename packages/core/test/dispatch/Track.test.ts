@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { handleEvents } from "../../src/dispatch/Track.js"
 import { drivingLayer, FakeWorkflows, headOf, schedulerFor, workflowOn, retryLayer } from "./harness.js"
@@ -31,6 +32,8 @@ const layerFor = (
   arranged: {
     readonly gateway?: Partial<RunnerGateway["Type"]>
     readonly published?: Array<readonly [string, ReadonlyArray<NewWorkflowEvent>]>
+    readonly blobs?: Partial<BlobStore["Type"]>
+    readonly ids?: Partial<IdGenerator["Type"]>
   } = {}
 ) =>
   Layer.mergeAll(
@@ -39,8 +42,8 @@ const layerFor = (
     Layer.mock(WorkflowEventBus, arranged.published === undefined ? {} : {
       publish: (id, events) => Effect.sync(() => arranged.published!.push([id, events])).pipe(Effect.as([]))
     }),
-    Layer.mock(BlobStore, {}),
-    Layer.mock(IdGenerator, {}),
+    Layer.mock(BlobStore, arranged.blobs ?? {}),
+    Layer.mock(IdGenerator, arranged.ids ?? {}),
     retryLayer()
   ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor()))
 
@@ -134,6 +137,63 @@ describe("Track", () => {
       expect(store.moves).toEqual(["Uploaded+Queued+Started"])
     }).pipe(Effect.provide(layerFor(store)))
   })
+
+  it.effect("a run the socket showed whole ends from what it showed, without reading the history", () => {
+    const w = workflowOn({ status: "queued", workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    const image = { node_id: "2", filename: "out_00001_.png", subfolder: "", type: "output" }
+    const downloaded: Array<string> = []
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* handleEvents([
+        { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+        executing(w.id, "1"),
+        { _tag: "Executed", prompt_id: w.id, node: "2", output: { images: [image] }, files: [image] },
+        { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+        { _tag: "PromptDone", prompt_id: w.id }
+      ])
+      yield* eventually(() => store.status(w.id) === "completed")
+      // No history read: the gateway mock arranges none and would have failed the end.
+      expect(downloaded).toEqual(["out_00001_.png"])
+      expect(store.byId.get(w.id)).toMatchObject({ started_at: DateTime.unsafeMake(1_000), completed_at: DateTime.unsafeMake(2_000) })
+      expect(store.requests.at(-1)!.outputs!.map((o) => [o.node_id, o.filename])).toEqual([["2", "out_00001_.png"]])
+    }).pipe(Effect.provide(layerFor(store, {
+      gateway: {
+        download: (_, file) =>
+          Effect.sync(() => downloaded.push(file.filename)).pipe(
+            Effect.as({ content_type: "image/png", stream: Stream.make(new Uint8Array([1])) })
+          )
+      },
+      blobs: { put: () => Effect.succeed(1) },
+      ids: { next: Effect.sync(() => Fixtures.uuid()) }
+    })))
+  })
+
+  for (
+    const [gap, events] of [
+      ["a reconnection", [{ _tag: "Disconnected", reason: "closed" }, { _tag: "Connected" }]],
+      ["an unreadable message", [{ _tag: "Unreadable", reason: "executed: prompt_id is missing" }]]
+    ] as const
+  ) {
+    it.effect(`after ${gap} during a run, its end is read from the history`, () => {
+      const w = workflowOn({ status: "running", workflow_json: graph })
+      const store = new FakeWorkflows([w])
+      let reads = 0
+      return Effect.gen(function*() {
+        yield* onRunner(w)
+        yield* handleEvents([{ _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 }, ...events])
+        yield* handleEvents([
+          { _tag: "Executed", prompt_id: w.id, node: "2", output: null, files: [] },
+          { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+          { _tag: "PromptDone", prompt_id: w.id }
+        ])
+        yield* eventually(() => store.status(w.id) === "completed")
+        expect(reads).toBe(1)
+      }).pipe(Effect.provide(layerFor(store, {
+        gateway: { history: () => Effect.sync(() => reads++).pipe(Effect.as(Option.some(success))) }
+      })))
+    })
+  }
 
   it.effect("a (re)connection asks for reconciliation and opens the way for the first post", () =>
     Effect.gen(function*() {

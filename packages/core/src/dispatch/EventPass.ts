@@ -1,0 +1,136 @@
+/**
+ * What a batch of runner events means for the workflows a driver tracks, worked out in one pure
+ * pass over the batch and the driver's in-flight entries as they were when the batch was taken:
+ * the new progress and seen run of each prompt (written back in one step), the run events to
+ * publish, and the few steps that need effects (a start to record, an end to record, the socket
+ * opening or closing, a queue change), in the order they came. Track.ts carries these out; so a
+ * batch costs a handful of effects whatever the number of events in it.
+ */
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import type { PromptHistory, RunnerEvent } from "../runners/RunnerGateway.js"
+import type { NewWorkflowEvent } from "../workflows/WorkflowEvents.js"
+import type { Followed, Tracked } from "./InFlight.js"
+import { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
+import { seeRun, seenHistory, startRun } from "./SeenRun.js"
+
+/** A step of a batch that needs effects. */
+export type Step =
+  | { readonly _tag: "Connected" | "Disconnected" | "QueueChanged" }
+  | { readonly _tag: "Started"; readonly id: string; readonly at: number | null }
+  /** `seen`: the end as the socket showed it, when it showed the whole run (else the history is read). */
+  | { readonly _tag: "Done"; readonly id: string; readonly leading: ReadonlyArray<NewWorkflowEvent>; readonly seen: PromptHistory | undefined }
+
+export interface Pass {
+  readonly followed: ReadonlyMap<string, Followed>
+  /** Run events of prompts still running, per workflow, in order. */
+  readonly publish: ReadonlyMap<string, ReadonlyArray<NewWorkflowEvent>>
+  readonly steps: ReadonlyArray<Step>
+}
+
+/**
+ * The pass over `events`. `graphOf`: the node ids of a tracked prompt's graph (noted at its claim,
+ * or read beforehand for an inherited one); undefined skips its progress (its graph is unknown).
+ */
+export const eventPass = (
+  events: ReadonlyArray<RunnerEvent>,
+  tracked: HashMap.HashMap<string, Tracked>,
+  graphOf: (t: Tracked) => ReadonlyArray<string> | undefined
+): Pass => {
+  const followed = new Map<string, Followed>()
+  const publish = new Map<string, Array<NewWorkflowEvent>>()
+  const steps: Array<Step> = []
+  const entry = (id: string | null): Tracked | undefined =>
+    id === null ? undefined : Option.getOrUndefined(HashMap.get(tracked, id))
+  const current = (t: Tracked): Followed => followed.get(t.workflow.id) ?? { progress: t.progress, run: t.run }
+  const set = (t: Tracked, change: Partial<Followed>) => followed.set(t.workflow.id, { ...current(t), ...change })
+  /** The progress after `event`, or undefined when the graph is unknown. */
+  const progressed = (t: Tracked, event: RunnerEvent): PromptProgress | undefined => {
+    const before = current(t).progress
+    const start = before === undefined ? graphOf(t) : undefined
+    if (before === undefined && start === undefined) return undefined
+    const next = advanceProgress(before ?? startProgress(start!), event)
+    set(t, { progress: next })
+    return next
+  }
+  const note = (t: Tracked, event: RunnerEvent, data: (percent: number) => NewWorkflowEvent) => {
+    const next = progressed(t, event)
+    if (next === undefined) return
+    const list = publish.get(t.workflow.id)
+    if (list === undefined) publish.set(t.workflow.id, [data(progressPercent(next))])
+    else list.push(data(progressPercent(next)))
+  }
+  /** A (re)connection or an unreadable message: what was seen of the runs so far may miss something. */
+  const forgetRuns = () => {
+    for (const t of HashMap.values(tracked)) if (current(t).run !== undefined) set(t, { run: undefined })
+  }
+  const see = (t: Tracked | undefined, event: RunnerEvent) => {
+    const run = t === undefined ? undefined : current(t).run
+    if (t !== undefined && run !== undefined) set(t, { run: seeRun(run, event) })
+  }
+  for (const event of events) {
+    switch (event._tag) {
+      case "Connected":
+      case "Disconnected":
+        forgetRuns()
+        steps.push({ _tag: event._tag })
+        break
+      case "Unreadable":
+        forgetRuns()
+        break
+      case "QueueChanged":
+        steps.push({ _tag: "QueueChanged" })
+        break
+      case "ExecutionStart": {
+        const t = entry(event.prompt_id)
+        if (t === undefined) break
+        const graph = graphOf(t)
+        set(t, { run: startRun(event.timestamp), ...(graph === undefined ? {} : { progress: startProgress(graph) }) })
+        steps.push({ _tag: "Started", id: event.prompt_id, at: event.timestamp })
+        break
+      }
+      case "Executing": {
+        const t = entry(event.prompt_id)
+        if (t !== undefined) note(t, event, (percent) => ({ type: "executing", data: { node: event.node, percent } }))
+        break
+      }
+      case "Progress": {
+        const t = entry(event.prompt_id)
+        if (t !== undefined) {
+          note(t, event, (percent) => ({ type: "progress", data: { node: event.node, value: event.value, max: event.max, percent } }))
+        }
+        break
+      }
+      case "ExecutionCached":
+      case "ProgressState": {
+        // They only move the percent that the next executing / progress event carries.
+        const t = entry(event.prompt_id)
+        if (t !== undefined) progressed(t, event)
+        break
+      }
+      case "Executed": {
+        const t = entry(event.prompt_id)
+        if (t !== undefined) progressed(t, event)
+        see(t, event)
+        break
+      }
+      case "ExecutionSuccess":
+      case "ExecutionError":
+      case "ExecutionInterrupted":
+        see(entry(event.prompt_id), event)
+        break
+      case "PromptDone": {
+        const leading = publish.get(event.prompt_id) ?? []
+        publish.delete(event.prompt_id)
+        const t = entry(event.prompt_id)
+        if (t === undefined) break
+        steps.push({ _tag: "Done", id: event.prompt_id, leading, seen: seenHistory(current(t).run) })
+        set(t, { run: undefined })
+        break
+      }
+      default:
+        break
+    }
+  }
+  return { followed, publish, steps }
+}
