@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { carriedEvents } from "../src/PgEventWakeups.js"
+import type { PgListenOptions } from "../src/PgListener.js"
 import { admin, awaitListener, freshSchema, storeOn } from "./harness.js"
 
 /** Two stores (two pools, two LISTEN connections) on one fresh schema. */
@@ -19,6 +20,22 @@ const twoInstances = (bOptions: Parameters<typeof storeOn>[1] = {}) =>
     const a = yield* Layer.build(storeOn(schema, { applicationName: `wes-test-a-${schema}` }))
     const b = yield* Layer.build(storeOn(schema, { applicationName: `wes-test-b-${schema}`, ...bOptions }))
     return { a: Context.get(a, WorkflowEventBus), b: Context.get(b, WorkflowEventBus), appB: `wes-test-b-${schema}` }
+  })
+
+/**
+ * Two instances, a subscriber at B of a new workflow's events, B's LISTEN backend pid, and A's
+ * first event already received at B.
+ */
+const subscribedAtB = (heartbeat: PgListenOptions) =>
+  Effect.gen(function*() {
+    const { a, appB, b } = yield* twoInstances({ events: heartbeat })
+    const w = F.uuid()
+    const received = yield* Queue.unbounded<WorkflowEvent>()
+    yield* b.subscribe(w, 0).pipe(Stream.runForEach((e) => Queue.offer(received, e)), Effect.forkScoped)
+    const before = yield* awaitListener(appB)
+    yield* a.publish(w, [{ type: "status", data: "live" }])
+    expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(1)
+    return { a, appB, before, received, w }
   })
 
 const seqs = (events: Chunk.Chunk<WorkflowEvent>) => Chunk.toReadonlyArray(events).map((e) => e.seq)
@@ -80,13 +97,7 @@ describe("event bus across instances", () => {
   it.scopedLive("B notices at once that its LISTEN connection was closed, not at its next heartbeat", () =>
     Effect.gen(function*() {
       // A heartbeat far beyond the test's patience: only the driver's report can bring B back in time.
-      const { a, appB, b } = yield* twoInstances({ events: { heartbeatInterval: "1 hour", heartbeatTimeout: "1 hour" } })
-      const w = F.uuid()
-      const received = yield* Queue.unbounded<WorkflowEvent>()
-      yield* b.subscribe(w, 0).pipe(Stream.runForEach((e) => Queue.offer(received, e)), Effect.forkScoped)
-      const before = yield* awaitListener(appB)
-      yield* a.publish(w, [{ type: "status", data: "live" }])
-      expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(1)
+      const { a, appB, before, received, w } = yield* subscribedAtB({ heartbeatInterval: "1 hour", heartbeatTimeout: "1 hour" })
 
       yield* admin((sql) => sql`SELECT pg_terminate_backend(${before})`)
       const after = yield* awaitListener(appB, before)
@@ -97,14 +108,7 @@ describe("event bus across instances", () => {
 
   it.scopedLive("after B's LISTEN connection is lost and restored, B's subscriber misses nothing", () =>
     Effect.gen(function*() {
-      const { a, appB, b } = yield* twoInstances({ events: { heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" } })
-      const w = F.uuid()
-      const received = yield* Queue.unbounded<WorkflowEvent>()
-      yield* b.subscribe(w, 0).pipe(Stream.runForEach((e) => Queue.offer(received, e)), Effect.forkScoped)
-      const before = yield* awaitListener(appB)
-
-      yield* a.publish(w, [{ type: "status", data: "live" }])
-      expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(1)
+      const { a, appB, before, received, w } = yield* subscribedAtB({ heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" })
       // Let B's listener pass its first ping, so the loss below hits a settled connection.
       yield* Effect.sleep("500 millis")
 
