@@ -66,6 +66,21 @@ class FiberCounter extends Supervisor.AbstractSupervisor<void> {
   }
 }
 let profiler: inspector.Session | undefined
+
+/** The inspector session of this process, connected. */
+const connected = (): inspector.Session => {
+  profiler ??= new inspector.Session()
+  profiler.connect()
+  return profiler
+}
+
+/** Stops what `stop` stops, writes its profile as `args.path` and disconnects; answers the path. */
+const stopInto = async (args: unknown, stop: (session: inspector.Session) => Promise<unknown>) => {
+  const { path } = args as { readonly path: string }
+  fs.writeFileSync(path, JSON.stringify(await stop(profiler!)))
+  profiler!.disconnect()
+  return path
+}
 let principal: Principal | undefined
 
 // Loaded only when used, as `wes serve` does: the driver and SQL modules weigh on the memory figures.
@@ -190,34 +205,22 @@ const main = async () => {
     heapSnapshot: () => v8.writeHeapSnapshot(process.env["BENCH_PROFILE_DIR"] ? `${process.env["BENCH_PROFILE_DIR"]}/wes-${Date.now()}.heapsnapshot` : undefined),
     /** Starts a CPU profile of this process (a phase of a benchmark rather than its whole life). */
     profileStart: async () => {
-      profiler ??= new inspector.Session()
-      profiler.connect()
-      await profiler.post("Profiler.enable")
-      await profiler.post("Profiler.start")
+      const session = connected()
+      await session.post("Profiler.enable")
+      await session.post("Profiler.start")
       return true
     },
+    /** Starts sampling allocations (BENCH_COUNT_OPS-style probes of garbage per workflow). */
     allocStart: async () => {
-      profiler ??= new inspector.Session()
-      profiler.connect()
-      await profiler.post("HeapProfiler.enable")
-      await profiler.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never)
+      const session = connected()
+      await session.post("HeapProfiler.enable")
+      await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never)
       return true
     },
-    allocStop: async (args) => {
-      const { path } = args as { readonly path: string }
-      const { profile } = await profiler!.post("HeapProfiler.stopSampling")
-      fs.writeFileSync(path, JSON.stringify(profile))
-      profiler!.disconnect()
-      return path
-    },
+    /** Stops it and writes the sampled allocations as `<path>` (a .heapprofile); answers the path. */
+    allocStop: (args) => stopInto(args, async (session) => (await session.post("HeapProfiler.stopSampling")).profile),
     /** Stops it and writes it as `<path>` (a .cpuprofile for Chrome's DevTools); answers the path. */
-    profileStop: async (args) => {
-      const { path } = args as { readonly path: string }
-      const { profile } = await profiler!.post("Profiler.stop")
-      fs.writeFileSync(path, JSON.stringify(profile))
-      profiler!.disconnect()
-      return path
-    },
+    profileStop: (args) => stopInto(args, async (session) => (await session.post("Profiler.stop")).profile),
     memory: () => {
       const gc = (globalThis as { gc?: () => void }).gc
       gc?.()

@@ -91,12 +91,13 @@ export const makeFsBlobStore = (root: string) =>
       return Effect.succeed({ file, meta: `${file}.type` })
     }
     // Made at start; made again if someone emptied the directory meanwhile (an existing one costs nothing).
-    const ensureShard = (file: string) => io("create a directory", () => nodeFs.mkdir(path.dirname(file), { recursive: true }))
+    const makeShard = (file: string) => nodeFs.mkdir(path.dirname(file), { recursive: true })
+    const ensureShard = (file: string) => io("create a directory", () => makeShard(file))
     /** Opens a new temporary file for `file`, making its shard again if it was removed. */
     const create = (file: string) => {
       const temp = partOf(file)
       const open = () => nodeFs.open(temp, "wx")
-      return io("write", () => open().catch((e: unknown) => (isNotFound(e) ? nodeFs.mkdir(path.dirname(file), { recursive: true }).then(open) : Promise.reject(e))))
+      return io("write", () => open().catch((e: unknown) => (isNotFound(e) ? makeShard(file).then(open) : Promise.reject(e))))
         .pipe(Effect.map((handle) => ({ temp, handle })))
     }
     const remove = (file: string) => Effect.promise(() => nodeFs.rm(file, { force: true }).catch(() => undefined))

@@ -104,6 +104,7 @@ describe("the router compiled from a declaration", () => {
       body: { message: "Content-Type must be application/json" }
     })
     expect(await call("POST", "/items", { body: "{" })).toMatchObject({ status: 400, body: { message: "body: is not valid JSON" } })
+    expect(await call("POST", "/items", { body: " " })).toMatchObject({ status: 400, body: { message: "body: is required (a JSON object)" } })
   })
 
   it("answers a declared error with its status and body", async () => {

@@ -3,7 +3,7 @@
  * subscribers wait on a one-slot sliding queue, so a publish never blocks and a slow subscriber
  * costs one pending wake-up, not a buffer.
  */
-import { makeWakeUpSlot, type NewWorkflowEvent, subscribeFromLog, type WakeUpSlot, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import { makeWakeUps, type NewWorkflowEvent, subscribeFromLog, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -24,7 +24,7 @@ interface Log {
  */
 export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
   const logs = new Map<string, Log>()
-  const listeners = new Map<string, Set<WakeUpSlot>>()
+  const wakeUps = makeWakeUps()
 
   const read = (workflowId: string, afterSeq: number, limit: number) =>
     Effect.sync((): ReadonlyArray<WorkflowEvent> => {
@@ -33,26 +33,6 @@ export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
       const start = Math.max(0, afterSeq - log.first + 1)
       return log.events.slice(start, start + limit)
     })
-
-  const listen = (workflowId: string) =>
-    Effect.acquireRelease(
-      Effect.map(makeWakeUpSlot, (slot) => {
-        let set = listeners.get(workflowId)
-        if (set === undefined) {
-          set = new Set()
-          listeners.set(workflowId, set)
-        }
-        set.add(slot)
-        return slot
-      }),
-      (slot) =>
-        Effect.suspend(() => {
-          const set = listeners.get(workflowId)
-          set?.delete(slot)
-          if (set?.size === 0) listeners.delete(workflowId)
-          return slot.shutdown
-        })
-    ).pipe(Effect.map((slot) => slot.take))
 
   const append = (workflowId: string, events: ReadonlyArray<NewWorkflowEvent>, now: DateTime.Utc): ReadonlyArray<WorkflowEvent> => {
     if (events.length === 0) return []
@@ -70,7 +50,7 @@ export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
       log.first += excess
     }
     // The wake-up carries the events: a subscriber level with the log takes them without a read.
-    for (const slot of listeners.get(workflowId) ?? []) slot.offer(added)
+    wakeUps.wake(workflowId, added)
     return added
   }
 
@@ -78,7 +58,7 @@ export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
     publish: (workflowId, events) => Effect.map(DateTime.now, (now) => append(workflowId, events, now)),
     read,
     lastSeq: (workflowId) => Effect.sync(() => logs.get(workflowId)?.last ?? 0),
-    subscribe: subscribeFromLog(read, listen)
+    subscribe: subscribeFromLog(read, wakeUps.listen)
   })
   return { bus, append }
 }

@@ -11,7 +11,7 @@
  * registered subscribers are woken with nothing carried.
  */
 import type { PgClient } from "@effect/sql-pg"
-import { makeWakeUpSlot, type WakeUp, type WakeUpSlot, WorkflowEvent } from "@wes/core"
+import { makeWakeUps, type WakeUp, WorkflowEvent } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
@@ -58,11 +58,8 @@ export const carriedEvents = (id: string, rest: string): WakeUp => {
  * that feeds it.
  */
 export const eventWakeupsOn = (channel: string): { readonly wakeups: EventWakeups; readonly listen: ListenChannel } => {
-  /** The subscribers' one-slot wake-ups, by lowercase workflow id. */
-  const subscribers = new Map<string, Set<WakeUpSlot>>()
-  const wake = (slots: Iterable<WakeUpSlot>, carried: WakeUp) => {
-    for (const slot of slots) slot.offer(carried)
-  }
+  /** The subscribers, by lowercase workflow id. */
+  const wakeUps = makeWakeUps()
   return {
     listen: {
       channel,
@@ -70,37 +67,12 @@ export const eventWakeupsOn = (channel: string): { readonly wakeups: EventWakeup
         Effect.sync(() => {
           const space = payload.indexOf(" ")
           const id = (space === -1 ? payload : payload.slice(0, space)).toLowerCase()
-          const queues = subscribers.get(id)
-          // Read once for every subscriber of the workflow on this instance.
-          if (queues !== undefined) wake(queues, space === -1 ? undefined : carriedEvents(id, payload.slice(space + 1)))
+          // Read once for every subscriber of the workflow on this instance, and only if there is one.
+          if (wakeUps.listening(id)) wakeUps.wake(id, space === -1 ? undefined : carriedEvents(id, payload.slice(space + 1)))
         }),
-      onConnected: Effect.sync(() => {
-        for (const queues of subscribers.values()) wake(queues, undefined)
-      })
+      onConnected: Effect.sync(wakeUps.wakeAll)
     },
-    wakeups: {
-      channel,
-      listen: (workflowId) =>
-        Effect.acquireRelease(
-          Effect.map(makeWakeUpSlot, (slot) => {
-            const key = workflowId.toLowerCase()
-            let slots = subscribers.get(key)
-            if (slots === undefined) {
-              slots = new Set()
-              subscribers.set(key, slots)
-            }
-            slots.add(slot)
-            return { key, slot }
-          }),
-          ({ key, slot }) =>
-            Effect.suspend(() => {
-              const slots = subscribers.get(key)
-              slots?.delete(slot)
-              if (slots?.size === 0) subscribers.delete(key)
-              return slot.shutdown
-            })
-        ).pipe(Effect.map(({ slot }) => slot.take))
-    }
+    wakeups: { channel, listen: (workflowId) => wakeUps.listen(workflowId.toLowerCase()) }
   }
 }
 

@@ -155,6 +155,45 @@ export const makeWakeUpSlot: Effect.Effect<WakeUpSlot> = Effect.map(Queue.bounde
 })
 
 /**
+ * The subscribers of a bus, by workflow: `listen` gives each its own slot for the life of its
+ * scope (the `listen` of `subscribeFromLog`); `wake` offers a wake-up to every subscriber of a
+ * workflow, `wakeAll` an empty one to all (what was announced while nobody could hear is read
+ * again). Keys are compared as given: a bus that receives ids in another case normalises them.
+ */
+export const makeWakeUps = () => {
+  const subscribers = new Map<string, Set<WakeUpSlot>>()
+  return {
+    listen: (key: string): Effect.Effect<Effect.Effect<WakeUp>, never, Scope.Scope> =>
+      Effect.acquireRelease(
+        Effect.map(makeWakeUpSlot, (slot) => {
+          let slots = subscribers.get(key)
+          if (slots === undefined) {
+            slots = new Set()
+            subscribers.set(key, slots)
+          }
+          slots.add(slot)
+          return slot
+        }),
+        (slot) =>
+          Effect.suspend(() => {
+            const slots = subscribers.get(key)
+            slots?.delete(slot)
+            if (slots?.size === 0) subscribers.delete(key)
+            return slot.shutdown
+          })
+      ).pipe(Effect.map((slot) => slot.take)),
+    /** Whether anyone listens for `key` (to skip work a wake-up would need). */
+    listening: (key: string): boolean => subscribers.has(key),
+    wake: (key: string, wakeUp: WakeUp): void => {
+      for (const slot of subscribers.get(key) ?? []) slot.offer(wakeUp)
+    },
+    wakeAll: (): void => {
+      for (const slots of subscribers.values()) for (const slot of slots) slot.offer(undefined)
+    }
+  }
+}
+
+/**
  * Builds `subscribe` from a log reader and a wake-up source. `listen` registers interest in a
  * workflow for the life of the scope and returns an effect that completes at the next publish
  * after registration (or at once if one happened since the last wait). Registering before the

@@ -50,6 +50,7 @@ export {
   READ_BATCH,
   subscribeFromLog,
   type WakeUp,
+  makeWakeUps,
   makeWakeUpSlot,
   type WakeUpSlot,
   summaryData,

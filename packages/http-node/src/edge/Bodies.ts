@@ -56,7 +56,7 @@ export const readBytes = (source: IncomingMessage, max: number): Effect.Effect<B
 /** A JSON body: required, nested at most `JSON_MAX_DEPTH` deep, valid. */
 export const parseJson = (bytes: Buffer): Effect.Effect<unknown, ValidationError> => {
   const text = bytes.toString("utf8")
-  if (text.trim() === "") return Effect.fail(invalid("body", "is required"))
+  if (text.trim() === "") return Effect.fail(invalid("body", "is required", "body: is required (a JSON object)"))
   if (textNestsDeeperThan(text, JSON_MAX_DEPTH)) return Effect.fail(invalid("body", depthMessage()))
   try {
     return Effect.succeed(JSON.parse(text) as unknown)

@@ -133,10 +133,7 @@ export const compileEndpoint = (handler: Handler, middlewares: ReadonlyArray<Mid
   const decodeQuery = syncDecoder(endpoint.urlParamsSchema)
   const queryAst = Option.getOrUndefined(endpoint.urlParamsSchema)?.ast
   const kind = handler.withFullRequest ? undefined : payloadKindOf(endpoint)
-  const decodePayload = Option.match(endpoint.payloadSchema, {
-    onNone: () => undefined,
-    onSome: (s) => Schema.decodeUnknown(s as Schema.Schema<unknown, unknown>)
-  })
+  const decodePayload = kind === undefined ? undefined : Schema.decodeUnknown(Option.getOrThrow(endpoint.payloadSchema) as Schema.Schema<unknown, unknown>)
   const encode = successEncoder(endpoint)
   const wrap = withMiddlewares(middlewares)
   const run = handler.handler as (input: Record<string, unknown>) => Program
