@@ -3,7 +3,8 @@
  * pass over the batch and the driver's in-flight entries as they were when the batch was taken:
  * the new progress and seen run of each prompt (written back in one step), the run events to
  * publish, and the few steps that need effects (a start to record, an end to record, the socket
- * opening or closing, a queue change), in the order they came. Track.ts carries these out; so a
+ * opening or closing, a queue change), in the order they came. A prompt that starts and ends in
+ * the same batch has only its end to record: one write walks it through `running`. Track.ts carries these out; so a
  * batch costs a handful of effects whatever the number of events in it.
  */
 import * as HashMap from "effect/HashMap"
@@ -40,6 +41,9 @@ export const eventPass = (
   const followed = new Map<string, Followed>()
   const publish = new Map<string, Array<NewWorkflowEvent>>()
   const steps: Array<Step> = []
+  /** Where each prompt's start is among `steps`, and the starts dropped because the end came too. */
+  const startAt = new Map<string, number>()
+  const dropped = new Set<number>()
   const entry = (id: string | null): Tracked | undefined =>
     id === null ? undefined : Option.getOrUndefined(HashMap.get(tracked, id))
   const current = (t: Tracked): Followed => followed.get(t.workflow.id) ?? { progress: t.progress, run: t.run }
@@ -86,6 +90,7 @@ export const eventPass = (
         if (t === undefined) break
         const graph = graphOf(t)
         set(t, { run: startRun(event.timestamp), ...(graph === undefined ? {} : { progress: startProgress(graph) }) })
+        startAt.set(event.prompt_id, steps.length)
         steps.push({ _tag: "Started", id: event.prompt_id, at: event.timestamp })
         break
       }
@@ -124,6 +129,12 @@ export const eventPass = (
         publish.delete(event.prompt_id)
         const t = entry(event.prompt_id)
         if (t === undefined) break
+        // Its start in the same pass is written with its end (Finish.ts walks every status it missed).
+        const start = startAt.get(event.prompt_id)
+        if (start !== undefined) {
+          startAt.delete(event.prompt_id)
+          dropped.add(start)
+        }
         steps.push({ _tag: "Done", id: event.prompt_id, leading, seen: seenHistory(current(t).run) })
         set(t, { run: undefined })
         break
@@ -132,5 +143,5 @@ export const eventPass = (
         break
     }
   }
-  return { followed, publish, steps }
+  return { followed, publish, steps: dropped.size === 0 ? steps : steps.filter((_, i) => !dropped.has(i)) }
 }

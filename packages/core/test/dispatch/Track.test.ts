@@ -169,6 +169,43 @@ describe("Track", () => {
     })))
   })
 
+  it.effect("a prompt that starts and ends in one batch is written once: running with its end", () => {
+    const w = workflowOn({ status: "queued", workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* handleEvents([
+        { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+        executing(w.id, "1"),
+        { _tag: "Executed", prompt_id: w.id, node: "2", output: null, files: [] },
+        { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+        { _tag: "PromptDone", prompt_id: w.id }
+      ])
+      yield* eventually(() => store.status(w.id) === "completed")
+      expect(store.moves).toEqual(["Started+Completed"])
+      expect(store.byId.get(w.id)).toMatchObject({ started_at: DateTime.unsafeMake(1_000), completed_at: DateTime.unsafeMake(2_000) })
+    }).pipe(Effect.provide(layerFor(store)))
+  })
+
+  it.effect("a batch that starts and ends a prompt being submitted does not wait for the submission", () => {
+    const w = workflowOn({ workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      // The submission never records here: a batch that waited for it would never return.
+      yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
+      const handling = yield* Effect.fork(handleEvents([
+        { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+        { _tag: "Executed", prompt_id: w.id, node: "2", output: null, files: [] },
+        { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+        { _tag: "PromptDone", prompt_id: w.id }
+      ]))
+      yield* eventually(() => store.status(w.id) === "completed")
+      expect(Option.isSome(yield* Fiber.poll(handling))).toBe(true)
+      expect(store.moves).toEqual(["Uploaded+Queued+Started+Completed"])
+    }).pipe(Effect.provide(layerFor(store)))
+  })
+
   for (
     const [gap, events] of [
       ["a reconnection", [{ _tag: "Disconnected", reason: "closed" }, { _tag: "Connected" }]],
