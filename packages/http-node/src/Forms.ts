@@ -6,6 +6,7 @@
  * Platform-neutral: the typed client imports the declaration too.
  */
 import {
+  type BlobContent,
   depthMessage,
   isParamField,
   JSON_MAX_BYTES,
@@ -20,7 +21,6 @@ import {
 import * as Effect from "effect/Effect"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type * as Stream from "effect/Stream"
 
 /** A file part of a form, held by the reader for the life of the request. */
 export class FormFile {
@@ -31,8 +31,8 @@ export class FormFile {
     readonly contentType: string,
     /** Bytes received. */
     readonly size: number,
-    /** Its bytes (from memory, or from the request's temporary file). */
-    readonly content: Stream.Stream<Uint8Array, StorageError>,
+    /** Its bytes: held in memory, or streamed from the request's temporary file. */
+    readonly content: BlobContent,
     /** Its bytes as UTF-8 text. */
     readonly text: Effect.Effect<string, StorageError>
   ) {}

@@ -16,7 +16,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { BlobStore, isSafeBlobKey, StorageError } from "@wes/core"
+import { BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -107,13 +107,17 @@ export const makeFsBlobStore = (root: string) =>
         Effect.flatMap(locate(key), ({ file }) =>
           Effect.flatMap(create(file), ({ handle, temp }) => {
             const write = (chunks: ReadonlyArray<Uint8Array>) => io("write", () => writeAll(handle, chunks))
-            const written = Effect.zipRight(
-              write([header(contentType)]),
-              Stream.runFoldEffect(content.pipe(Stream.chunks), 0, (size, chunk) => {
-                const parts = Chunk.toReadonlyArray(chunk)
-                return Effect.as(write(parts), parts.reduce((n, p) => n + p.length, size))
-              })
-            )
+            let size = 0
+            const sized = (parts: ReadonlyArray<Uint8Array>) => {
+              for (const p of parts) size += p.length
+              return parts
+            }
+            const written = (isBlobBytes(content)
+              ? write([header(contentType), ...sized(content)])
+              : Effect.zipRight(
+                write([header(contentType)]),
+                Stream.runForEachChunk(content, (chunk) => write(sized(Chunk.toReadonlyArray(chunk))))
+              )).pipe(Effect.map(() => size))
             return written.pipe(
               Effect.ensuring(Effect.promise(() => handle.close().catch(() => undefined))),
               Effect.tap(() => io("write", () => nodeFs.rename(temp, file))),

@@ -120,7 +120,7 @@ const make = (limits: MultipartLimits) =>
       const held = part.content
       if (held._tag === "Memory") {
         const decoder = new TextDecoder()
-        return new FormFile(part.field, part.filename, part.contentType, part.size, Stream.fromIterable(held.chunks), Effect.sync(() =>
+        return new FormFile(part.field, part.filename, part.contentType, part.size, held.chunks, Effect.sync(() =>
           held.chunks.map((c, i) => decoder.decode(c, { stream: i < held.chunks.length - 1 })).join("")))
       }
       return new FormFile(

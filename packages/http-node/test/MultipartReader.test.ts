@@ -1,7 +1,7 @@
 /** The multipart reader on its own: what it reads, how it streams, where files go, and what it refuses. */
 import { it } from "@effect/vitest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import type { ValidationError } from "@wes/core"
+import { isBlobBytes, type ValidationError } from "@wes/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -46,7 +46,9 @@ const request = (headers: Record<string, string> = { "content-type": `multipart/
 const bytes = (n: number, seed = 7) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff)
 
 const contentOf = (file: FormFile) =>
-  Effect.map(Stream.runCollect(file.content), (chunks) => Buffer.concat(Chunk.toReadonlyArray(chunks)))
+  isBlobBytes(file.content)
+    ? Effect.succeed(Buffer.concat(file.content))
+    : Effect.map(Stream.runCollect(file.content), (chunks) => Buffer.concat(Chunk.toReadonlyArray(chunks)))
 
 /** A directory of this test's own, for the reader's spill directory. */
 const spillRoot = () => fs.mkdtempSync(path.join(os.tmpdir(), "wes-reader-test-"))

@@ -1,6 +1,5 @@
 /** Blobs in memory (tests and the embedded default). */
-import { BlobStore, isSafeBlobKey, StorageError } from "@wes/core"
-import * as Chunk from "effect/Chunk"
+import { BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -9,7 +8,7 @@ import * as Stream from "effect/Stream"
 /** Streams stored bytes in chunks of this size. */
 const CHUNK = 64 * 1024
 
-const concat = (chunks: Chunk.Chunk<Uint8Array>): Uint8Array => {
+const concat = (chunks: Iterable<Uint8Array>): Uint8Array => {
   let size = 0
   for (const c of chunks) size += c.length
   const out = new Uint8Array(size)
@@ -28,7 +27,7 @@ export const makeMemoryBlobStore = () => {
   return BlobStore.of({
     put: (key, content, contentType) =>
       isSafeBlobKey(key)
-        ? Effect.map(Stream.runCollect(content), (chunks) => {
+        ? Effect.map(isBlobBytes(content) ? Effect.succeed<Iterable<Uint8Array>>(content) : Stream.runCollect(content), (chunks) => {
           const bytes = concat(chunks)
           blobs.set(key, { bytes, content_type: contentType })
           return bytes.length

@@ -11,7 +11,7 @@
  * them); `sweepOrphanChunks` removes them.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { type Blob, BlobStore, isSafeBlobKey, StorageError } from "@wes/core"
+import { type Blob, type BlobContent, BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -67,7 +67,7 @@ export const makePgBlobStore = Effect.gen(function*() {
    * arrive. Content that fits one chunk is not written but handed back (`held`): most outputs and
    * inputs do, and then the whole put is one statement (`putSmall`).
    */
-  const writeChunks = (blobId: string, content: Stream.Stream<Uint8Array, StorageError>) =>
+  const writeChunks = (blobId: string, content: BlobContent) =>
     Effect.gen(function*() {
       let pending: Array<Uint8Array> = []
       let pendingSize = 0
@@ -91,18 +91,20 @@ export const makePgBlobStore = Effect.gen(function*() {
         }
         return write(bytes)
       })
-      yield* Stream.runForEach(content, (piece) =>
+      const take = (piece: Uint8Array) =>
         Effect.gen(function*() {
           size += piece.length
           let offset = 0
           while (offset < piece.length) {
-            const take = Math.min(BLOB_CHUNK_SIZE - pendingSize, piece.length - offset)
-            pending.push(piece.subarray(offset, offset + take))
-            pendingSize += take
-            offset += take
+            const taken = Math.min(BLOB_CHUNK_SIZE - pendingSize, piece.length - offset)
+            pending.push(piece.subarray(offset, offset + taken))
+            pendingSize += taken
+            offset += taken
             if (pendingSize === BLOB_CHUNK_SIZE) yield* flush
           }
-        }))
+        })
+      if (isBlobBytes(content)) for (const piece of content) yield* take(piece)
+      else yield* Stream.runForEach(content, take)
       if (pendingSize > 0) yield* flush
       return { chunks, size, held }
     })

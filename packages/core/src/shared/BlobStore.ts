@@ -10,6 +10,17 @@ import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { StorageError } from "./Errors.js"
 
+/**
+ * What a blob is written from: a stream, or bytes already in memory (a small upload, held whole
+ * by the request's reader), which a store writes without running a stream. A stream's run
+ * (channel executor, fiber, scope) was about 300 of a multipart create's 1,066 runtime steps
+ * (docs/decisions.md, "The HTTP edge: one path").
+ */
+export type BlobContent = Stream.Stream<Uint8Array, StorageError> | ReadonlyArray<Uint8Array>
+
+/** True when `content` is bytes in memory. */
+export const isBlobBytes = (content: BlobContent): content is ReadonlyArray<Uint8Array> => Array.isArray(content)
+
 /** A stored blob. */
 export interface Blob {
   readonly size: number
@@ -21,7 +32,7 @@ export class BlobStore extends Context.Tag("@wes/core/BlobStore")<BlobStore, {
   /** Writes `content` under `key` (replacing any blob there); the number of bytes written. */
   readonly put: (
     key: string,
-    content: Stream.Stream<Uint8Array, StorageError>,
+    content: BlobContent,
     contentType: string
   ) => Effect.Effect<number, StorageError>
   readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StorageError>

@@ -1,5 +1,5 @@
 /** What every feature shares: errors, ids, JSON, pagination, tags, blobs, crypto, transactions. */
-export { type Blob, BlobStore, inputBlobKey, isSafeBlobKey, outputBlobKey, sanitizeFilename } from "./BlobStore.js"
+export { type Blob, type BlobContent, BlobStore, inputBlobKey, isBlobBytes, isSafeBlobKey, outputBlobKey, sanitizeFilename } from "./BlobStore.js"
 export { Crypto, CryptoWeb } from "./Crypto.js"
 export {
   type ApiError,

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import {
   BlobStore,
   IdGenerator,
+  isBlobBytes,
   type NewWorkflowEvent,
   type PromptHistory,
   RunnerGateway,
@@ -78,7 +79,8 @@ describe("Finish", () => {
       download: () => Effect.succeed({ content_type: "image/png", stream: Stream.make(new Uint8Array([1, 2, 3])) })
     }, {
       blobs: {
-        put: (key, content) => Effect.map(Stream.runCollect(content), (chunks) => {
+        // An output is copied as it downloads (a stream), never held whole.
+        put: (key, content) => isBlobBytes(content) ? Effect.dieMessage("an output was held in memory") : Effect.map(Stream.runCollect(content), (chunks) => {
           stored.push(key)
           return Array.from(chunks).reduce((n, c) => n + c.length, 0)
         })

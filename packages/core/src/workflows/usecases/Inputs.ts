@@ -1,16 +1,15 @@
 /** The inputs of the workflow use cases, and the answer a repeated idempotent request gets. */
 import * as Duration from "effect/Duration"
-import type * as Stream from "effect/Stream"
-import type { StorageError } from "../../shared/Errors.js"
+import type { BlobContent } from "../../shared/BlobStore.js"
 import type { PageInput } from "../../shared/Pagination.js"
 import type { SuppliedParam } from "../Placeholders.js"
 import type { Workflow } from "../Workflow.js"
 
-/** A file part of a request, ready to be streamed into the blob store. */
+/** A file part of a request, ready to be written into the blob store. */
 export interface UploadedFile {
   readonly filename: string
   readonly content_type: string
-  readonly content: Stream.Stream<Uint8Array, StorageError>
+  readonly content: BlobContent
 }
 
 export interface CreateWorkflowInput {
