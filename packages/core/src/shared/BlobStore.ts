@@ -13,8 +13,8 @@ import type { StorageError } from "./Errors.js"
 /**
  * What a blob is written from: a stream, or bytes already in memory (a small upload, held whole
  * by the request's reader), which a store writes without running a stream. A stream's run
- * (channel executor, fiber, scope) was about 300 of a multipart create's 1,066 runtime steps
- * (docs/decisions.md, "The HTTP edge: one path").
+ * (channel executor, fiber, scope) was over half of a multipart create's runtime steps: 1,336
+ * with it, 577 without (docs/decisions.md, "The HTTP edge: one path").
  */
 export type BlobContent = Stream.Stream<Uint8Array, StorageError> | ReadonlyArray<Uint8Array>
 
