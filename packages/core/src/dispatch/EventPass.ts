@@ -4,8 +4,8 @@
  * the new progress and seen run of each prompt (written back in one step), the run events to
  * publish, and the few steps that need effects (a start to record, an end to record, the socket
  * opening or closing, a queue change), in the order they came. A prompt that starts and ends in
- * the same batch has only its end to record: one write walks it through `running`. Track.ts carries these out; so a
- * batch costs a handful of effects whatever the number of events in it.
+ * the same batch has only its end to record: one write walks it through `running`. Track.ts
+ * carries these out; so a batch costs a handful of effects whatever the number of events in it.
  */
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"

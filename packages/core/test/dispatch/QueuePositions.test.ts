@@ -29,75 +29,76 @@ const eventually = (done: () => boolean) =>
     expect(done()).toBe(true)
   })
 
+/** Reads the loop made of the runner. */
+interface Reads {
+  queue: number
+  history: number
+}
+
+/** A gateway whose queue answers `snapshot` and whose history has every prompt ended, counting reads. */
+const counting = (reads: Reads, snapshot: { readonly running: ReadonlyArray<string>; readonly pending: ReadonlyArray<string> } = empty) => ({
+  queue: () => Effect.sync(() => reads.queue++).pipe(Effect.as(snapshot)),
+  history: () => Effect.sync(() => reads.history++).pipe(Effect.as(Option.some(success)))
+})
+
+/** Puts `workflows` on the runner as this driver's, starts the loop, and lets it read the queue once. */
+const afterFirstRead = (workflows: ReadonlyArray<ReturnType<typeof workflowOn>>, reads: Reads) =>
+  Effect.gen(function*() {
+    const driving = yield* Driving
+    for (const w of workflows) yield* driving.inFlight.put({ workflow: headOf(w), phase: "onRunner" })
+    yield* Effect.forkScoped(refreshPositions)
+    yield* Queue.offer(driving.queueChanged, undefined)
+    yield* eventually(() => reads.queue === 1)
+    return driving
+  })
+
 describe("QueuePositions", () => {
   it.scoped("a prompt missing from two reads of the queue, an interval apart, ends from its history", () => {
     const w = workflowOn({ status: "running" })
     const store = new FakeWorkflows([w])
-    let queueReads = 0
-    let historyReads = 0
+    const reads: Reads = { queue: 0, history: 0 }
     return Effect.gen(function*() {
-      const driving = yield* Driving
-      yield* driving.inFlight.put({ workflow: headOf(w), phase: "onRunner" })
-      yield* Effect.forkScoped(refreshPositions)
-      yield* Queue.offer(driving.queueChanged, undefined)
-      yield* eventually(() => queueReads === 1)
+      yield* afterFirstRead([w], reads)
       // Once missing: maybe ended and not yet said on the socket. No history read yet.
-      expect(historyReads).toBe(0)
+      expect(reads.history).toBe(0)
       expect(store.status(w.id)).toBe("running")
       // The loop looks again after the interval without a queue change.
       yield* TestClock.adjust("250 millis")
       yield* eventually(() => store.status(w.id) === "completed")
-      expect([queueReads, historyReads]).toEqual([2, 1])
-    }).pipe(Effect.provide(layerFor(store, {
-      queue: () => Effect.sync(() => queueReads++).pipe(Effect.as(empty)),
-      history: () => Effect.sync(() => historyReads++).pipe(Effect.as(Option.some(success)))
-    })))
+      expect([reads.queue, reads.history]).toEqual([2, 1])
+    }).pipe(Effect.provide(layerFor(store, counting(reads))))
   })
 
   it.scoped("a prompt the socket ends between the two reads costs no history read", () => {
     const w = workflowOn({ status: "running" })
     const store = new FakeWorkflows([w])
-    let queueReads = 0
-    let historyReads = 0
+    const reads: Reads = { queue: 0, history: 0 }
     return Effect.gen(function*() {
-      const driving = yield* Driving
-      yield* driving.inFlight.put({ workflow: headOf(w), phase: "onRunner" })
-      yield* Effect.forkScoped(refreshPositions)
-      yield* Queue.offer(driving.queueChanged, undefined)
-      yield* eventually(() => queueReads === 1)
+      const driving = yield* afterFirstRead([w], reads)
       for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
       // The socket's end took it (Track.ts): it is no longer on the runner for this driver.
       yield* driving.inFlight.shift(w.id, ["onRunner"], "finishing")
       yield* TestClock.adjust("250 millis")
       for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
       // Nothing of this driver's is left on the runner: no second read, no history read, no write.
-      expect([queueReads, historyReads]).toEqual([1, 0])
+      expect([reads.queue, reads.history]).toEqual([1, 0])
       expect(store.requests).toEqual([])
       expect(store.status(w.id)).toBe("running")
-    }).pipe(Effect.provide(layerFor(store, {
-      queue: () => Effect.sync(() => queueReads++).pipe(Effect.as(empty)),
-      history: () => Effect.sync(() => historyReads++).pipe(Effect.as(Option.some(success)))
-    })))
+    }).pipe(Effect.provide(layerFor(store, counting(reads))))
   })
 
   it.scoped("a prompt still queued or running gets its position, and nothing is finished", () => {
     const running = workflowOn({ status: "queued", queue_number: 1 })
     const waiting = workflowOn({ status: "queued", queue_number: 1 })
     const store = new FakeWorkflows([running, waiting])
-    let queueReads = 0
+    const reads: Reads = { queue: 0, history: 0 }
     return Effect.gen(function*() {
-      const driving = yield* Driving
-      yield* driving.inFlight.put({ workflow: headOf(running), phase: "onRunner" })
-      yield* driving.inFlight.put({ workflow: headOf(waiting), phase: "onRunner" })
-      yield* Effect.forkScoped(refreshPositions)
-      yield* Queue.offer(driving.queueChanged, undefined)
+      yield* afterFirstRead([running, waiting], reads)
       yield* eventually(() => store.status(running.id) === "running" && store.byId.get(waiting.id)?.queue_number === 2)
       expect(store.moves.sort()).toEqual(["QueueMoved", "Started"])
       // Nothing was missing: no second look without a queue change.
       yield* TestClock.adjust("1 second")
-      expect(queueReads).toBe(1)
-    }).pipe(Effect.provide(layerFor(store, {
-      queue: () => Effect.sync(() => queueReads++).pipe(Effect.as({ running: [running.id], pending: ["other", waiting.id] }))
-    })))
+      expect(reads.queue).toBe(1)
+    }).pipe(Effect.provide(layerFor(store, counting(reads, { running: [running.id], pending: ["other", waiting.id] }))))
   })
 })
