@@ -117,6 +117,20 @@ serve({
     }
     return { subscriptions: subscriptions.length, expected, received, lost: expected - received, duplicates, idGaps, late, latency: summarize(latencies) }
   },
+  /** Every (step, latency ms, arrival time) a subscription saw, for probes of where a tail comes from. */
+  samples: (args) => {
+    const { sent } = args as { readonly sent: Record<string, ReadonlyArray<number>> }
+    const out: Array<[number, number, number]> = []
+    for (const sub of subscriptions) {
+      const times = sent[sub.key] ?? []
+      for (let step = 1; step < sub.arrivals.length; step++) {
+        const s = times[step]
+        const a = sub.arrivals[step]!
+        if (s !== undefined && s !== 0 && a !== 0) out.push([step, a - s, a])
+      }
+    }
+    return out
+  },
   close: () => {
     for (const sub of subscriptions) sub.request?.destroy()
     subscriptions.length = 0

@@ -51,8 +51,10 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
   const { options } = driving
   const leaseMs = Duration.toMillis(options.claimLease)
   const agingMs = Duration.toMillis(options.priorityAging)
-  // A tick every claimInterval stands in for a wake-up (no timeout per wait: each costs a fiber and a timer).
-  yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(options.claimInterval)))
+  // A tick every claimInterval stands in for a wake-up (no timeout per wait: each costs a fiber and
+  // a timer). Jittered (80-120 %), so the drivers of many runners started together drift apart
+  // instead of all claiming at the same instant every interval.
+  yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(options.claimInterval).pipe(Schedule.jittered)))
   let idleSince: number | undefined
   for (;;) {
     const free = options.concurrencyPerRunner - (yield* driving.inFlight.load)

@@ -75,7 +75,12 @@ const make = (options: DispatcherOptions) =>
         Effect.provide(context)
       )
 
-    /** Wakes the driver of `ref`, or starts one (atomically: two scans at once start one driver, with one wake-up queue). */
+    /**
+     * Starts a driver for `ref` unless one runs (atomically: two scans at once start one driver,
+     * with one wake-up queue). A running driver is not woken: it claims on the wake-ups of its
+     * runner and every `claimInterval`, so a scan of many runners does not set every driver
+     * claiming at the same instant.
+     */
     const start = (ref: RunnerRef) =>
       Effect.gen(function*() {
         const fresh = yield* Queue.sliding<void>(1)
@@ -83,8 +88,7 @@ const make = (options: DispatcherOptions) =>
           const existing = HashMap.get(map, ref.id as string)
           return Option.isSome(existing) ? [existing.value, map] : [fresh, HashMap.set(map, ref.id as string, fresh)]
         })
-        if (wake !== fresh) return yield* Queue.offer(wake, undefined)
-        yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake))
+        if (wake === fresh) yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake))
       })
 
     const scan = repo.unfinishedRunners.pipe(

@@ -10,6 +10,7 @@ import {
   WorkflowEventBus,
   WorkflowRepository
 } from "@wes/core"
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -134,6 +135,27 @@ describe("Claim", () => {
       }
     }, {})))
   })
+
+  it.effect("claims on its own every claimInterval, jittered, so drivers started together drift apart", () => {
+    const store = new FakeWorkflows()
+    const at: Array<number> = []
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.fork(claimLoop)
+      for (let i = 0; i < 400; i++) yield* TestClock.adjust("50 millis")
+      yield* Fiber.interrupt(fiber)
+      const gaps = at.slice(2).map((t, i) => t - at[i + 1]!)
+      expect(gaps.length).toBeGreaterThanOrEqual(15)
+      // claimInterval is 1 s here: each wait is 0.8-1.2 s (to the 50 ms the clock moved by), and they differ.
+      for (const gap of gaps) {
+        expect(gap).toBeGreaterThanOrEqual(750)
+        expect(gap).toBeLessThanOrEqual(1250)
+      }
+      expect(new Set(gaps).size).toBeGreaterThan(3)
+    }).pipe(Effect.provide(layerFor(store, {
+      claim: () => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => at.push(now))), [])
+    }, {}, {
+      // Work elsewhere in the runner's queue: the loop never goes idle.
+      countInFlight: (ids) => Effect.succeed(new Map(ids.map((id) => [id, 1])))
+    })))
+  })
 })
-
-

@@ -16,9 +16,10 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
-import { RUNNER, schedulerFor } from "./harness.js"
+import { heldLease, RUNNER, schedulerFor } from "./harness.js"
 
 const ref: RunnerRef = { kind: "user", id: RUNNER as never }
 
@@ -53,6 +54,48 @@ describe("Dispatcher", () => {
       expect(yield* dispatcher.driven).toEqual([RUNNER])
       // The scan repeats every scanInterval (plus the three asked for and the wake-ups that name no driven runner).
       expect(scans).toBeGreaterThanOrEqual(3 + 2)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("a scan leaves a running driver alone; a wake-up for its runner makes it claim", () => {
+    const claims: Array<number> = []
+    const wakeups = Effect.runSync(Queue.unbounded<string>())
+    let scans = 0
+    const layer = Dispatcher.layer({ scanInterval: "2 seconds", claimInterval: "1 hour", reconcileInterval: "1 hour", idleAfter: "1 hour" }).pipe(
+      Layer.provide(Layer.mergeAll(
+        Layer.mock(WorkflowRepository, {
+          unfinishedRunners: Effect.sync(() => scans++).pipe(Effect.as([ref])),
+          countInFlight: () => Effect.succeed(new Map([[RUNNER, 1]]))
+        }),
+        Layer.mock(DispatchQueue, {
+          wakeups: Stream.fromQueue(wakeups),
+          claim: () => Effect.as(Effect.sync(() => claims.push(scans)), [])
+        }),
+        Layer.mock(RunnerOwnership, { instanceId: "instance-a", acquire: () => Effect.succeed(Option.some(heldLease)) }),
+        // The runner's socket stays quiet: nothing but claims happens.
+        Layer.mock(RunnerGateway, { events: () => Effect.succeed(Stream.never) }),
+        Layer.mock(WorkflowEventBus, {}),
+        Layer.mock(BlobStore, {}),
+        Layer.mock(AccountRepository, {}),
+        TierPolicy.layer({}),
+        Layer.mock(IdGenerator, {}),
+        schedulerFor()
+      ))
+    )
+    return Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher
+      yield* TestClock.adjust("10 millis")
+      expect(yield* dispatcher.driven).toEqual([RUNNER])
+      const started = claims.length
+      expect(started).toBeGreaterThan(0)
+      // Five more scans find the runner: its driver runs, so none of them sets it claiming.
+      yield* TestClock.adjust("10 seconds")
+      expect(scans).toBeGreaterThanOrEqual(6)
+      expect(claims).toHaveLength(started)
+      // New work announced for the runner: it claims at once.
+      yield* Queue.offer(wakeups, RUNNER)
+      yield* TestClock.adjust("10 millis")
+      expect(claims).toHaveLength(started + 1)
     }).pipe(Effect.provide(layer))
   })
 })
