@@ -6,6 +6,7 @@ import {
   Dispatcher,
   DispatchQueue,
   IdGenerator,
+  type RunnerEvent,
   type RunnerRef,
   RunnerGateway,
   RunnerOwnership,
@@ -73,7 +74,7 @@ describe("Dispatcher", () => {
         }),
         Layer.mock(RunnerOwnership, { instanceId: "instance-a", acquire: () => Effect.succeed(Option.some(heldLease)) }),
         // The runner's socket stays quiet: nothing but claims happens.
-        Layer.mock(RunnerGateway, { events: () => Effect.succeed(Stream.never) }),
+        Layer.mock(RunnerGateway, { events: () => Queue.unbounded<RunnerEvent>() }),
         Layer.mock(WorkflowEventBus, {}),
         Layer.mock(BlobStore, {}),
         Layer.mock(AccountRepository, {}),
