@@ -51,6 +51,12 @@ export interface WesConfig {
    */
   readonly dbSilenceTimeout: Option.Option<Duration.Duration>
   /**
+   * WES_DB_PREPARED_STATEMENTS: PostgreSQL store: prepare each statement once per connection
+   * (true); false behind a pooler that does not keep a session per client (PgBouncer in
+   * transaction mode before 1.21).
+   */
+  readonly dbPreparedStatements: boolean
+  /**
    * Refuse user runner endpoints that resolve to private, loopback, link-local or unspecified
    * addresses: the default, except in dev mode. `WES_RUNNER_ALLOW_PRIVATE=true` allows them (a
    * single-tenant install whose runners are on its own network); the older
@@ -113,6 +119,7 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
     Config.validate({ message: "WES_DB_SILENCE_TIMEOUT must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
     Config.option
   ),
+  dbPreparedStatements: Config.boolean("WES_DB_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
   runnerAllowPrivate: Config.option(Config.boolean("WES_RUNNER_ALLOW_PRIVATE")),
   runnerDenyPrivate: Config.option(Config.boolean("WES_RUNNER_DENY_PRIVATE")),
   capabilityRefresh: Config.duration("WES_CAPABILITY_REFRESH").pipe(

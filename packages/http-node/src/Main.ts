@@ -39,6 +39,7 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
         url: Option.getOrThrow(config.databaseUrl),
         connectTimeout: "5 seconds",
         silenceTimeout: Option.getOrUndefined(config.dbSilenceTimeout),
+        preparedStatements: config.dbPreparedStatements,
         runnerLeases: { leaseTime: config.lease, renewInterval: Duration.millis(Duration.toMillis(config.lease) / 3) }
       })))
     : MemoryStoreLive

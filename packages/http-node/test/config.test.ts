@@ -1,4 +1,4 @@
-/** `wes serve`'s configuration: runners' capabilities (WES_CAPABILITY_REFRESH) and webhooks (WES_WEBHOOK_*). */
+/** `wes serve`'s configuration: runners' capabilities (WES_CAPABILITY_REFRESH), webhooks (WES_WEBHOOK_*) and the PostgreSQL store (WES_DB_*). */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -39,5 +39,15 @@ describe("webhook settings", () => {
     expect(String(base._tag === "Left" ? base.left : "")).toContain("WES_WEBHOOK_RETRY_BASE_MS must be from 10 to 3600000")
     const timeout = await load({ WES_WEBHOOK_TIMEOUT: "2 minutes" })
     expect(String(timeout._tag === "Left" ? timeout.left : "")).toContain("WES_WEBHOOK_TIMEOUT must be from 100 milliseconds to 60 seconds")
+  })
+})
+
+describe("WES_DB_PREPARED_STATEMENTS", () => {
+  it("is on by default, off with false, and anything else is refused naming the variable", async () => {
+    const prepared = (r: Awaited<ReturnType<typeof load>>) => (r._tag === "Right" ? r.right.dbPreparedStatements : "error")
+    expect(prepared(await load({}))).toBe(true)
+    expect(prepared(await load({ WES_DB_PREPARED_STATEMENTS: "false" }))).toBe(false)
+    const wrong = await load({ WES_DB_PREPARED_STATEMENTS: "sometimes" })
+    expect(String(wrong._tag === "Left" ? wrong.left : "")).toContain("WES_DB_PREPARED_STATEMENTS")
   })
 })

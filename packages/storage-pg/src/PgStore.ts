@@ -34,6 +34,7 @@ import { PgTemplateRepository } from "./PgTemplateRepository.js"
 import { makePgWebhookRepository, webhookWakeupsOn } from "./PgWebhookRepository.js"
 import { DEFAULT_WEBHOOKS_CHANNEL } from "./WorkflowWrites.js"
 import { makePgWorkflowRepository } from "./PgWorkflowRepository.js"
+import { type PgPoolConfig, pgClientLayer } from "./PgPool.js"
 import { storageError } from "./Sql.js"
 
 /** Connections per instance: enough for a 2-core server; PostgreSQL's default allows 100 in all. */
@@ -52,10 +53,7 @@ export interface PgStoreOptions {
 }
 
 /** How to connect, plus the store's options. Name transforms and custom type parsers are not offered: the store's SQL relies on neither. */
-export interface PgStoreConfig extends
-  Omit<PgClient.PgClientConfig, "transformResultNames" | "transformQueryNames" | "transformJson" | "types">,
-  PgStoreOptions
-{
+export interface PgStoreConfig extends PgPoolConfig, PgStoreOptions {
   /**
    * A connection that carries nothing, either way, for this long is dropped (default
    * `DEFAULT_SILENCE_TIMEOUT`; `Duration.infinity` for never). It is how a statement whose
@@ -140,7 +138,7 @@ export const PgStoreLive = (
   // that drops a connection.
   const heartbeatInterval = events?.heartbeatInterval ?? Duration.min(DEFAULT_HEARTBEAT_INTERVAL, Duration.unsafeDivide(silence, 3))
   return PgStoreFromClient({ dispatch, events: { ...events, heartbeatInterval }, runnerLeases }).pipe(
-    Layer.provideMerge(PgClient.layer({
+    Layer.provideMerge(pgClientLayer({
       ...client,
       stream: client.stream ?? (Duration.isFinite(silence) ? socketDroppedWhenSilent(Duration.toMillis(silence)) : undefined),
       maxConnections: client.maxConnections ?? DEFAULT_POOL_SIZE,
