@@ -8,6 +8,7 @@
  *   BENCH_RATE_LIMIT off (default) | e.g. 40/10s
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
+ *   BENCH_PG_PREPARED on (default, as `wes serve`) | off (every statement unnamed: parsed and planned at each run)
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
  *   BENCH_WEBHOOKS  off (default) | on (the webhook delivery pool runs, private URLs allowed: B10)
  *   BENCH_COUNT_OPS off (default) | on (every step of Effect's fiber runtime counted by kind, and
@@ -89,7 +90,8 @@ const pgStore = () =>
     PgStoreLive({
       url: Redacted.make(env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")),
       maxConnections: 10,
-      applicationName: env("BENCH_APP_NAME", "wes-bench")
+      applicationName: env("BENCH_APP_NAME", "wes-bench"),
+      preparedStatements: env("BENCH_PG_PREPARED", "on") === "on"
     })))
 const storeOnly: Layer.Layer<StoreServices, unknown> = env("BENCH_STORE", "memory") === "postgres" ? pgStore() : MemoryStoreLive
 const blobDir = process.env["BENCH_BLOB_DIR"]

@@ -22,6 +22,13 @@ import Pg from "pg"
 /** Most statement texts given a name, per pool. */
 export const MAX_PREPARED = 500
 
+/**
+ * A statement that starts with this comment is never prepared: PostgreSQL plans it at every run,
+ * with its parameters' values. For a statement whose best plan depends on the data at the time
+ * (the webhook claim: its generic plan, made once, ran 2-3x slower in B10 than a plan per run).
+ */
+export const PLANNED_EACH_RUN = "/* wes: planned at each run */ "
+
 /** A driver client class that names parameterised statements seen before (names shared by its connections). */
 export const preparingClient = (): typeof Pg.Client => {
   /** Text -> its name once it has one; texts seen once are in `once`. */
@@ -29,7 +36,7 @@ export const preparingClient = (): typeof Pg.Client => {
   const once = new Set<string>()
   const nameOf = (text: string): string | undefined => {
     const known = names.get(text)
-    if (known !== undefined || names.size >= MAX_PREPARED) return known
+    if (known !== undefined || names.size >= MAX_PREPARED || text.startsWith(PLANNED_EACH_RUN)) return known
     if (!once.has(text)) {
       // Bounded too: a flood of one-off texts starts the count again.
       if (once.size >= 10 * MAX_PREPARED) once.clear()

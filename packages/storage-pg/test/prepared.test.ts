@@ -2,19 +2,20 @@ import { describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { MAX_PREPARED, preparingClient } from "../src/PgPool.js"
+import { MAX_PREPARED, PLANNED_EACH_RUN, preparingClient } from "../src/PgPool.js"
 import { DATABASE_URL, freshSchema, storeOn } from "./harness.js"
 
 /** The statements prepared on the connection a transaction holds, after running `text` `times` times on it. */
-const preparedAfter = (times: number, preparedStatements?: boolean) =>
+const preparedAfter = (times: number, preparedStatements?: boolean, planEachRun = false) =>
   Effect.gen(function*() {
     const schema = yield* freshSchema
     const context = yield* Layer.build(storeOn(schema, { preparedStatements }))
     const sql = yield* Effect.provide(SqlClient.SqlClient, context)
     return yield* sql.withTransaction(Effect.gen(function*() {
       const answers: Array<number> = []
-      for (let i = 0; i < times; i++) answers.push((yield* sql<{ n: number }>`SELECT ${i}::int + 1 AS n`)[0]!.n)
-      const prepared = yield* sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements WHERE statement LIKE ${"SELECT $1::int + 1%"}`
+      const marker = sql.literal(planEachRun ? PLANNED_EACH_RUN : "")
+      for (let i = 0; i < times; i++) answers.push((yield* sql<{ n: number }>`${marker}SELECT ${i}::int + 1 AS n`)[0]!.n)
+      const prepared = yield* sql<{ statement: string }>`SELECT statement FROM pg_prepared_statements WHERE statement LIKE ${"%SELECT $1::int + 1%"}`
       return { answers, prepared: prepared.map((r) => r.statement) }
     }))
   })
@@ -27,6 +28,11 @@ describe("prepared statements", () => {
       const thrice = yield* preparedAfter(3)
       expect(thrice.answers).toEqual([1, 2, 3])
       expect(thrice.prepared).toEqual(["SELECT $1::int + 1 AS n"])
+    }))
+
+  it.scoped("a statement marked to be planned at each run is never prepared", () =>
+    Effect.gen(function*() {
+      expect(yield* preparedAfter(3, true, true)).toEqual({ answers: [1, 2, 3], prepared: [] })
     }))
 
   it.scoped("are off with preparedStatements: false (a pooler without sessions)", () =>
