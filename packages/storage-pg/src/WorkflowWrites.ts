@@ -132,10 +132,8 @@ const requestRow = (request: TransitionRequest, plan: TransitionPlan, events: Re
 }
 
 /** The events of a plan as the statement builds them: given data, or the summary with an override. */
-const eventRows = (request: TransitionRequest, plan: TransitionPlan) => [
-  ...(request.events ?? []).map((e) => ({ type: e.type, data: e.data ?? null })),
-  ...(request.outputs ?? []).map((o) => ({ type: "output", data: outputData(o) })),
-  ...plan.events.map((e) =>
+const eventRows = (request: TransitionRequest, plan: TransitionPlan) => {
+  const planned = plan.events.map((e) =>
     e.type === "queue" || e.type === "retry"
       ? { type: e.type, data: e.data }
       : {
@@ -143,7 +141,14 @@ const eventRows = (request: TransitionRequest, plan: TransitionPlan) => [
         override: Object.fromEntries(Object.entries(e.override).map(([k, v]) => [k, DateTime.isDateTime(v) ? DateTime.formatIso(v) : v]))
       }
   )
-]
+  // The request's own events (a run that came before the end) between the walk and the end.
+  return [
+    ...planned.slice(0, plan.beforeLast),
+    ...(request.events ?? []).map((e) => ({ type: e.type, data: e.data ?? null })),
+    ...(request.outputs ?? []).map((o) => ({ type: "output", data: outputData(o) })),
+    ...planned.slice(plan.beforeLast)
+  ]
+}
 
 const recordset = `jsonb_to_recordset($1::jsonb) AS r(id uuid, owner uuid, from_statuses text[], status text, set_keys text[],
   bump boolean, release boolean, events jsonb, ${patchColumns.map((c) => `${c} ${PATCH_COLUMNS[c]}`).join(", ")})`

@@ -32,7 +32,7 @@ export interface TransitionOptions {
   readonly owner?: string | undefined
   /** Outputs recorded with the move. */
   readonly outputs?: ReadonlyArray<WorkflowOutput> | undefined
-  /** Events logged first, when the move applies (run events that came just before it). */
+  /** Events logged, when the move applies, just before the last move's (run events that came before it). */
   readonly events?: ReadonlyArray<NewWorkflowEvent> | undefined
 }
 

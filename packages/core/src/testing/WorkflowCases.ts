@@ -237,6 +237,28 @@ export const workflowCases: ReadonlyArray<ConformanceCase> = [
 ]
 
 export const transitionCases: ReadonlyArray<ConformanceCase> = [
+  c("transitions: run events carried by a chain through running to the end come after running and before the end", Effect.gen(function*() {
+    const repo = yield* WorkflowRepository
+    const bus = yield* WorkflowEventBus
+    const w = F.workflow(F.user().id, { status: "queued", prompt_id: "p", queue_number: 0 })
+    yield* repo.create(w)
+    const outputs = [outputOf(w, 1)]
+    // The start and the end of a prompt seen together: one write walks it through running.
+    yield* move(w.id, [T.Started({ at: F.at(50) }), T.Completed({ at: F.at(60) })], {
+      outputs,
+      events: [{ type: "executing", data: { node: "1" } }, { type: "progress", data: { value: 1 } }]
+    })
+    const events = yield* bus.read(w.id, 0, 100)
+    yield* equal(events.map((e) => e.type === "status" || e.type === "done" ? `${e.type}:${(e.data as { status: string }).status}` : e.type), [
+      "status:queued",
+      "status:running",
+      "executing",
+      "progress",
+      "output",
+      "status:completed",
+      "done:completed"
+    ], "running, the run, its output, the end")
+  })),
   c("transitions: a chain writes every field of its moves and logs one event per step", Effect.gen(function*() {
     const repo = yield* WorkflowRepository
     const bus = yield* WorkflowEventBus

@@ -82,22 +82,26 @@ export const outputData = (o: WorkflowOutput): unknown =>
   })
 
 /**
- * The events a transition logs, given the workflow after it: the leading events it carries, one
- * `output` per recorded output, then the plan's own events (PostgreSQL builds the same list in SQL; the conformance suite holds
- * the two together).
+ * The events a transition logs, given the workflow after it: the events of the moves before the
+ * last, then the leading events it carries, one `output` per recorded output, and the last move's
+ * events (PostgreSQL builds the same list in SQL; the conformance suite holds the two together).
  */
 export const transitionEvents = (
   plan: TransitionPlan,
   after: WorkflowHead,
   outputs: ReadonlyArray<WorkflowOutput>,
   leading: ReadonlyArray<NewWorkflowEvent> = []
-): ReadonlyArray<NewWorkflowEvent> => [
-  ...leading,
-  ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) })),
-  ...plan.events.map((e): NewWorkflowEvent =>
+): ReadonlyArray<NewWorkflowEvent> => {
+  const planned = plan.events.map((e): NewWorkflowEvent =>
     e.type === "queue" || e.type === "retry" ? { type: e.type, data: e.data } : { type: e.type, data: summaryData({ ...after, ...e.override }) }
   )
-]
+  return [
+    ...planned.slice(0, plan.beforeLast),
+    ...leading,
+    ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) })),
+    ...planned.slice(plan.beforeLast)
+  ]
+}
 
 /** How many events a subscriber reads from the log at a time. */
 export const READ_BATCH = 256

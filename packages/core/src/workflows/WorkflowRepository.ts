@@ -62,7 +62,11 @@ export interface TransitionRequest {
   readonly owner?: string | undefined
   /** Output files recorded with the move, each announced by an `output` event before its status events. */
   readonly outputs?: ReadonlyArray<WorkflowOutput> | undefined
-  /** Events logged before all others of the move, if it applies (run events that came just before it). */
+  /**
+   * Events logged, if the move applies, after the statuses of a chain's earlier moves and before
+   * the last move's (run events that came just before it: a chain that walks a workflow through
+   * `running` to its end logs `running`, the run, then the end).
+   */
   readonly events?: ReadonlyArray<NewWorkflowEvent> | undefined
 }
 

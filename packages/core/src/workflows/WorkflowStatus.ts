@@ -133,6 +133,12 @@ export interface TransitionPlan {
   /** Drop the dispatcher's claim on the workflow (it now belongs to another runner's queue). */
   readonly releaseClaim: boolean
   readonly events: ReadonlyArray<PlannedEvent>
+  /**
+   * How many of `events` the moves before the last one logged. A request's own events (the run
+   * events that came before an end) go after them and before the last move's: a chain that walks
+   * a workflow through `running` to its end logs `running`, the run, then the end.
+   */
+  readonly beforeLast: number
 }
 
 const fieldsOf = (event: WorkflowTransition, at: DateTime.Utc): PlannedFields => {
@@ -236,7 +242,8 @@ export const planTransition = (
     set,
     bumpAttempts: reassigned,
     releaseClaim: reassigned || retried,
-    events
+    events,
+    beforeLast: logged.filter((l) => l.step < steps.length - 1).length
   })
 }
 
