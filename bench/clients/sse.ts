@@ -7,6 +7,8 @@
  *                                                         received its first event
  *   results({sent: {key: [t1..tSteps]}})                   latency percentiles, lost and
  *                                                         duplicated events, id gaps
+ *   samples({sent})                                        every [step, latency, arrival] seen
+ *                                                         (for probes of where a tail comes from)
  *   close()                                                ends every connection
  */
 import * as http from "node:http"
@@ -78,6 +80,17 @@ const open = (url: string, headers: Record<string, string>, key: string, steps: 
     sub.request = req
   })
 
+/** Calls `f` for each step the server sent to each subscription (`sent`: per key, the send time of each step), with its arrival (0: never). */
+const forEachSent = (sent: Record<string, ReadonlyArray<number>>, f: (step: number, sentAt: number, at: number) => void) => {
+  for (const sub of subscriptions) {
+    const times = sent[sub.key] ?? []
+    for (let step = 1; step < sub.arrivals.length; step++) {
+      const sentAt = times[step]
+      if (sentAt !== undefined && sentAt !== 0) f(step, sentAt, sub.arrivals[step]!)
+    }
+  }
+}
+
 serve({
   open: async (args) => {
     const { subscriptions: wanted, steps, concurrency = 200 } = args as {
@@ -95,40 +108,23 @@ serve({
     const { sent } = args as { readonly sent: Record<string, ReadonlyArray<number>> }
     const latencies: Array<number> = []
     let expected = 0
-    let received = 0
-    let duplicates = 0
-    let idGaps = 0
     let late = 0
-    for (const sub of subscriptions) {
-      const times = sent[sub.key] ?? []
-      duplicates += sub.duplicates
-      idGaps += sub.idGaps
-      for (let step = 1; step < sub.arrivals.length; step++) {
-        const s = times[step]
-        if (s === undefined || s === 0) continue
-        expected++
-        const a = sub.arrivals[step]!
-        if (a === 0) continue
-        received++
-        const l = a - s
-        latencies.push(l)
-        if (l > 1000) late++
-      }
-    }
+    forEachSent(sent, (_step, sentAt, at) => {
+      expected++
+      if (at === 0) return
+      latencies.push(at - sentAt)
+      if (at - sentAt > 1000) late++
+    })
+    const received = latencies.length
+    const duplicates = subscriptions.reduce((n, sub) => n + sub.duplicates, 0)
+    const idGaps = subscriptions.reduce((n, sub) => n + sub.idGaps, 0)
     return { subscriptions: subscriptions.length, expected, received, lost: expected - received, duplicates, idGaps, late, latency: summarize(latencies) }
   },
   /** Every (step, latency ms, arrival time) a subscription saw, for probes of where a tail comes from. */
   samples: (args) => {
     const { sent } = args as { readonly sent: Record<string, ReadonlyArray<number>> }
     const out: Array<[number, number, number]> = []
-    for (const sub of subscriptions) {
-      const times = sent[sub.key] ?? []
-      for (let step = 1; step < sub.arrivals.length; step++) {
-        const s = times[step]
-        const a = sub.arrivals[step]!
-        if (s !== undefined && s !== 0 && a !== 0) out.push([step, a - s, a])
-      }
-    }
+    forEachSent(sent, (step, sentAt, at) => at !== 0 && out.push([step, at - sentAt, at]))
     return out
   },
   close: () => {

@@ -23,11 +23,11 @@ import { StorageError } from "@wes/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import Pg from "pg"
+import { driverConfig } from "./PgPool.js"
 import { orStorageError, run } from "./Sql.js"
 
 /** Heartbeat settings of the LISTEN connection. */
@@ -64,18 +64,7 @@ const lost = (what: string) => (e: unknown) =>
 const connection = (config: PgClient.PgClientConfig): Effect.Effect<Pg.Client, StorageError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.suspend(() => {
-      const client = new Pg.Client({
-        connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
-        user: config.username,
-        host: config.host,
-        database: config.database,
-        password: config.password === undefined ? undefined : Redacted.value(config.password),
-        ...(config.ssl === undefined ? {} : { ssl: config.ssl }),
-        ...(config.port === undefined ? {} : { port: config.port }),
-        ...(config.stream === undefined ? {} : { stream: config.stream }),
-        ...(config.connectTimeout === undefined ? {} : { connectionTimeoutMillis: Duration.toMillis(config.connectTimeout) }),
-        application_name: config.applicationName ?? "@effect/sql-pg"
-      })
+      const client = new Pg.Client(driverConfig(config))
       // Until the session listens, an error only has to not crash the process; the session reports it.
       client.on("error", () => {})
       return Effect.as(Effect.tryPromise({ try: () => client.connect(), catch: lost("could not be opened") }), client)

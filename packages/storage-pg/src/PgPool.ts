@@ -60,6 +60,20 @@ export const preparingClient = (): typeof Pg.Client => {
   return PreparingClient
 }
 
+/** The driver's settings of one connection, from the client's configuration (as @effect/sql-pg maps them). */
+export const driverConfig = (config: PgClient.PgClientConfig): Pg.ClientConfig => ({
+  connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
+  user: config.username,
+  host: config.host,
+  database: config.database,
+  password: config.password === undefined ? undefined : Redacted.value(config.password),
+  ...(config.ssl === undefined ? {} : { ssl: config.ssl }),
+  ...(config.port === undefined ? {} : { port: config.port }),
+  ...(config.stream === undefined ? {} : { stream: config.stream }),
+  ...(config.connectTimeout === undefined ? {} : { connectionTimeoutMillis: Duration.toMillis(config.connectTimeout) }),
+  application_name: config.applicationName ?? "@effect/sql-pg"
+})
+
 export interface PgPoolConfig extends Omit<PgClient.PgClientConfig, "transformResultNames" | "transformQueryNames" | "transformJson" | "types"> {
   /** Prepared statements (default true); false for a pooler without sessions. */
   readonly preparedStatements?: boolean | undefined
@@ -73,20 +87,11 @@ export const pgClientLayer = (config: PgPoolConfig) =>
     acquire: Effect.acquireRelease(
       Effect.sync(() => {
         const pool = new Pg.Pool({
-          connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
-          user: config.username,
-          host: config.host,
-          database: config.database,
-          password: config.password === undefined ? undefined : Redacted.value(config.password),
-          ssl: config.ssl,
-          port: config.port,
-          ...(config.stream === undefined ? {} : { stream: config.stream }),
-          connectionTimeoutMillis: config.connectTimeout === undefined ? undefined : Duration.toMillis(config.connectTimeout),
-          idleTimeoutMillis: config.idleTimeout === undefined ? undefined : Duration.toMillis(config.idleTimeout),
-          max: config.maxConnections,
-          min: config.minConnections,
-          maxLifetimeSeconds: config.connectionTTL === undefined ? undefined : Duration.toSeconds(config.connectionTTL),
-          application_name: config.applicationName,
+          ...driverConfig(config),
+          ...(config.idleTimeout === undefined ? {} : { idleTimeoutMillis: Duration.toMillis(config.idleTimeout) }),
+          ...(config.maxConnections === undefined ? {} : { max: config.maxConnections }),
+          ...(config.minConnections === undefined ? {} : { min: config.minConnections }),
+          ...(config.connectionTTL === undefined ? {} : { maxLifetimeSeconds: Duration.toSeconds(config.connectionTTL) }),
           ...(config.preparedStatements === false ? {} : { Client: preparingClient() })
         })
         // An idle connection's error is the pool's to handle (it drops the connection); statements fail on their own.

@@ -15,7 +15,8 @@ import {
   terminalStatuses,
   type TransitionPlan,
   type TransitionRequest,
-  type Workflow
+  type Workflow,
+  withCarried
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
@@ -131,7 +132,10 @@ const requestRow = (request: TransitionRequest, plan: TransitionPlan, events: Re
   return row
 }
 
-/** The events of a plan as the statement builds them: given data, or the summary with an override. */
+/**
+ * The events of a plan as the statement builds them (given data, or the summary with an
+ * override), with the request's run events and outputs placed as core places them (`withCarried`).
+ */
 const eventRows = (request: TransitionRequest, plan: TransitionPlan) => {
   const planned = plan.events.map((e) =>
     e.type === "queue" || e.type === "retry"
@@ -141,13 +145,10 @@ const eventRows = (request: TransitionRequest, plan: TransitionPlan) => {
         override: Object.fromEntries(Object.entries(e.override).map(([k, v]) => [k, DateTime.isDateTime(v) ? DateTime.formatIso(v) : v]))
       }
   )
-  // The request's own events (a run that came before the end) between the walk and the end.
-  return [
-    ...planned.slice(0, plan.beforeLast),
+  return withCarried<{ type: string; data?: unknown; override?: unknown }>(plan, planned, [
     ...(request.events ?? []).map((e) => ({ type: e.type, data: e.data ?? null })),
-    ...(request.outputs ?? []).map((o) => ({ type: "output", data: outputData(o) })),
-    ...planned.slice(plan.beforeLast)
-  ]
+    ...(request.outputs ?? []).map((o) => ({ type: "output", data: outputData(o) }))
+  ])
 }
 
 const recordset = `jsonb_to_recordset($1::jsonb) AS r(id uuid, owner uuid, from_statuses text[], status text, set_keys text[],

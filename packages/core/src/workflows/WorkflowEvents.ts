@@ -16,7 +16,7 @@ import * as Stream from "effect/Stream"
 import type { StorageError } from "../shared/Errors.js"
 import { Timestamp } from "../shared/Json.js"
 import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "./Workflow.js"
-import type { TransitionPlan } from "./WorkflowStatus.js"
+import { type TransitionPlan, withCarried } from "./WorkflowStatus.js"
 
 export const WorkflowEventType = Schema.Literal("status", "queue", "progress", "executing", "output", "retry", "done")
 export type WorkflowEventType = typeof WorkflowEventType.Type
@@ -95,12 +95,7 @@ export const transitionEvents = (
   const planned = plan.events.map((e): NewWorkflowEvent =>
     e.type === "queue" || e.type === "retry" ? { type: e.type, data: e.data } : { type: e.type, data: summaryData({ ...after, ...e.override }) }
   )
-  return [
-    ...planned.slice(0, plan.beforeLast),
-    ...leading,
-    ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) })),
-    ...planned.slice(plan.beforeLast)
-  ]
+  return withCarried(plan, planned, [...leading, ...outputs.map((o): NewWorkflowEvent => ({ type: "output", data: outputData(o) }))])
 }
 
 /** How many events a subscriber reads from the log at a time. */

@@ -247,6 +247,16 @@ export const planTransition = (
   })
 }
 
+/**
+ * A plan's events (in whatever form a store builds them) with what the request carries (its run
+ * events, its outputs' events) placed between the moves before the last and the last move's.
+ */
+export const withCarried = <A>(plan: TransitionPlan, planned: ReadonlyArray<A>, carried: ReadonlyArray<A>): ReadonlyArray<A> => [
+  ...planned.slice(0, plan.beforeLast),
+  ...carried,
+  ...planned.slice(plan.beforeLast)
+]
+
 /** `w` after `plan`, or `IllegalTransition` when its status is not one the plan may start from. */
 export const applyPlan = (w: Workflow, plan: TransitionPlan): Either.Either<Workflow, IllegalTransition> =>
   plan.from.includes(w.status)

@@ -8,6 +8,7 @@ export {
   type TransitionPlan,
   transitions,
   type TransitionTag,
+  withCarried,
   WorkflowTransition
 } from "./WorkflowStatus.js"
 export {

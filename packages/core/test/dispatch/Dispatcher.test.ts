@@ -4,6 +4,7 @@ import {
   TierPolicy,
   BlobStore,
   Dispatcher,
+  type DispatcherOptions,
   DispatchQueue,
   IdGenerator,
   type RunnerEvent,
@@ -24,29 +25,45 @@ import { heldLease, RUNNER, schedulerFor } from "./harness.js"
 
 const ref: RunnerRef = { kind: "user", id: RUNNER as never }
 
+/** The dispatcher over the store, queue, ownership and gateway a test arranges; every other service fails if called. */
+const dispatcherOn = (
+  options: Partial<DispatcherOptions>,
+  arranged: {
+    readonly repo: Partial<WorkflowRepository["Type"]>
+    readonly queue: Partial<DispatchQueue["Type"]>
+    readonly ownership: Pick<RunnerOwnership["Type"], "instanceId" | "acquire">
+    readonly gateway?: Partial<RunnerGateway["Type"]>
+  }
+) =>
+  Dispatcher.layer(options).pipe(
+    Layer.provide(Layer.mergeAll(
+      Layer.mock(WorkflowRepository, arranged.repo),
+      Layer.mock(DispatchQueue, arranged.queue),
+      Layer.mock(RunnerOwnership, arranged.ownership),
+      Layer.mock(RunnerGateway, arranged.gateway ?? {}),
+      Layer.mock(WorkflowEventBus, {}),
+      Layer.mock(BlobStore, {}),
+      Layer.mock(AccountRepository, {}),
+      TierPolicy.layer({}),
+      Layer.mock(IdGenerator, {}),
+      schedulerFor()
+    ))
+  )
+
 describe("Dispatcher", () => {
   it.scoped("starts one driver per runner however many scans and wake-ups find it at once, and scans on a schedule", () => {
     const acquired: Array<string> = []
     let scans = 0
     const held = Effect.runSync(Deferred.make<void>())
-    const layer = Dispatcher.layer({ scanInterval: "2 seconds" }).pipe(
-      Layer.provide(Layer.mergeAll(
-        Layer.mock(WorkflowRepository, { unfinishedRunners: Effect.sync(() => scans++).pipe(Effect.as([ref])) }),
-        Layer.mock(DispatchQueue, { wakeups: Stream.make(RUNNER, RUNNER, "*") }),
-        // Taking the lease blocks: the driver is still starting while the others look.
-        Layer.mock(RunnerOwnership, {
-          instanceId: "instance-a",
-          acquire: (id) => Effect.sync(() => acquired.push(id)).pipe(Effect.zipRight(Deferred.await(held)), Effect.as(Option.none()))
-        }),
-        Layer.mock(WorkflowEventBus, {}),
-        Layer.mock(BlobStore, {}),
-        Layer.mock(RunnerGateway, {}),
-        Layer.mock(AccountRepository, {}),
-        TierPolicy.layer({}),
-        Layer.mock(IdGenerator, {}),
-        schedulerFor()
-      ))
-    )
+    const layer = dispatcherOn({ scanInterval: "2 seconds" }, {
+      repo: { unfinishedRunners: Effect.sync(() => scans++).pipe(Effect.as([ref])) },
+      queue: { wakeups: Stream.make(RUNNER, RUNNER, "*") },
+      // Taking the lease blocks: the driver is still starting while the others look.
+      ownership: {
+        instanceId: "instance-a",
+        acquire: (id) => Effect.sync(() => acquired.push(id)).pipe(Effect.zipRight(Deferred.await(held)), Effect.as(Option.none()))
+      }
+    })
     return Effect.gen(function*() {
       const dispatcher = yield* Dispatcher
       yield* Effect.all([dispatcher.scan, dispatcher.scan, dispatcher.scan], { concurrency: "unbounded" })
@@ -62,27 +79,19 @@ describe("Dispatcher", () => {
     const claims: Array<number> = []
     const wakeups = Effect.runSync(Queue.unbounded<string>())
     let scans = 0
-    const layer = Dispatcher.layer({ scanInterval: "2 seconds", claimInterval: "1 hour", reconcileInterval: "1 hour", idleAfter: "1 hour" }).pipe(
-      Layer.provide(Layer.mergeAll(
-        Layer.mock(WorkflowRepository, {
-          unfinishedRunners: Effect.sync(() => scans++).pipe(Effect.as([ref])),
-          countInFlight: () => Effect.succeed(new Map([[RUNNER, 1]]))
-        }),
-        Layer.mock(DispatchQueue, {
-          wakeups: Stream.fromQueue(wakeups),
-          claim: () => Effect.as(Effect.sync(() => claims.push(scans)), [])
-        }),
-        Layer.mock(RunnerOwnership, { instanceId: "instance-a", acquire: () => Effect.succeed(Option.some(heldLease)) }),
-        // The runner's socket stays quiet: nothing but claims happens.
-        Layer.mock(RunnerGateway, { events: () => Queue.unbounded<RunnerEvent>() }),
-        Layer.mock(WorkflowEventBus, {}),
-        Layer.mock(BlobStore, {}),
-        Layer.mock(AccountRepository, {}),
-        TierPolicy.layer({}),
-        Layer.mock(IdGenerator, {}),
-        schedulerFor()
-      ))
-    )
+    const layer = dispatcherOn({ scanInterval: "2 seconds", claimInterval: "1 hour", reconcileInterval: "1 hour", idleAfter: "1 hour" }, {
+      repo: {
+        unfinishedRunners: Effect.sync(() => scans++).pipe(Effect.as([ref])),
+        countInFlight: () => Effect.succeed(new Map([[RUNNER, 1]]))
+      },
+      queue: {
+        wakeups: Stream.fromQueue(wakeups),
+        claim: () => Effect.as(Effect.sync(() => claims.push(scans)), [])
+      },
+      ownership: { instanceId: "instance-a", acquire: () => Effect.succeed(Option.some(heldLease)) },
+      // The runner's socket stays quiet: nothing but claims happens.
+      gateway: { events: () => Queue.unbounded<RunnerEvent>() }
+    })
     return Effect.gen(function*() {
       const dispatcher = yield* Dispatcher
       yield* TestClock.adjust("10 millis")
