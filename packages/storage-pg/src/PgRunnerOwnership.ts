@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import { hostname } from "node:os"
 import { isId, orStorageError, run } from "./Sql.js"
 
@@ -28,7 +29,7 @@ export interface PgRunnerOwnershipOptions {
   readonly instanceId?: string | undefined
   /** How long a lease lasts without renewal: how long a dead instance's runners wait (default 15 seconds). */
   readonly leaseTime?: Duration.DurationInput | undefined
-  /** How often a held lease is renewed (default 5 seconds; keep it well under `leaseTime`). */
+  /** How often a held lease is renewed, at most (default 5 seconds, jittered to 80-100 %; keep it well under `leaseTime`). */
   readonly renewInterval?: Duration.DurationInput | undefined
 }
 
@@ -78,6 +79,14 @@ export const runnerLeaseQueries = (sql: SqlClient.SqlClient) => {
   }
 }
 
+/**
+ * The wait before a lease's next renewal: 80-100 % of `renewMs`, drawn each time, so that the
+ * leases of runners taken together (a wave of work, a restart) drift apart instead of being
+ * renewed in one burst every interval (B6's tail, docs/decisions.md). Never longer than asked.
+ */
+export const renewalSpacing = (renewMs: number): Effect.Effect<number> =>
+  Effect.map(Random.next, (r) => renewMs * (0.8 + 0.2 * r))
+
 /** The ownership on the `SqlClient` in context. */
 export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
   Effect.gen(function*() {
@@ -99,7 +108,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
         for (;;) {
           const deadline = state.deadline
           const now = yield* monotonicMillis
-          if (now < deadline) yield* Effect.sleep(Duration.millis(Math.min(renewMs, deadline - now)))
+          if (now < deadline) yield* Effect.sleep(Duration.millis(Math.min(yield* renewalSpacing(renewMs), deadline - now)))
           const sent = yield* monotonicMillis
           if (sent >= state.deadline) {
             yield* Effect.logWarning("WES: lost a runner lease: it could not be renewed before it expired", log)

@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { DispatchQueue, RunnerOwnership, type Workflow, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
-import { type PgStoreConfig, WAKE_ALL_RUNNERS } from "@wes/storage-pg"
+import { type PgStoreConfig, renewalSpacing, WAKE_ALL_RUNNERS } from "@wes/storage-pg"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -164,6 +164,19 @@ describe("runner ownership across instances", () => {
       // At most one renewal interval (200 ms) passed between A's last renewal and its death.
       expect(Date.now() - died).toBeGreaterThanOrEqual(300)
       expect(leaseB.clientId).toBe(`wes-${r}-2`)
+    }))
+})
+
+describe("lease renewals", () => {
+  it.effect("wait 80-100 % of the renewal interval, drawn each time, so leases taken together drift apart", () =>
+    Effect.gen(function*() {
+      const waits = yield* Effect.forEach(Array.from({ length: 200 }), () => renewalSpacing(5_000))
+      for (const w of waits) {
+        expect(w).toBeGreaterThanOrEqual(4_000)
+        expect(w).toBeLessThanOrEqual(5_000)
+      }
+      // Spread over the range, not one fixed wait.
+      expect(Math.max(...waits) - Math.min(...waits)).toBeGreaterThan(500)
     }))
 })
 

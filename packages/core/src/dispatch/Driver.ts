@@ -8,26 +8,15 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
-import * as Schedule from "effect/Schedule"
+import type * as Queue from "effect/Queue"
 import type { RunnerRef } from "../workflows/Workflow.js"
 import { claimLoop, renewClaims } from "./Claim.js"
 import type { RunnerLease } from "./Dispatch.js"
 import type { DispatcherOptions } from "./DispatcherOptions.js"
 import { Driving, makeDriving } from "./Driving.js"
 import { refreshPositions } from "./QueuePositions.js"
-import { reconcile } from "./Reconcile.js"
+import { reconcileLoop } from "./Reconcile.js"
 import { track } from "./Track.js"
-
-/** Reconciles when asked (a (re)connection) and every `reconcileInterval`. */
-const reconcileLoop = Effect.gen(function*() {
-  const driving = yield* Driving
-  const once = reconcile.pipe(
-    Effect.catchAll((e) => Effect.logWarning("could not reconcile with the runner", { runner_id: driving.ref.id, error: e.message }))
-  )
-  const asked = Queue.take(driving.reconcileNow).pipe(Effect.zipRight(once), Effect.forever)
-  yield* Effect.raceFirst(asked, Effect.repeat(once, Schedule.spaced(driving.options.reconcileInterval)))
-})
 
 export const driveRunner = (
   ref: RunnerRef,

@@ -121,11 +121,15 @@ export const recordEnd = (
     const noticed = noticedAt ?? (yield* DateTime.now)
     const driving = yield* Driving
     const tracked = yield* driving.inFlight.get(id)
-    const target = yield* driving.target
-    if (Option.isNone(tracked) || Option.isNone(target)) return
+    if (Option.isNone(tracked)) return
     let end: WorkflowTransition | undefined
     let outputs: ReadonlyArray<WorkflowOutput> = []
     if (history.outcome === "success" && history.outputs.length > 0) {
+      // The runner is read only to copy from it: an end without files waits on no store read
+      // (its run events ride on the end's write, B6). A runner cannot be deleted while it has
+      // work; a managed one that left the configuration has nothing to copy from.
+      const target = yield* driving.target
+      if (Option.isNone(target)) return
       const copied = yield* Effect.either(copyOutputs(id, target.value, history))
       if (Either.isRight(copied)) outputs = copied.right
       else {

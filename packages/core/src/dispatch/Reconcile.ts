@@ -7,6 +7,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import { RunnerGateway } from "../runners/RunnerGateway.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { advance } from "./Advance.js"
@@ -80,4 +82,19 @@ export const reconcile = Effect.gen(function*() {
       yield* Effect.ignore(gateway.cancel(runner, id))
     }
   }
+})
+
+/**
+ * Reconciles when asked (a (re)connection) and every `reconcileInterval`, jittered (80-120 %):
+ * the drivers of runners started together (a wave of work, a restart) would otherwise all read
+ * the store and their runner's `/queue` at the same instants, and the runner events arriving then
+ * wait behind those reads (B6's tail, docs/decisions.md).
+ */
+export const reconcileLoop = Effect.gen(function*() {
+  const driving = yield* Driving
+  const once = reconcile.pipe(
+    Effect.catchAll((e) => Effect.logWarning("could not reconcile with the runner", { runner_id: driving.ref.id, error: e.message }))
+  )
+  const asked = Queue.take(driving.reconcileNow).pipe(Effect.zipRight(once), Effect.forever)
+  yield* Effect.raceFirst(asked, Effect.repeat(once, Schedule.spaced(driving.options.reconcileInterval).pipe(Schedule.jittered)))
 })

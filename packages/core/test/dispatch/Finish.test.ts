@@ -7,6 +7,7 @@ import {
   type PromptHistory,
   RunnerGateway,
   RunnerUnreachable,
+  Scheduler,
   StorageError,
   WorkflowEventBus,
   WorkflowRepository
@@ -86,6 +87,33 @@ describe("Finish", () => {
         })
       }
     })))
+  })
+
+  it.effect("an end the socket showed whole, without files, is one write: neither the runner nor its history is read", () => {
+    const w = workflowOn({ status: "running", started_at: Fixtures.at(1) })
+    const store = new FakeWorkflows([w])
+    let resolves = 0
+    const progress: NewWorkflowEvent = { type: "progress", data: { node: "2", value: 10, max: 10, percent: 100 } }
+    const layer = Layer.mergeAll(
+      Layer.mock(WorkflowRepository, { transition: store.transition }),
+      // Any runner call would fail the test (Layer.mock dies on what it does not define).
+      Layer.mock(RunnerGateway, {}),
+      Layer.mock(BlobStore, {}),
+      Layer.mock(WorkflowEventBus, {}),
+      Layer.mock(IdGenerator, {}),
+      retryLayer(undefined)
+    ).pipe(
+      Layer.provideMerge(drivingLayer()),
+      Layer.provideMerge(Layer.mock(Scheduler, { resolve: () => Effect.sync(() => resolves++).pipe(Effect.as(Option.some(runner))) }))
+    )
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* finish(w.id, ["onRunner"], [progress], history({}))
+      expect(store.moves).toEqual(["Completed"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "completed" })
+      // The runner's record is read only to copy files from it.
+      expect(resolves).toBe(0)
+    }).pipe(Effect.provide(layer))
   })
 
   it.effect("fails a run whose outputs cannot be copied with OutputUnavailable, after retries", () => {

@@ -9,12 +9,15 @@ import {
   WorkflowTransition
 } from "@wes/core"
 import { Fixtures } from "@wes/core/testing"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as TestClock from "effect/TestClock"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { stepsTo } from "../../src/dispatch/QueuePositions.js"
-import { reconcile } from "../../src/dispatch/Reconcile.js"
+import { reconcile, reconcileLoop } from "../../src/dispatch/Reconcile.js"
 import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn, retryLayer } from "./harness.js"
 
 const finished: PromptHistory = { outcome: "success", outputs: [], started_at: 1_000, completed_at: 2_000, error: null }
@@ -143,6 +146,35 @@ describe("Reconcile", () => {
       queue: () => Effect.succeed({ running: [], pending: [cancelled.id] }),
       cancel: (_, id) => Effect.sync(() => void removed.push(id))
     })))
+  })
+
+  it.effect("reconciles every reconcileInterval, jittered, so drivers started together drift apart", () => {
+    const at: Array<number> = []
+    const layer = Layer.mergeAll(
+      Layer.mock(WorkflowRepository, {
+        // Nothing on the runner: each reconciliation is one read of the store.
+        listSubmittedOnRunner: () => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => at.push(now))), [])
+      }),
+      Layer.mock(RunnerGateway, { queue: () => Effect.succeed({ running: [], pending: [] }) }),
+      Layer.mock(WorkflowEventBus, {}),
+      Layer.mock(BlobStore, {}),
+      Layer.mock(IdGenerator, {}),
+      retryLayer(undefined)
+    ).pipe(Layer.provideMerge(drivingLayer({ options: { reconcileInterval: "5 seconds" } })), Layer.provideMerge(schedulerFor()))
+    return Effect.gen(function*() {
+      const fiber = yield* Effect.fork(reconcileLoop)
+      for (let i = 0; i < 1200; i++) yield* TestClock.adjust("50 millis")
+      yield* Fiber.interrupt(fiber)
+      // Once at the start, then every 4-6 s (to the 50 ms the clock moved by), each wait its own.
+      expect(at[0]).toBe(0)
+      const gaps = at.slice(1).map((t, i) => t - at[i]!)
+      expect(gaps.length).toBeGreaterThanOrEqual(9)
+      for (const gap of gaps) {
+        expect(gap).toBeGreaterThanOrEqual(3950)
+        expect(gap).toBeLessThanOrEqual(6050)
+      }
+      expect(new Set(gaps).size).toBeGreaterThan(3)
+    }).pipe(Effect.provide(layer))
   })
 })
 
