@@ -108,9 +108,17 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
             Effect.catchAll(logged("could not record the start of a prompt"))
           )
           break
-        case "Done":
-          yield* driving.fork("could not record the end of a prompt", finish(step.id, ["onRunner", "submitting"], step.leading, step.seen))
+        case "Done": {
+          // Run events just before an end (a last progress step) go out now when the workflow is
+          // running: riding on the end's write, they waited for it, and the ends of many prompts
+          // finishing together queue behind one another (B6's tail). Before `running` is written
+          // they stay with the end, whose write puts them after it.
+          const before = HashMap.get(tracked, step.id)
+          const now = step.leading.length > 0 && Option.isSome(before) && before.value.workflow.status === "running"
+          if (now) yield* bus.publish(step.id, step.leading).pipe(Effect.catchAll(logged("could not publish run events")))
+          yield* driving.fork("could not record the end of a prompt", finish(step.id, ["onRunner", "submitting"], now ? [] : step.leading, step.seen))
           break
+        }
       }
     }
     for (const [id, run] of pass.publish) yield* bus.publish(id, run).pipe(Effect.catchAll(logged("could not publish run events")))
