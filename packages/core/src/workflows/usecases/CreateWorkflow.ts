@@ -7,7 +7,6 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Metric from "effect/Metric"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -153,13 +152,17 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       const values = resolved.flatMap((r) => r.value._tag === "Value" ? [[placeholderKey(r.placeholder), r.value.value] as const] : [])
       const runner = yield* scheduler.choose(user, spec.tags, { needs: needsOf(spec.workflow_json, values) })
       const id = (yield* ids.next) as WorkflowId
-      return yield* Effect.scoped(Effect.gen(function*() {
-        const params = yield* storeParams(id, resolved)
-        return yield* repo.create(newWorkflow(id, user, spec, runner, params, now), {
+      const write = (params: Workflow["workflow_params"]) =>
+        repo.create(newWorkflow(id, user, spec, runner, params, now), {
           limits: { active_workflows: limits.active_workflows, workflows_per_day: limits.workflows_per_day, day_start: dayStart },
           idempotency_since: DateTime.subtractDuration(now, IDEMPOTENCY_WINDOW)
-        }).pipe(Effect.tap(() => Metric.increment(workflowsCreated)))
-      })).pipe(Effect.catchTags({
+        }).pipe(Effect.tap(() => Effect.sync(() => workflowsCreated.unsafeUpdate(1, []))))
+      // Files to store live in a scope that releases them unless the write succeeds; with none
+      // (most creates), no scope is opened and closed.
+      const inline = resolved.flatMap((r) =>
+        r.value._tag === "Value" && r.placeholder.kind !== "file" ? [[placeholderKey(r.placeholder), r.value.value] as const] : []
+      )
+      return yield* (inline.length < resolved.length ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(inline)).pipe(Effect.catchTags({
         LimitReached: (e) => Effect.fail(limitExceeded(e.limit, user.tier, limits[e.limit])),
         DuplicateIdempotencyKey: (e) => Effect.succeed(asFirstAnswered(e.existing))
       }))
