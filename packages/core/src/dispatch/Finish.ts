@@ -125,9 +125,9 @@ export const recordEnd = (
     let end: WorkflowTransition | undefined
     let outputs: ReadonlyArray<WorkflowOutput> = []
     if (history.outcome === "success" && history.outputs.length > 0) {
-      // The runner is read only to copy from it: an end without files waits on no store read
-      // (its run events ride on the end's write, B6). A runner cannot be deleted while it has
-      // work; a managed one that left the configuration has nothing to copy from.
+      // The runner is read only to copy from it: an end without files goes to its write without
+      // a store read first (B6). A runner cannot be deleted while it has work; a managed one
+      // that left the configuration has nothing to copy from.
       const target = yield* driving.target
       if (Option.isNone(target)) return
       const copied = yield* Effect.either(copyOutputs(id, target.value, history))
