@@ -114,9 +114,9 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           // finishing together queue behind one another (B6's tail). Before `running` is written
           // they stay with the end, whose write puts them after it.
           const before = HashMap.get(tracked, step.id)
-          const now = step.leading.length > 0 && Option.isSome(before) && before.value.workflow.status === "running"
-          if (now) yield* bus.publish(step.id, step.leading).pipe(Effect.catchAll(logged("could not publish run events")))
-          yield* driving.fork("could not record the end of a prompt", finish(step.id, ["onRunner", "submitting"], now ? [] : step.leading, step.seen))
+          const publishNow = step.leading.length > 0 && Option.isSome(before) && before.value.workflow.status === "running"
+          if (publishNow) yield* bus.publish(step.id, step.leading).pipe(Effect.catchAll(logged("could not publish run events")))
+          yield* driving.fork("could not record the end of a prompt", finish(step.id, ["onRunner", "submitting"], publishNow ? [] : step.leading, step.seen))
           break
         }
       }

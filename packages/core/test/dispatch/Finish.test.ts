@@ -33,6 +33,7 @@ const layerFor = (
     readonly blobs?: Partial<BlobStore["Type"]>
     readonly published?: Array<ReadonlyArray<NewWorkflowEvent>>
     readonly retryOn?: typeof runner
+    readonly scheduler?: Layer.Layer<Scheduler>
   } = {}
 ) =>
   Layer.mergeAll(
@@ -44,7 +45,7 @@ const layerFor = (
     }),
     Layer.mock(IdGenerator, { next: Effect.sync(() => Fixtures.uuid()) }),
     retryLayer(extra.retryOn === undefined ? undefined : { tier: "pro" })
-  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(schedulerFor(extra.retryOn)))
+  ).pipe(Layer.provideMerge(drivingLayer()), Layer.provideMerge(extra.scheduler ?? schedulerFor(extra.retryOn)))
 
 const onRunner = (w: ReturnType<typeof workflowOn>) =>
   Effect.flatMap(Driving, ({ inFlight }) => inFlight.put({ workflow: headOf(w), phase: "onRunner" }))
@@ -94,18 +95,10 @@ describe("Finish", () => {
     const store = new FakeWorkflows([w])
     let resolves = 0
     const progress: NewWorkflowEvent = { type: "progress", data: { node: "2", value: 10, max: 10, percent: 100 } }
-    const layer = Layer.mergeAll(
-      Layer.mock(WorkflowRepository, { transition: store.transition }),
-      // Any runner call would fail the test (Layer.mock dies on what it does not define).
-      Layer.mock(RunnerGateway, {}),
-      Layer.mock(BlobStore, {}),
-      Layer.mock(WorkflowEventBus, {}),
-      Layer.mock(IdGenerator, {}),
-      retryLayer(undefined)
-    ).pipe(
-      Layer.provideMerge(drivingLayer()),
-      Layer.provideMerge(Layer.mock(Scheduler, { resolve: () => Effect.sync(() => resolves++).pipe(Effect.as(Option.some(runner))) }))
-    )
+    // Any runner call would fail the test (Layer.mock dies on what it does not define).
+    const layer = layerFor(store, {}, {
+      scheduler: Layer.mock(Scheduler, { resolve: () => Effect.sync(() => resolves++).pipe(Effect.as(Option.some(runner))) })
+    })
     return Effect.gen(function*() {
       yield* onRunner(w)
       yield* finish(w.id, ["onRunner"], [progress], history({}))

@@ -150,17 +150,10 @@ describe("Reconcile", () => {
 
   it.effect("reconciles every reconcileInterval, jittered, so drivers started together drift apart", () => {
     const at: Array<number> = []
-    const layer = Layer.mergeAll(
-      Layer.mock(WorkflowRepository, {
-        // Nothing on the runner: each reconciliation is one read of the store.
-        listSubmittedOnRunner: () => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => at.push(now))), [])
-      }),
-      Layer.mock(RunnerGateway, { queue: () => Effect.succeed({ running: [], pending: [] }) }),
-      Layer.mock(WorkflowEventBus, {}),
-      Layer.mock(BlobStore, {}),
-      Layer.mock(IdGenerator, {}),
-      retryLayer(undefined)
-    ).pipe(Layer.provideMerge(drivingLayer({ options: { reconcileInterval: "5 seconds" } })), Layer.provideMerge(schedulerFor()))
+    // Nothing on the runner: each reconciliation is one read of its queue (reconcileInterval 5 s).
+    const layer = layerFor(new FakeWorkflows([]), {
+      queue: () => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => at.push(now))), { running: [], pending: [] })
+    })
     return Effect.gen(function*() {
       const fiber = yield* Effect.fork(reconcileLoop)
       for (let i = 0; i < 1200; i++) yield* TestClock.adjust("50 millis")

@@ -61,42 +61,44 @@ const eventually = (done: () => boolean) =>
 const executing = (id: string, node: string): RunnerEvent => ({ _tag: "Executing", prompt_id: id, node })
 
 describe("Track", () => {
-  it.effect("publishes the run events that arrive with a running prompt's end at once, then writes the end", () => {
-    const w = workflowOn({ status: "running", workflow_json: graph })
+  /** A prompt's end arriving with two run events, for a workflow the driver last wrote as `status`. */
+  const endWithRunEvents = (status: "running" | "queued", check: (w: ReturnType<typeof workflowOn>, store: FakeWorkflows, published: ReadonlyArray<readonly [string, ReadonlyArray<NewWorkflowEvent>]>) => Effect.Effect<void, never, Driving>) => {
+    const w = workflowOn({ status, workflow_json: graph })
     const store = new FakeWorkflows([w])
     const published: Array<readonly [string, ReadonlyArray<NewWorkflowEvent>]> = []
     return Effect.gen(function*() {
       yield* onRunner(w)
       yield* handleEvents([executing(w.id, "1"), executing(w.id, "2"), { _tag: "PromptDone", prompt_id: w.id }])
-      // Out before the end is recorded: they do not wait for the end's write (nor for other ends queued before it).
-      expect(published).toEqual([[w.id, [
-        { type: "executing", data: { node: "1", percent: 0 } },
-        { type: "executing", data: { node: "2", percent: 50 } }
-      ]]])
-      yield* eventually(() => store.status(w.id) === "completed")
-      expect(store.moves).toEqual(["Completed"])
-      expect(store.requests[0]!.events ?? []).toEqual([])
-      expect(Option.isNone(yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id)))).toBe(true)
+      yield* check(w, store, published)
     }).pipe(Effect.provide(layerFor(store, { gateway: { history: () => Effect.succeed(Option.some(success)) }, published })))
-  })
+  }
 
-  it.effect("run events with the end of a prompt not yet written as running ride on the end's write, after running", () => {
-    const w = workflowOn({ status: "queued", workflow_json: graph })
-    const store = new FakeWorkflows([w])
-    const published: Array<readonly [string, ReadonlyArray<NewWorkflowEvent>]> = []
-    return Effect.gen(function*() {
-      yield* onRunner(w)
-      yield* handleEvents([executing(w.id, "1"), executing(w.id, "2"), { _tag: "PromptDone", prompt_id: w.id }])
-      yield* eventually(() => store.status(w.id) === "completed")
-      // Published on their own they would come before `running`: one write puts them in order.
-      expect(published).toEqual([])
-      expect(store.moves).toEqual(["Started+Completed"])
-      expect(store.requests[0]!.events).toEqual([
-        { type: "executing", data: { node: "1", percent: 0 } },
-        { type: "executing", data: { node: "2", percent: 50 } }
-      ])
-    }).pipe(Effect.provide(layerFor(store, { gateway: { history: () => Effect.succeed(Option.some(success)) }, published })))
-  })
+  it.effect("publishes the run events that arrive with a running prompt's end at once, then writes the end", () =>
+    endWithRunEvents("running", (w, store, published) =>
+      Effect.gen(function*() {
+        // Out before the end is recorded: they do not wait for the end's write (nor for other ends queued before it).
+        expect(published).toEqual([[w.id, [
+          { type: "executing", data: { node: "1", percent: 0 } },
+          { type: "executing", data: { node: "2", percent: 50 } }
+        ]]])
+        yield* eventually(() => store.status(w.id) === "completed")
+        expect(store.moves).toEqual(["Completed"])
+        expect(store.requests[0]!.events ?? []).toEqual([])
+        expect(Option.isNone(yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id)))).toBe(true)
+      })))
+
+  it.effect("run events with the end of a prompt not yet written as running ride on the end's write, after running", () =>
+    endWithRunEvents("queued", (w, store, published) =>
+      Effect.gen(function*() {
+        yield* eventually(() => store.status(w.id) === "completed")
+        // Published on their own they would come before `running`: one write puts them in order.
+        expect(published).toEqual([])
+        expect(store.moves).toEqual(["Started+Completed"])
+        expect(store.requests[0]!.events).toEqual([
+          { type: "executing", data: { node: "1", percent: 0 } },
+          { type: "executing", data: { node: "2", percent: 50 } }
+        ])
+      })))
 
   it.effect("publishes the run events of a prompt still running once per batch, with the overall percent", () => {
     const w = workflowOn({ status: "running", workflow_json: graph })

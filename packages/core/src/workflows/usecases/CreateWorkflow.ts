@@ -159,10 +159,8 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         }).pipe(Effect.tap(() => Effect.sync(() => workflowsCreated.unsafeUpdate(1, []))))
       // Files to store live in a scope that releases them unless the write succeeds; with none
       // (most creates), no scope is opened and closed.
-      const inline = resolved.flatMap((r) =>
-        r.value._tag === "Value" && r.placeholder.kind !== "file" ? [[placeholderKey(r.placeholder), r.value.value] as const] : []
-      )
-      return yield* (inline.length < resolved.length ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(inline)).pipe(Effect.catchTags({
+      const stores = resolved.some((r) => r.value._tag === "Upload" || r.placeholder.kind === "file")
+      return yield* (stores ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(values)).pipe(Effect.catchTags({
         LimitReached: (e) => Effect.fail(limitExceeded(e.limit, user.tier, limits[e.limit])),
         DuplicateIdempotencyKey: (e) => Effect.succeed(asFirstAnswered(e.existing))
       }))
