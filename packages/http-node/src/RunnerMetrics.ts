@@ -3,7 +3,7 @@
  * decorator, so the dispatcher in core stays as it is. (Connected WebSockets are counted by the
  * driver that reads them: core's Track.ts.)
  */
-import { dispatchAttempts, outputTransfer, RunnerGateway } from "@wes/core"
+import { dispatchAttempts, isBlobBytes, outputTransfer, RunnerGateway } from "@wes/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -28,11 +28,13 @@ export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = 
               Option.match(Cause.failureOption(cause), { onNone: () => "error", onSome: (e) => (e._tag === "PromptRejected" ? "rejected" : "error") })
           })))),
       download: (runner, file) =>
-        Effect.flatMap(Clock.currentTimeMillis, (start) =>
-          Effect.map(inner.download(runner, file), (download) => ({
-            ...download,
-            stream: download.stream.pipe(Stream.onDone(() =>
-              Effect.flatMap(Clock.currentTimeMillis, (end) => Metric.update(outputTransfer, (end - start) / 1000))))
-          })))
+        Effect.flatMap(Clock.currentTimeMillis, (start) => {
+          const transferred = Effect.flatMap(Clock.currentTimeMillis, (end) => Metric.update(outputTransfer, (end - start) / 1000))
+          // A small file arrives read whole: its transfer is over when the download answers.
+          return Effect.flatMap(inner.download(runner, file), (download) =>
+            isBlobBytes(download.content)
+              ? Effect.as(transferred, download)
+              : Effect.succeed({ ...download, content: download.content.pipe(Stream.onDone(() => transferred)) }))
+        })
     }))
 )

@@ -230,7 +230,7 @@ describe("private runner addresses refused (suite 7)", () => {
       queue: () => Effect.sync(() => { calls.push("queue") }).pipe(Effect.as({ running: [], pending: [] })),
       history: () => Effect.sync(() => { calls.push("history") }).pipe(Effect.as(undefined), Effect.flatMap(() => Effect.succeedNone)),
       cancel: () => Effect.sync(() => { calls.push("cancel") }),
-      download: () => Effect.sync(() => { calls.push("download") }).pipe(Effect.as({ content_type: "x", stream: Stream.empty })),
+      download: () => Effect.sync(() => { calls.push("download") }).pipe(Effect.as({ content_type: "x", content: Stream.empty })),
       events: () => Effect.sync(() => { calls.push("events") }).pipe(Effect.zipRight(Queue.bounded<RunnerEvent>(1)), Effect.tap((q) => Queue.offer(q, { _tag: "Connected" })))
     }))
     const gateway = denyPrivateGateway(async () => answer).pipe(Layer.provide(inner))

@@ -48,10 +48,12 @@ import {
 import { multipartUpload } from "./MultipartUpload.js"
 import {
   type Answer,
+  BodyTooLarge,
   describeCause,
   isTimeout,
   type Limits,
   open,
+  readBounded,
   readJson,
   send,
   sendOk,
@@ -71,6 +73,12 @@ export interface ComfyClientOptions {
   readonly uploadTimeout?: Duration.DurationInput
   /** A download fails when no bytes arrive for this long (default 60 s); its headers obey `requestTimeout`. */
   readonly downloadIdleTimeout?: Duration.DurationInput
+  /**
+   * A download whose answer announces (`Content-Length`) at most this many bytes is read whole
+   * before it is handed over, and goes to the blob store as bytes (default 256 KiB); a larger or
+   * unannounced one streams. At most this much per output file in flight is held in memory.
+   */
+  readonly downloadHeldWhole?: number
   /** Limit of a `GET /object_info`, the whole exchange (default 30 s): it can be several MB. */
   readonly objectInfoTimeout?: Duration.DurationInput
   /** Largest `/object_info` answer read, in bytes (default 64 MiB; a bare ComfyUI 0.3.64 sends 0.5 MB). */
@@ -137,6 +145,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
   const objectInfoLimits: Limits = { headers: objectInfoTimeout, body: objectInfoTimeout, whole: objectInfoTimeout, named: objectInfoTimeout }
   const objectInfoMaxBytes = options.objectInfoMaxBytes ?? 64 * 1024 * 1024
   const stalled = `download stalled for ${Duration.format(Duration.decode(idleTimeout))}`
+  const heldWhole = options.downloadHeldWhole ?? 256 * 1024
 
   const getJson = <A>(runner: RunnerTarget, path: string, decode: (runner: RunnerTarget, answer: Answer) => Effect.Effect<A, RunnerUnreachable>) =>
     Effect.flatMap(sendOk(dispatcher, runner, { method: "GET", path, acceptJson: true }, ordinary), (answer) => decode(runner, answer))
@@ -243,14 +252,22 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
       }),
     cancel,
     download: (runner, file) =>
-      Effect.map(
+      Effect.flatMap(
         open(dispatcher, runner, { method: "GET", path: "/view", query: { filename: file.filename, subfolder: file.subfolder, type: file.type } }, download),
-        ({ body, headers, what }): Download => ({
-          content_type: headers["content-type"] ?? "application/octet-stream",
+        ({ body, headers, what }): Effect.Effect<Download, RunnerUnreachable> => {
+          const content_type = headers["content-type"] ?? "application/octet-stream"
           // undici's `bodyTimeout` is the idle timeout: it runs only while the runner owes bytes, not while the consumer is slow.
-          stream: Stream.fromAsyncIterable(body, (e) =>
-            unreachable(runner, `${what}: ${isTimeout(e) ? stalled : `download broke off: ${describeCause(e)}`}`))
-        })
+          const broke = (e: unknown) =>
+            unreachable(runner, `${what}: ${isTimeout(e) ? stalled : e instanceof BodyTooLarge ? "more bytes than announced" : `download broke off: ${describeCause(e)}`}`)
+          const announced = Number(headers["content-length"])
+          if (Number.isSafeInteger(announced) && announced <= heldWhole) {
+            return Effect.map(
+              Effect.tryPromise({ try: (signal) => readBounded(body, announced, signal), catch: broke }),
+              (bytes) => ({ content_type, content: bytes })
+            )
+          }
+          return Effect.succeed({ content_type, content: Stream.fromAsyncIterable(body, broke) })
+        }
       )
   }
 }

@@ -118,24 +118,39 @@ class BodyReadFailed {
 }
 
 /** A body of a 2xx answer longer than the call's `maxBytes`. */
-class BodyTooLarge {
+export class BodyTooLarge {
   constructor(readonly limit: number) {}
 }
 
-/** Reads at most `limit` bytes of `body` as UTF-8; more is a `BodyTooLarge` (and the rest is not read). */
-const boundedText = async (body: AsyncIterable<Uint8Array> & { destroy?: () => unknown }, limit: number): Promise<string> => {
-  const chunks: Array<Uint8Array> = []
-  let size = 0
-  for await (const chunk of body) {
-    size += chunk.byteLength
-    if (size > limit) {
-      body.destroy?.()
-      throw new BodyTooLarge(limit)
+/** A body as undici hands it over: its chunks, and a way to stop reading. */
+type Body = AsyncIterable<Uint8Array> & { readonly destroy?: () => unknown }
+
+/**
+ * Reads at most `limit` bytes of `body`; more is a `BodyTooLarge` (and the rest is not read).
+ * An abort of `signal` stops reading (the body is destroyed, the read fails).
+ */
+export const readBounded = async (body: Body, limit: number, signal?: AbortSignal): Promise<ReadonlyArray<Uint8Array>> => {
+  const stop = () => body.destroy?.()
+  signal?.addEventListener("abort", stop, { once: true })
+  try {
+    const chunks: Array<Uint8Array> = []
+    let size = 0
+    for await (const chunk of body) {
+      size += chunk.byteLength
+      if (size > limit) {
+        stop()
+        throw new BodyTooLarge(limit)
+      }
+      chunks.push(chunk)
     }
-    chunks.push(chunk)
+    return chunks
+  } finally {
+    signal?.removeEventListener("abort", stop)
   }
-  return Buffer.concat(chunks, size).toString("utf8")
 }
+
+const boundedText = async (body: Body, limit: number): Promise<string> =>
+  Buffer.concat(await readBounded(body, limit)).toString("utf8")
 
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"])
 

@@ -2,7 +2,7 @@
 import * as http from "node:http"
 import type * as net from "node:net"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { inputReference, RunnerGateway, StorageError } from "@wes/core"
+import { type Download, inputReference, isBlobBytes, RunnerGateway, StorageError } from "@wes/core"
 import { FakeComfyUI, loadImageWorkflow, saveImageWorkflow, solidPng, textWorkflow } from "@wes/runner-client/testing"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -14,8 +14,10 @@ const bytes = (b: Uint8Array) => Stream.make(b)
 const wait = (p: () => Promise<void>) => Effect.promise(p)
 
 /** The bytes of a download. */
-const readAll = <E>(s: Stream.Stream<Uint8Array, E>) =>
-  Stream.runCollect(s).pipe(Effect.map((c) => Buffer.concat(Chunk.toArray(c))))
+const readAll = (content: Download["content"]) =>
+  isBlobBytes(content)
+    ? Effect.succeed(Buffer.concat(content))
+    : Stream.runCollect(content).pipe(Effect.map((c) => Buffer.concat(Chunk.toArray(c))))
 
 /** A server that answers everything with 200 and a non-ComfyUI body. */
 const notComfy = Effect.acquireRelease(
@@ -51,7 +53,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       yield* wait(() => fake.whenFinished(id))
       const history = Option.getOrThrow(yield* gateway.history(runner, id))
       const download = yield* gateway.download(runner, history.outputs[0]!)
-      expect((yield* readAll(download.stream)).length).toBeGreaterThan(0)
+      expect((yield* readAll(download.content)).length).toBeGreaterThan(0)
       yield* gateway.cancel(runner, id)
       expect(fake.requests.length).toBeGreaterThanOrEqual(8)
       for (const r of fake.requests) {
@@ -327,7 +329,16 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       const download = yield* gateway.download(runner, file)
       expect(download.content_type).toBe("image/png")
       const onDisk = yield* Effect.promise(() => import("node:fs/promises").then((fs) => fs.readFile(`${fake.files.dir("output")}/dl/out_00001_.png`)))
-      expect(yield* readAll(download.stream)).toEqual(onDisk)
+      // A file under the limit (256 KiB by default) arrives read whole.
+      expect(isBlobBytes(download.content)).toBe(true)
+      expect(yield* readAll(download.content)).toEqual(onDisk)
+      // One above it streams, with the same bytes.
+      const streamed = yield* Effect.provide(
+        Effect.flatMap(RunnerGateway, (small) => small.download(runner, file)),
+        gatewayLayer({ downloadHeldWhole: onDisk.length - 1 })
+      )
+      expect(isBlobBytes(streamed.content)).toBe(false)
+      expect(yield* readAll(streamed.content)).toEqual(onDisk)
 
       const missing = yield* Effect.flip(gateway.download(runner, { ...file, filename: "nope.png" }))
       expect(missing).toMatchObject({ _tag: "RunnerRequestFailed", status: 404 })

@@ -6,7 +6,7 @@
 import * as http from "node:http"
 import type * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
-import { RunnerGateway, type RunnerTarget } from "@wes/core"
+import { isBlobBytes, RunnerGateway, type RunnerTarget } from "@wes/core"
 import { FakeComfyUI, solidPng } from "@wes/runner-client/testing"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -114,9 +114,33 @@ describe("RunnerGateway transport", () => {
       const gateway = yield* RunnerGateway
       const download = yield* gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" })
       expect(download.content_type).toBe("image/png")
-      const e = yield* Effect.flip(Stream.runDrain(download.stream))
+      if (isBlobBytes(download.content)) return yield* Effect.dieMessage("a download of unannounced length was read whole")
+      const e = yield* Effect.flip(Stream.runDrain(download.content))
       expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /view: download stalled for 300ms" })
     }).pipe(Effect.provide(gatewayLayer({ downloadIdleTimeout: "300 millis" }))))
+
+  it.scopedLive("fails a small download read whole whose bytes stop coming the same way", () =>
+    Effect.gen(function*() {
+      const { runner } = yield* rawServer((_, res) => {
+        res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
+        res.write(solidPng(2, 2, 0).subarray(0, 16))
+      })
+      const gateway = yield* RunnerGateway
+      const e = yield* Effect.flip(gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" }))
+      expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /view: download stalled for 300ms" })
+    }).pipe(Effect.provide(gatewayLayer({ downloadIdleTimeout: "300 millis" }))))
+
+  it.scopedLive("a small download cut short fails as broken off, not as a file", () =>
+    Effect.gen(function*() {
+      const { runner } = yield* rawServer((_, res) => {
+        res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
+        res.write(solidPng(2, 2, 0).subarray(0, 16), () => res.destroy())
+      })
+      const gateway = yield* RunnerGateway
+      const e = yield* Effect.flip(gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" }))
+      expect(e._tag).toBe("RunnerUnreachable")
+      expect(e.message).toMatch(/^GET \/view: download broke off: /)
+    }).pipe(Effect.provide(gatewayLayer())))
 
   it.scopedLive("bounds a whole upload by uploadTimeout, and only by it", () =>
     Effect.gen(function*() {

@@ -16,7 +16,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { RunnerTarget } from "../runners/Runner.js"
 import { type PromptHistory, RunnerGateway } from "../runners/RunnerGateway.js"
-import { BlobStore, outputBlobKey } from "../shared/BlobStore.js"
+import { BlobStore, isBlobBytes, outputBlobKey } from "../shared/BlobStore.js"
 import { StorageError } from "../shared/Errors.js"
 import { IdGenerator, type OutputId, type WorkflowId } from "../shared/Ids.js"
 import { isTerminal, type WorkflowOutput, type WorkflowStatus } from "../workflows/Workflow.js"
@@ -80,7 +80,9 @@ export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: P
         const id = (yield* ids.next) as OutputId
         const key = outputBlobKey(workflowId, id, file.filename)
         const download = yield* gateway.download(runner, file)
-        const content = download.stream.pipe(Stream.mapError((e) => new StorageError({ message: e.message })))
+        const content = isBlobBytes(download.content)
+          ? download.content
+          : download.content.pipe(Stream.mapError((e) => new StorageError({ message: e.message })))
         const size = yield* blobs.put(key, content, download.content_type)
         return {
           id,

@@ -104,10 +104,15 @@ export interface PromptHistory {
   } | null
 }
 
-/** A downloaded output file. */
+/**
+ * A downloaded output file: its bytes, read whole when the runner announced a small file (a
+ * gateway's choice, bounded by it), or a stream of them. Bytes go to the blob store without a
+ * stream's run, which was about half of a serial workflow's runtime steps (docs/decisions.md,
+ * "Small outputs are read whole").
+ */
 export interface Download {
   readonly content_type: string
-  readonly stream: Stream.Stream<Uint8Array, RunnerError>
+  readonly content: Stream.Stream<Uint8Array, RunnerError> | ReadonlyArray<Uint8Array>
 }
 
 /** One node of a `progress_state` message (ComfyUI 0.3.45 and later; pending nodes are never listed). */

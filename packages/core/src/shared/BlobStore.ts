@@ -18,8 +18,10 @@ import type { StorageError } from "./Errors.js"
  */
 export type BlobContent = Stream.Stream<Uint8Array, StorageError> | ReadonlyArray<Uint8Array>
 
-/** True when `content` is bytes in memory. */
-export const isBlobBytes = (content: BlobContent): content is ReadonlyArray<Uint8Array> => Array.isArray(content)
+/** True when `content` is bytes in memory (a blob's content, or a download's). */
+export const isBlobBytes = <E>(
+  content: Stream.Stream<Uint8Array, E> | ReadonlyArray<Uint8Array>
+): content is ReadonlyArray<Uint8Array> => Array.isArray(content)
 
 /** A stored blob. */
 export interface Blob {

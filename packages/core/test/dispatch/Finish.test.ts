@@ -78,14 +78,36 @@ describe("Finish", () => {
       expect(stored).toEqual([outputs[0]!.blob_key])
     }).pipe(Effect.provide(layerFor(store, {
       history: () => Effect.succeed(Option.some(history({ outputs: [image] }))),
-      download: () => Effect.succeed({ content_type: "image/png", stream: Stream.make(new Uint8Array([1, 2, 3])) })
+      download: () => Effect.succeed({ content_type: "image/png", content: Stream.make(new Uint8Array([1, 2, 3])) })
     }, {
       blobs: {
-        // An output is copied as it downloads (a stream), never held whole.
-        put: (key, content) => isBlobBytes(content) ? Effect.dieMessage("an output was held in memory") : Effect.map(Stream.runCollect(content), (chunks) => {
+        // A download that streams is copied as it arrives, never held whole on the way.
+        put: (key, content) => isBlobBytes(content) ? Effect.dieMessage("a streamed output was held in memory") : Effect.map(Stream.runCollect(content), (chunks) => {
           stored.push(key)
           return Array.from(chunks).reduce((n, c) => n + c.length, 0)
         })
+      }
+    })))
+  })
+
+  it.effect("a small output the gateway read whole goes to the blob store as its bytes", () => {
+    const w = workflowOn({ status: "running" })
+    const store = new FakeWorkflows([w])
+    const stored: Array<ReadonlyArray<Uint8Array>> = []
+    return Effect.gen(function*() {
+      yield* onRunner(w)
+      yield* finish(w.id)
+      expect(stored).toEqual([[new Uint8Array([1, 2]), new Uint8Array([3])]])
+      expect(store.requests[0]!.outputs!.map((o) => [o.filename, o.size])).toEqual([["out_00001_.png", 3]])
+    }).pipe(Effect.provide(layerFor(store, {
+      history: () => Effect.succeed(Option.some(history({ outputs: [image] }))),
+      download: () => Effect.succeed({ content_type: "image/png", content: [new Uint8Array([1, 2]), new Uint8Array([3])] })
+    }, {
+      blobs: {
+        put: (_, content) =>
+          isBlobBytes(content)
+            ? Effect.sync(() => stored.push(content)).pipe(Effect.as(content.reduce((n, c) => n + c.length, 0)))
+            : Effect.dieMessage("bytes in memory were put as a stream")
       }
     })))
   })

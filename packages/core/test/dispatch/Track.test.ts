@@ -184,7 +184,7 @@ describe("Track", () => {
       gateway: {
         download: (_, file) =>
           Effect.sync(() => downloaded.push(file.filename)).pipe(
-            Effect.as({ content_type: "image/png", stream: Stream.make(new Uint8Array([1])) })
+            Effect.as({ content_type: "image/png", content: Stream.make(new Uint8Array([1])) })
           )
       },
       blobs: { put: () => Effect.succeed(1) },

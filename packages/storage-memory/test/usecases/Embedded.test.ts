@@ -72,7 +72,7 @@ const makeInstantRunner = () => {
     queue: () => Effect.succeed({ running: [], pending: [] }),
     history: (_runner, id) => Effect.succeed(Option.fromNullable(histories.get(id))),
     cancel: (_runner, id) => Effect.sync(() => void cancels.push(id)),
-    download: () => Effect.succeed({ content_type: "image/png", stream: Stream.make(OUTPUT) }),
+    download: () => Effect.succeed({ content_type: "image/png", content: Stream.make(OUTPUT) }),
     events: () =>
       Effect.gen(function*() {
         const out = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(64), Queue.shutdown)
