@@ -4,8 +4,20 @@
  * wall clock with sub-millisecond precision, so other processes can compare.
  * IPC: submissions (count and unique), arrivals (prompt id -> time), progressSent (key -> time).
  */
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { FakeComfyUI } from "@wes/runner-client/testing"
 import { serve } from "../lib/child.js"
+
+/**
+ * The fakes' input/output directories, in memory (`/dev/shm`) where there is one: they stand in
+ * for remote machines, whose file writes would not load this one. On this machine's disk a new
+ * file costs about 1 ms of kernel CPU (BENCHMARKS.md, "How each is measured"), which the fakes
+ * spent per output, on the cores WES was measured on.
+ */
+const shm = "/dev/shm"
+const root = fs.mkdtempSync(path.join(fs.existsSync(shm) ? shm : os.tmpdir(), "wes-bench-fakes-"))
 
 const now = () => performance.timeOrigin + performance.now()
 const count = Number(process.env["FAKES"] ?? "1")
@@ -15,6 +27,7 @@ let submitted = 0
 const fakes: Array<FakeComfyUI> = []
 for (let i = 0; i < count; i++) {
   fakes.push(await FakeComfyUI.start({
+    rootDir: path.join(root, String(i)),
     cache: process.env["FAKES_CACHE"] === "on",
     // FAKES_COUNT=on: every request is kept, for `requestCounts`.
     logLimit: process.env["FAKES_COUNT"] === "on" ? 10_000_000 : 10,
@@ -55,4 +68,8 @@ serve({
     return true
   }
 }, { urls: fakes.map((f) => f.url) })
-process.on("SIGTERM", () => void Promise.all(fakes.map((f) => f.close())).then(() => process.exit(0)))
+process.on("SIGTERM", () =>
+  void Promise.all(fakes.map((f) => f.close())).then(() => {
+    fs.rmSync(root, { recursive: true, force: true })
+    process.exit(0)
+  }))

@@ -109,6 +109,21 @@ describe("fake ComfyUI: nodes and caching", () => {
     expect(inspectImage(png)).toEqual({ format: "PNG", width: 20, height: 10, color: 0xff00ff })
   })
 
+  it("SaveImage counts a file someone else wrote into the folder between two saves", async () => {
+    const fake = await useFake()
+    const api = http(fake)
+    const first = uuid()
+    await api.post("/prompt", { prompt: saveImageWorkflow({ prefix: "runs/img" }), prompt_id: first })
+    await fake.whenFinished(first)
+    await fs.writeFile(path.join(fake.files.dir("output"), "runs", "img_00007_.png"), "")
+    const second = uuid()
+    await api.post("/prompt", { prompt: saveImageWorkflow({ prefix: "runs/img", color: 1 }), prompt_id: second })
+    await fake.whenFinished(second)
+    expect((await api.get(`/history/${second}`)).json<History>()[second]!.outputs["3"]!.images).toEqual([
+      { filename: "img_00008_.png", subfolder: "runs", type: "output" }
+    ])
+  })
+
   it("re-emits cached outputs for an identical resubmission and writes no new file; cache: false re-runs", async () => {
     const fake = await useFake()
     const ws = await WsClient.connect(fake.wsUrl("c"))

@@ -78,6 +78,13 @@ const exists = (p: string): Promise<boolean> => fs.stat(p).then(() => true, () =
 
 /** The three directories of a ComfyUI install, under one root. */
 export class FileStore {
+  /**
+   * The next counter of each folder + name, and the folder's mtime when it was known: a save
+   * lists the folder again only if something else changed it since. (ComfyUI lists it on every
+   * save; over a long benchmark the fake's listing of thousands of files was most of its CPU.)
+   */
+  private readonly counters = new Map<string, { readonly mtime: bigint; readonly next: number }>()
+
   private constructor(readonly root: string, private readonly owned: boolean) {}
 
   /** Uses `rootDir` (created if missing) or a fresh temporary directory that `remove` deletes. */
@@ -150,13 +157,24 @@ export class FileStore {
       )
     }
     await fs.mkdir(folder, { recursive: true })
+    const known = this.counters.get(`${folder}\0${filename}`)
+    if (known !== undefined && known.mtime === (await fs.stat(folder, { bigint: true })).mtimeNs) {
+      return { folder, subfolder, filename, counter: known.next }
+    }
     let counter = 1
+    const start = `${filename}_`
     for (const f of await fs.readdir(folder)) {
-      if (f.slice(0, filename.length + 1) !== `${filename}_`) continue
-      const digits = Number.parseInt(f.slice(filename.length + 1).split("_")[0] ?? "", 10)
+      if (!f.startsWith(start)) continue
+      const digits = Number.parseInt(f.slice(start.length).split("_")[0] ?? "", 10)
       if (Number.isFinite(digits) && digits + 1 > counter) counter = digits + 1
     }
     return { folder, subfolder, filename, counter }
+  }
+
+  /** After a save wrote counters up to `next - 1` into `target`'s folder: the next one starts there. */
+  async saved(target: { readonly folder: string; readonly filename: string }, next: number): Promise<void> {
+    const { mtimeNs } = await fs.stat(target.folder, { bigint: true })
+    this.counters.set(`${target.folder}\0${target.filename}`, { mtime: mtimeNs, next })
   }
 
   /** Deletes every temp file (ComfyUI's `cleanup_temp` at start-up). */

@@ -93,6 +93,7 @@ const saveImages = async (
     images.push({ filename: file, subfolder: target.subfolder, type })
     counter++
   }
+  await ctx.files.saved(target, counter)
   return { outputs: [], ui: { images } }
 }
 
@@ -286,6 +287,7 @@ const CATALOGUE: ReadonlyArray<NodeDef> = [
       })
       const file = `${target.filename}_${String(target.counter).padStart(5, "0")}_.webp`
       await fs.writeFile(path.join(target.folder, file), animatedWebp(img.width, img.height, img.color, img.batch, 1000 / Number(i.fps)))
+      await ctx.files.saved(target, target.counter + 1)
       return { outputs: [], ui: { images: [{ filename: file, subfolder: target.subfolder, type: "output" }], animated: [img.batch !== 1] } }
     }
   },
