@@ -93,6 +93,20 @@ describe("RunnerGateway transport", () => {
       yield* waitUntil(() => stats.open === 0)
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute" }))))
 
+  it.scopedLive("aborts a small download being read whole when its call is interrupted", () =>
+    Effect.gen(function*() {
+      const { runner, stats } = yield* rawServer((_, res) => {
+        // Announces 100 bytes, sends 16, then nothing.
+        res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
+        res.write(solidPng(2, 2, 0).subarray(0, 16))
+      })
+      const gateway = yield* RunnerGateway
+      const call = yield* Effect.fork(gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" }))
+      yield* waitUntil(() => stats.requests === 1)
+      yield* Fiber.interrupt(call)
+      yield* waitUntil(() => stats.open === 0)
+    }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute", downloadIdleTimeout: "1 minute" }))))
+
   it.scopedLive("reports an answer whose body breaks off", () =>
     Effect.gen(function*() {
       const { runner } = yield* rawServer((_, res) => {
