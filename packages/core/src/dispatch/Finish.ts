@@ -96,7 +96,7 @@ export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: P
           blob_key: key,
           created_at: yield* DateTime.now
         } satisfies WorkflowOutput
-      }).pipe(Effect.retry({ times: 2, schedule: Schedule.exponential("200 millis") })), { concurrency: 4 })
+      }).pipe(Effect.retry({ times: 2, schedule: Schedule.exponential("200 millis") })), { concurrency: Math.min(4, history.outputs.length) })
   })
 
 /**
