@@ -52,6 +52,18 @@ const rawServer = (answer: http.RequestListener) =>
       )
   )
 
+/** An output file to download. */
+const anOutput = { node_id: "1", filename: "a.png", subfolder: "", type: "output" }
+
+/** A runner whose downloads announce 100 bytes and send 16, then nothing more (or, `cut`, close). */
+const shortDownload = (cut = false) =>
+  rawServer((_, res) => {
+    res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
+    res.write(solidPng(2, 2, 0).subarray(0, 16), () => {
+      if (cut) res.destroy()
+    })
+  })
+
 /** Waits (polling) until `condition` holds; fails after `within`. */
 const waitUntil = (condition: () => boolean, within: Duration.DurationInput = "5 seconds") =>
   Effect.suspend(() => condition() ? Effect.void : Effect.fail("not yet" as const)).pipe(
@@ -95,13 +107,9 @@ describe("RunnerGateway transport", () => {
 
   it.scopedLive("aborts a small download being read whole when its call is interrupted", () =>
     Effect.gen(function*() {
-      const { runner, stats } = yield* rawServer((_, res) => {
-        // Announces 100 bytes, sends 16, then nothing.
-        res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
-        res.write(solidPng(2, 2, 0).subarray(0, 16))
-      })
+      const { runner, stats } = yield* shortDownload()
       const gateway = yield* RunnerGateway
-      const call = yield* Effect.fork(gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" }))
+      const call = yield* Effect.fork(gateway.download(runner, anOutput))
       yield* waitUntil(() => stats.requests === 1)
       yield* Fiber.interrupt(call)
       yield* waitUntil(() => stats.open === 0)
@@ -126,7 +134,7 @@ describe("RunnerGateway transport", () => {
         res.write(solidPng(2, 2, 0).subarray(0, 16))
       })
       const gateway = yield* RunnerGateway
-      const download = yield* gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" })
+      const download = yield* gateway.download(runner, anOutput)
       expect(download.content_type).toBe("image/png")
       if (isBlobBytes(download.content)) return yield* Effect.dieMessage("a download of unannounced length was read whole")
       const e = yield* Effect.flip(Stream.runDrain(download.content))
@@ -135,23 +143,17 @@ describe("RunnerGateway transport", () => {
 
   it.scopedLive("fails a small download read whole whose bytes stop coming the same way", () =>
     Effect.gen(function*() {
-      const { runner } = yield* rawServer((_, res) => {
-        res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
-        res.write(solidPng(2, 2, 0).subarray(0, 16))
-      })
+      const { runner } = yield* shortDownload()
       const gateway = yield* RunnerGateway
-      const e = yield* Effect.flip(gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" }))
+      const e = yield* Effect.flip(gateway.download(runner, anOutput))
       expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /view: download stalled for 300ms" })
     }).pipe(Effect.provide(gatewayLayer({ downloadIdleTimeout: "300 millis" }))))
 
   it.scopedLive("a small download cut short fails as broken off, not as a file", () =>
     Effect.gen(function*() {
-      const { runner } = yield* rawServer((_, res) => {
-        res.writeHead(200, { "content-type": "image/png", "content-length": "100" })
-        res.write(solidPng(2, 2, 0).subarray(0, 16), () => res.destroy())
-      })
+      const { runner } = yield* shortDownload(true)
       const gateway = yield* RunnerGateway
-      const e = yield* Effect.flip(gateway.download(runner, { node_id: "1", filename: "a.png", subfolder: "", type: "output" }))
+      const e = yield* Effect.flip(gateway.download(runner, anOutput))
       expect(e._tag).toBe("RunnerUnreachable")
       expect(e.message).toMatch(/^GET \/view: download broke off: /)
     }).pipe(Effect.provide(gatewayLayer())))

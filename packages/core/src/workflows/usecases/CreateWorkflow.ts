@@ -92,6 +92,9 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       return decoded.right
     })
 
+  /** Whether a parameter has a file to store under the new workflow: an upload, or an inherited file. */
+  const storesFile = (r: ResolvedParam<UploadedFile>) => r.value._tag === "Upload" || r.placeholder.kind === "file"
+
   /** Stores a blob until the scope closes, and removes it then unless the scope succeeded. */
   const storeScoped = (key: string, put: Effect.Effect<unknown, ValidationError | StorageError>) =>
     Effect.acquireRelease(Effect.as(put, key), (k, exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(blobs.delete(k)))
@@ -107,7 +110,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
           yield* storeScoped(blobKey, blobs.put(blobKey, file.content, file.content_type))
           return [key, blobKey] as const
         }
-        if (r.placeholder.kind !== "file") return [key, r.value.value] as const
+        if (!storesFile(r)) return [key, r.value.value] as const
         // A rerun inherits a file: the new workflow gets its own copy, since each workflow's
         // inputs are deleted when it finishes.
         const from = r.value.value
@@ -159,8 +162,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         }).pipe(Effect.tap(() => Effect.sync(() => workflowsCreated.unsafeUpdate(1, []))))
       // Files to store live in a scope that releases them unless the write succeeds; with none
       // (most creates), no scope is opened and closed.
-      const stores = resolved.some((r) => r.value._tag === "Upload" || r.placeholder.kind === "file")
-      return yield* (stores ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(values)).pipe(Effect.catchTags({
+      return yield* (resolved.some(storesFile) ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(values)).pipe(Effect.catchTags({
         LimitReached: (e) => Effect.fail(limitExceeded(e.limit, user.tier, limits[e.limit])),
         DuplicateIdempotencyKey: (e) => Effect.succeed(asFirstAnswered(e.existing))
       }))
