@@ -142,6 +142,25 @@ export const checkRun = async (db: TestDatabase, acknowledged: ReadonlySet<strin
   return { stored, byId, missing, unfinished, endedOtherThanOnce, counts }
 }
 
+/**
+ * For a failing check: every post of each id in `ids` (runner index, client id, time) beside the
+ * workflow's status events, so a duplicate shows which instance posted it when.
+ */
+export const explainSubmissions = async (db: TestDatabase, ids: ReadonlyArray<string>, fakes: ReadonlyArray<FakeComfyUI>): Promise<string> => {
+  if (ids.length === 0) return ""
+  const events = await db.query((sql) =>
+    sql<{ workflow_id: string; type: string; data: unknown; created_at: string }>`SELECT workflow_id::text AS workflow_id, type, data, created_at::text AS created_at
+      FROM workflow_events WHERE workflow_id::text IN ${sql.in([...ids])} AND type <> 'progress' ORDER BY seq`
+  )
+  return ids.map((id) => {
+    const posts = fakes.flatMap((f, i) =>
+      f.submissions.filter((s) => s.prompt_id === id).map((s) => `runner ${i} ${s.status} client=${s.client_id} at=${new Date(s.at).toISOString()}`)
+    )
+    const story = events.filter((e) => e.workflow_id === id).map((e) => `${e.created_at} ${e.type} ${JSON.stringify(e.data)}`)
+    return `${id}\n  posts: ${posts.join("; ")}\n  events: ${story.join("\n          ")}`
+  }).join("\n")
+}
+
 /** Resident set size (MB) and open file descriptors of a process, from /proc. */
 export const processFigures = (pid: number): { readonly rssMb: number; readonly fds: number } => {
   const status = readFileSync(`/proc/${pid}/status`, "utf8")

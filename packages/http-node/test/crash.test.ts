@@ -8,7 +8,7 @@
  */
 import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
 import { afterEach, describe, expect, it } from "vitest"
-import { checkRun, mapLimit, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
+import { checkRun, explainSubmissions, mapLimit, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
 import {
   addRunner,
   createUser,
@@ -123,6 +123,7 @@ describe("crash and pause", () => {
     expect(check.stored.filter((w) => w.status !== "completed").map((w) => `${w.id}:${w.status}:${w.exception_type}`)).toEqual([])
     expect(check.unfinished).toEqual([])
     expect(check.endedOtherThanOnce).toEqual([])
+    if (check.counts.duplicates.length > 0) console.log(`[crash] duplicates:\n${await explainSubmissions(database, check.counts.duplicates, fakes)}`)
     expect(check.counts.duplicates).toEqual([])
     expect(check.counts.unique).toBe(WORKFLOWS)
     expect(check.counts.total).toBe(WORKFLOWS)
