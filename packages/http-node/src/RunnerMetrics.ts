@@ -25,7 +25,7 @@ export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = 
           attempt(Exit.match(exit, {
             onSuccess: () => "submitted",
             onFailure: (cause) =>
-              Option.match(Cause.failureOption(cause), { onNone: () => "error", onSome: (e) => (e._tag === "PromptRejected" ? "rejected" : "error") })
+              Option.match(Cause.failureOption(cause), { onNone: () => "error", onSome: (e) => (e._tag === "PromptRejected" ? "rejected" : e._tag === "PromptWithheld" ? "withheld" : "error") })
           })))),
       download: (runner, file) =>
         Effect.flatMap(Clock.currentTimeMillis, (start) => {

@@ -10,6 +10,7 @@ import {
   type OutputFile,
   type PromptHistory,
   PromptRejected,
+  PromptWithheld,
   type QueueSnapshot,
   type RunnerError,
   type RunnerInfo,
@@ -100,7 +101,7 @@ export interface ComfyClient {
     runner: RunnerTarget,
     file: { readonly filename: string; readonly content_type: string; readonly content: Stream.Stream<Uint8Array, StorageError> }
   ) => Effect.Effect<UploadedInput, RunnerError | StorageError>
-  readonly submit: (runner: RunnerTarget, prompt: SubmitPrompt) => Effect.Effect<Submitted, RunnerError | PromptRejected>
+  readonly submit: (runner: RunnerTarget, prompt: SubmitPrompt) => Effect.Effect<Submitted, RunnerError | PromptRejected | PromptWithheld>
   readonly queue: (runner: RunnerTarget) => Effect.Effect<QueueSnapshot, RunnerError>
   readonly history: (runner: RunnerTarget, promptId: string) => Effect.Effect<Option.Option<PromptHistory>, RunnerError>
   readonly cancel: (runner: RunnerTarget, promptId: string) => Effect.Effect<void, RunnerError>
@@ -167,7 +168,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
         toQueueSnapshot(q).running.includes(promptId) ? postEmpty(runner, "/interrupt", { prompt_id: promptId }) : Effect.void)
     )
 
-  const submit = (runner: RunnerTarget, p: SubmitPrompt): Effect.Effect<Submitted, RunnerError | PromptRejected> => {
+  const submit = (runner: RunnerTarget, p: SubmitPrompt): Effect.Effect<Submitted, RunnerError | PromptRejected | PromptWithheld> => {
     const json = {
       prompt: p.prompt,
       prompt_id: p.prompt_id,
@@ -205,10 +206,17 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
           onSuccess: (r) => Effect.fail(rejected(rejection(r)))
         })
       )
-    return Effect.flatMap(
-      send(dispatcher, runner, { method: "POST", path: "/prompt", acceptJson: true, json }, ordinary),
-      (answer) =>
+    // Whether the fence withheld the post (asked by undici, outside any fiber).
+    let withheld = false
+    const asked = p.fence
+    const fence = asked === undefined ? undefined : () => asked() || ((withheld = true), false)
+    return send(dispatcher, runner, { method: "POST", path: "/prompt", acceptJson: true, json, fence }, ordinary).pipe(
+      Effect.catchAll((e) =>
+        Effect.fail(withheld ? new PromptWithheld({ runner_id: runner.id, message: "POST /prompt: not sent: this instance no longer drives the runner" }) : e)
+      ),
+      Effect.flatMap((answer) =>
         answer.status === 200 ? accepted(answer) : answer.status === 400 ? refused(answer) : Effect.fail(statusFailure(runner, answer))
+      )
     )
   }
 

@@ -9,7 +9,7 @@
  * client"). The fiber's abort signal goes to undici, so interrupting a call aborts its request.
  */
 import type { IncomingHttpHeaders } from "node:http"
-import type { Readable } from "node:stream"
+import { Readable } from "node:stream"
 import { type RunnerError, RunnerRequestFailed, type RunnerTarget, RunnerUnreachable } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -61,6 +61,11 @@ export interface Call {
   readonly acceptJson?: boolean
   /** Sent as JSON. */
   readonly json?: unknown
+  /**
+   * For a `json` body: asked as undici is about to write the request (a connection is ready);
+   * false aborts it before a byte is written, and the call fails.
+   */
+  readonly fence?: (() => boolean) | undefined
   /** Streamed as is. */
   readonly stream?: { readonly body: Readable; readonly contentType: string }
   /** A 2xx answer longer than this many bytes is refused (its reading stops there). */
@@ -165,16 +170,41 @@ const headersOf = (runner: RunnerTarget, own: Record<string, string>): Record<st
   return own
 }
 
+/** The request was withheld: its `fence` said no as it was about to be written. */
+class Withheld extends Error {}
+
+/**
+ * `text` as one chunk that undici pulls when it writes the request, headers included (they go out
+ * with the first chunk): the fence is asked then, a few microtasks before the bytes leave.
+ */
+const fenced = (text: Buffer, fence: () => boolean): Readable =>
+  Readable.from({
+    async *[Symbol.asyncIterator]() {
+      if (!fence()) throw new Withheld("withheld by its fence")
+      yield text
+    }
+  }, { objectMode: false })
+
+const bodyOf = (call: Call, headers: Record<string, string>) => {
+  if (call.json === undefined) return call.stream?.body ?? null
+  const text = JSON.stringify(call.json)
+  if (call.fence === undefined) return text
+  const bytes = Buffer.from(text)
+  headers["content-length"] = String(bytes.length)
+  return fenced(bytes, call.fence)
+}
+
 const dispatch = (dispatcher: Dispatcher, runner: RunnerTarget, call: Call, limits: Limits, fiber: AbortSignal) => {
   const query = call.query === undefined ? "" : `?${new URLSearchParams(call.query).toString()}`
   const own: Record<string, string> = call.acceptJson === true ? { accept: "application/json" } : {}
   if (call.json !== undefined) own["content-type"] = "application/json"
   if (call.stream !== undefined) own["content-type"] = call.stream.contentType
+  const body = bodyOf(call, own)
   return request(`${baseUrl(runner)}${call.path}${query}`, {
     dispatcher,
     method: call.method,
     headers: headersOf(runner, own),
-    body: call.json !== undefined ? JSON.stringify(call.json) : call.stream?.body ?? null,
+    body,
     signal: limits.whole === undefined ? fiber : AbortSignal.any([fiber, AbortSignal.timeout(millis(limits.whole))]),
     headersTimeout: millis(limits.headers),
     bodyTimeout: millis(limits.body)

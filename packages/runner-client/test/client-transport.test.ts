@@ -105,6 +105,37 @@ describe("RunnerGateway transport", () => {
       yield* waitUntil(() => stats.open === 0)
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute" }))))
 
+  it.scopedLive("asks a post's fence once its connection is open, right before writing: withheld, the runner receives nothing", () =>
+    Effect.gen(function*() {
+      const bodies: Array<string> = []
+      const { runner, stats } = yield* rawServer((req, res) => {
+        let body = ""
+        req.on("data", (chunk: Buffer) => (body += chunk.toString()))
+        req.on("end", () => {
+          bodies.push(body)
+          const { prompt_id } = JSON.parse(body) as { prompt_id: string }
+          res.writeHead(200, { "content-type": "application/json" })
+          res.end(JSON.stringify({ prompt_id, number: 1, node_errors: {} }))
+        })
+      })
+      const gateway = yield* RunnerGateway
+      const asked: Array<number> = []
+      const id = uuid()
+      const prompt = { prompt_id: id, prompt: { "1": { class_type: "EmptyImage", inputs: {} } }, client_id: "c", extra_data: {} }
+      const withheld = yield* Effect.flip(gateway.submit(runner, { ...prompt, fence: () => (asked.push(stats.connections), false) }))
+      expect(withheld._tag).toBe("PromptWithheld")
+      expect(withheld.message).toContain("not sent")
+      // Asked once, with the connection already open: nothing waits between the answer and the write.
+      expect(asked).toEqual([1])
+      expect(stats.requests).toBe(0)
+
+      const posted = yield* gateway.submit(runner, { ...prompt, fence: () => (asked.push(stats.connections), true) })
+      expect(posted).toEqual({ prompt_id: id, number: 1 })
+      expect(asked).toHaveLength(2)
+      expect(stats.requests).toBe(1)
+      expect(JSON.parse(bodies[0]!)).toMatchObject({ prompt_id: id, client_id: "c" })
+    }).pipe(Effect.provide(gatewayLayer())))
+
   it.scopedLive("aborts a small download being read whole when its call is interrupted", () =>
     Effect.gen(function*() {
       const { runner, stats } = yield* shortDownload()

@@ -9,6 +9,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
 import { findPlaceholders, substitute } from "../workflows/Placeholders.js"
@@ -68,16 +69,24 @@ const attempt = (w: Workflow, resubmit: boolean) =>
       if (Option.isSome(up) && up.value._tag !== "Applied") return { _tag: "Gone" as const }
     }
     yield* awaitSocket
-    // Fencing: after a pause past the lease, another instance may drive this runner now.
+    // Fencing: after a pause past the lease, another instance may drive this runner now. Asked
+    // here, and again by the client as the request is written: it may wait for a connection, or
+    // the process may be frozen, for longer than the lease has left.
     if (!(yield* driving.lease.held)) return { _tag: "LeaseLost" as const }
+    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
     const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
-    yield* gateway.submit(runner, {
+    const posted = yield* gateway.submit(runner, {
       prompt_id: w.id,
       prompt: substitute(w.workflow_json, placeholders, values),
       client_id: driving.lease.clientId,
-      extra_data: { wes_workflow_id: w.id }
-    })
-    return { _tag: "Posted" as const }
+      extra_data: { wes_workflow_id: w.id },
+      fence: () => runSync(driving.lease.held)
+    }).pipe(
+      Effect.as(true),
+      Effect.catchTag("PromptWithheld", () =>
+        Effect.as(Effect.logWarning("WES: withheld a prompt: the lease on its runner ended before it was sent", { runner_id: runner.id, workflow_id: w.id }), false))
+    )
+    return posted ? { _tag: "Posted" as const } : { _tag: "LeaseLost" as const }
   })
 
 const retryable = (e: { readonly _tag: string }): e is RunnerError => e._tag === "RunnerUnreachable" || e._tag === "RunnerRequestFailed"

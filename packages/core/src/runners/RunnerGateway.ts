@@ -38,6 +38,15 @@ export class PromptRejected extends Schema.TaggedError<PromptRejected>()("Prompt
   error_node: Schema.NullOr(Schema.String)
 }) {}
 
+/**
+ * A post the runner never received: its `fence` said, as the request was about to be written,
+ * that this instance may no longer drive the runner (another instance may have posted it since).
+ */
+export class PromptWithheld extends Schema.TaggedError<PromptWithheld>()("PromptWithheld", {
+  runner_id: Schema.String,
+  message: Schema.String
+}) {}
+
 export type RunnerError = RunnerUnreachable | RunnerRequestFailed
 
 /** `/system_stats`, reduced to what the service uses. */
@@ -68,6 +77,13 @@ export interface SubmitPrompt {
   /** The WebSocket client id that should receive this prompt's events. */
   readonly client_id: string
   readonly extra_data: JsonObject
+  /**
+   * Asked synchronously right before the request's bytes are written (after any wait for a
+   * connection): false withholds the post, nothing reaches the runner, and `submit` fails with
+   * `PromptWithheld`. A check before calling `submit` cannot stand in for it: the request may wait
+   * long after it (a frozen or overloaded process), past the lease it was checked against.
+   */
+  readonly fence?: () => boolean
 }
 
 export interface Submitted {
@@ -196,7 +212,7 @@ export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<Runner
     }
   ) => Effect.Effect<UploadedInput, RunnerError | StorageError>
   /** `POST /prompt`. */
-  readonly submit: (runner: RunnerTarget, prompt: SubmitPrompt) => Effect.Effect<Submitted, RunnerError | PromptRejected>
+  readonly submit: (runner: RunnerTarget, prompt: SubmitPrompt) => Effect.Effect<Submitted, RunnerError | PromptRejected | PromptWithheld>
   /** `GET /queue`. */
   readonly queue: (runner: RunnerTarget) => Effect.Effect<QueueSnapshot, RunnerError>
   /** `GET /history/{prompt_id}`: none while pending, running or unknown. */

@@ -34,6 +34,7 @@ export {
   type OutputFile,
   type PromptHistory,
   PromptRejected,
+  PromptWithheld,
   type QueueSnapshot,
   type RunnerError,
   type RunnerEvent,

@@ -5,6 +5,7 @@ import {
   BlobStore,
   IdGenerator,
   PromptRejected,
+  PromptWithheld,
   RunnerGateway,
   RunnerUnreachable,
   type SubmitPrompt,
@@ -58,8 +59,11 @@ describe("Submit", () => {
         prompt_id: w.id,
         prompt: { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: "7" } } },
         client_id: "wes-test-client",
-        extra_data: { wes_workflow_id: w.id }
+        extra_data: { wes_workflow_id: w.id },
+        fence: expect.any(Function)
       }])
+      // The fence is the lease, asked again by the client as the request is written.
+      expect(posted[0]!.fence!()).toBe(true)
       expect(store.moves).toEqual(["Uploaded+Queued"])
       expect(store.byId.get(w.id)).toMatchObject({ status: "queued", prompt_id: w.id, queue_number: 1 })
       const tracked = yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id))
@@ -160,6 +164,27 @@ describe("Submit", () => {
       yield* submit({ workflow: w, resubmit: false })
       expect(store.moves).toEqual([])
     }).pipe(Effect.provide(layerFor(store, {}, { driving: { lease: lost } })))
+  })
+
+  it.effect("hands the lease to the client as the post's fence: a lease that ends while the post waits withholds it, and nothing is recorded", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    // Held when Submit checks it; gone by the time the client is about to write the request.
+    let checks = 0
+    const ending = { clientId: "c", lost: Effect.never, held: Effect.sync(() => ++checks === 1) }
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(checks).toBe(2)
+      expect(store.moves).toEqual([])
+      const driving = yield* Driving
+      expect(Option.isNone(yield* driving.inFlight.get(w.id))).toBe(true)
+    }).pipe(Effect.provide(layerFor(store, {
+      submit: (runner, p) =>
+        p.fence?.() === true
+          ? Effect.succeed({ prompt_id: p.prompt_id, number: 1 })
+          : Effect.fail(new PromptWithheld({ runner_id: runner.id, message: "withheld" }))
+    }, { driving: { lease: ending } })))
   })
 
   it.effect("waits for the runner's WebSocket to open before a driver's first post, at most 5 seconds", () => {
