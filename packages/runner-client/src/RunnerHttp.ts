@@ -175,15 +175,17 @@ class Withheld extends Error {}
 
 /**
  * `text` as one chunk that undici pulls when it writes the request, headers included (they go out
- * with the first chunk): the fence is asked then, a few microtasks before the bytes leave.
+ * with the first chunk): the fence is asked then, a few microtasks before the bytes leave. A plain
+ * `read()` costs about 8 µs more per post than a string body; `Readable.from` of a generator 30.
  */
 const fenced = (text: Buffer, fence: () => boolean): Readable =>
-  Readable.from({
-    async *[Symbol.asyncIterator]() {
-      if (!fence()) throw new Withheld("withheld by its fence")
-      yield text
+  new Readable({
+    read() {
+      if (!fence()) return this.destroy(new Withheld("withheld by its fence"))
+      this.push(text)
+      this.push(null)
     }
-  }, { objectMode: false })
+  })
 
 const bodyOf = (call: Call, headers: Record<string, string>) => {
   if (call.json === undefined) return call.stream?.body ?? null
