@@ -18,8 +18,9 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
     const webhooks = yield* WebhookService
     // The handlers' own requirements, provided once here.
     const urls = Effect.provideService(WebhookUrlCheck, yield* WebhookUrlCheck)
+    // Without a URL there is nothing to check, and no services to provide (two context changes per create).
     const checkUrl = (user: Parameters<typeof checkWorkflowWebhookUrl>[0], url: string | undefined) =>
-      checkWorkflowWebhookUrl(user, url).pipe(urls, Effect.provideService(WebhookService, webhooks))
+      url === undefined ? Effect.void : checkWorkflowWebhookUrl(user, url).pipe(urls, Effect.provideService(WebhookService, webhooks))
     return handlers
       .handle("create", ({ payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>

@@ -28,6 +28,10 @@ import type { Phase } from "./InFlight.js"
 import { transition } from "./Lifecycle.js"
 import { failOrRetry } from "./Retry.js"
 import { RunTimes } from "./RunTimes.js"
+import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
+
+/** An output's copy is tried three times: again after 200 ms, then after 400 ms. */
+const copyRetries = Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(2)))
 
 /**
  * The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost).
@@ -96,7 +100,7 @@ export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: P
           blob_key: key,
           created_at: yield* DateTime.now
         } satisfies WorkflowOutput
-      }).pipe(Effect.retry({ times: 2, schedule: Schedule.exponential("200 millis") })), { concurrency: Math.min(4, history.outputs.length) })
+      }).pipe((copy) => retryAfterFailure(copy, copyRetries)), { concurrency: Math.min(4, history.outputs.length) })
   })
 
 /**

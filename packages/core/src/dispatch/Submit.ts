@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
+import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
 import { findPlaceholders, substitute } from "../workflows/Placeholders.js"
 import { isTerminal, type Workflow } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
@@ -130,16 +131,7 @@ export const submit = (claimed: ClaimedWorkflow) =>
           )
       )
     )
-    // The retries are built only once an attempt failed: the first failure is replayed to the
-    // schedule, so it sees every failure, as a retry of the whole would (most posts succeed at once).
-    const result = yield* tried.pipe(
-      Effect.catchIf(retryable, (first) => {
-        let replayed = false
-        const again = Effect.suspend(() => replayed ? tried : ((replayed = true), Effect.fail(first)))
-        return Effect.retry(again, { schedule: retrySchedule(driving.options), while: retryable })
-      }),
-      Effect.either
-    )
+    const result = yield* Effect.either(retryAfterFailure(tried, retrySchedule(driving.options), retryable))
     if (Either.isLeft(result)) {
       const e = result.left
       if (e._tag === "StorageError") return yield* Effect.fail(e)
