@@ -9,6 +9,6 @@ export const MemoryRunnerOwnership: Layer.Layer<RunnerOwnership> = Layer.sync(Ru
   return RunnerOwnership.of({
     instanceId,
     acquire: (runnerId) =>
-      Effect.succeed(Option.some({ clientId: `${instanceId}-${runnerId}`, lost: Effect.never, held: Effect.succeed(true) }))
+      Effect.succeed(Option.some({ clientId: `${instanceId}-${runnerId}`, lost: Effect.never, held: () => true }))
   })
 })

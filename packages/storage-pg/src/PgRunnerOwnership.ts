@@ -170,6 +170,9 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
           )
           if (Option.isNone(epoch)) return Option.none()
           const lost = yield* Deferred.make<void>()
+          // The fiber's clock (a TestClock in tests), read synchronously: `held` is asked as a
+          // prompt's request is written, outside any fiber.
+          const clock = yield* Effect.clock
           const state: LeaseState = { deadline: started + leaseMs, lost: false }
           // Forked after the release was registered, so it is stopped before the release runs.
           yield* Effect.forkScoped(keep(runnerId, epoch.value, state, lost))
@@ -177,7 +180,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
             clientId: runnerClientId(runnerId, epoch.value),
             lost: Deferred.await(lost),
             // A margin before the local deadline covers the time a prompt takes to reach the runner.
-            held: Effect.map(monotonicMillis, (now) => !state.lost && now < state.deadline - heldMargin)
+            held: () => !state.lost && Number(clock.unsafeCurrentTimeNanos() / 1_000_000n) < state.deadline - heldMargin
           })
         })
     })

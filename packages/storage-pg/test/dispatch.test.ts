@@ -114,12 +114,12 @@ describe("runner ownership across instances", () => {
       const started = Date.now()
       const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r))
       expect(leaseA.clientId).toBe(`wes-${r}-1`)
-      expect(yield* leaseA.held).toBe(true)
+      expect(leaseA.held()).toBe(true)
       expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
 
       // A stops counting on the lease before it can be taken over (the fencing check)...
       yield* Effect.sleep("700 millis")
-      expect(yield* leaseA.held).toBe(false)
+      expect(leaseA.held()).toBe(false)
       // ...and notices on its own, no later than the lease could be taken over.
       yield* leaseA.lost.pipe(Effect.timeout("5 seconds"))
       const noticed = Date.now() - started
@@ -128,7 +128,7 @@ describe("runner ownership across instances", () => {
       const leaseB = yield* eventually(b.ownership.acquire(r), "5 seconds")
       expect(Date.now() - started).toBeGreaterThanOrEqual(800)
       expect(leaseB.clientId).toBe(`wes-${r}-2`)
-      expect(yield* leaseB.held).toBe(true)
+      expect(leaseB.held()).toBe(true)
     }))
 
   it.scopedLive("a renewal that finds the runner taken over completes `lost`, and A's release leaves B's lease alone", () =>

@@ -71,11 +71,12 @@ export interface RunnerLease {
   /** Completes if the lease is lost (another instance took the runner over). */
   readonly lost: Effect.Effect<void>
   /**
-   * True while the lease is certainly still this instance's, judged locally (no round trip) with
-   * a safety margin. Checked right before posting a prompt: an instance that was paused past its
-   * lease must not post what another instance may already have taken over.
+   * True while the lease is certainly still this instance's, judged locally and synchronously
+   * (no round trip) with a safety margin. Checked before posting a prompt, and by the client as
+   * the request is written (`SubmitPrompt.fence`): an instance that was paused past its lease
+   * must not post what another instance may already have taken over.
    */
-  readonly held: Effect.Effect<boolean>
+  readonly held: () => boolean
 }
 
 export class RunnerOwnership extends Context.Tag("@wes/core/RunnerOwnership")<RunnerOwnership, {

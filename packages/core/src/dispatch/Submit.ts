@@ -9,7 +9,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Runtime from "effect/Runtime"
 import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
 import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
@@ -73,15 +72,14 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     // Fencing: after a pause past the lease, another instance may drive this runner now. Asked
     // here, and again by the client as the request is written: it may wait for a connection, or
     // the process may be frozen, for longer than the lease has left.
-    if (!(yield* driving.lease.held)) return { _tag: "LeaseLost" as const }
-    const runSync = Runtime.runSync(yield* Effect.runtime<never>())
+    if (!driving.lease.held()) return { _tag: "LeaseLost" as const }
     const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
     const posted = yield* gateway.submit(runner, {
       prompt_id: w.id,
       prompt: substitute(w.workflow_json, placeholders, values),
       client_id: driving.lease.clientId,
       extra_data: { wes_workflow_id: w.id },
-      fence: () => runSync(driving.lease.held)
+      fence: driving.lease.held
     }).pipe(
       Effect.as(true),
       Effect.catchTag("PromptWithheld", () =>

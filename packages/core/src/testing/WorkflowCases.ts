@@ -570,7 +570,7 @@ export const dispatchCases: ReadonlyArray<ConformanceCase> = [
     const r = F.uuid()
     const lease = yield* Effect.scoped(Effect.gen(function*() {
       const held = yield* ownership.acquire(r)
-      if (Option.isSome(held)) yield* ok(yield* held.value.held, "held while its scope is open")
+      if (Option.isSome(held)) yield* ok(held.value.held(), "held while its scope is open")
       return held
     }))
     yield* ok(Option.isSome(lease) && lease.value.clientId.length > 0, "a lease with a client id")

@@ -158,7 +158,7 @@ describe("Submit", () => {
   it.effect("does not post once the lease may be lost (another instance may drive the runner)", () => {
     const w = workflowOn()
     const store = new FakeWorkflows([w])
-    const lost = { clientId: "c", lost: Effect.never, held: Effect.succeed(false) }
+    const lost = { clientId: "c", lost: Effect.never, held: () => false }
     return Effect.gen(function*() {
       yield* claimedNow(w)
       yield* submit({ workflow: w, resubmit: false })
@@ -171,7 +171,7 @@ describe("Submit", () => {
     const store = new FakeWorkflows([w])
     // Held when Submit checks it; gone by the time the client is about to write the request.
     let checks = 0
-    const ending = { clientId: "c", lost: Effect.never, held: Effect.sync(() => ++checks === 1) }
+    const ending = { clientId: "c", lost: Effect.never, held: () => ++checks === 1 }
     return Effect.gen(function*() {
       yield* claimedNow(w)
       yield* submit({ workflow: w, resubmit: false })

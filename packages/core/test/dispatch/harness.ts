@@ -49,7 +49,7 @@ export const options: DispatcherOptions = {
   idleAfter: "10 seconds"
 }
 
-export const heldLease: RunnerLease = { clientId: "wes-test-client", lost: Effect.never, held: Effect.succeed(true) }
+export const heldLease: RunnerLease = { clientId: "wes-test-client", lost: Effect.never, held: () => true }
 
 /** The `Scheduler` that resolves the runner (and chooses `next`, when given, for a workflow moved away). */
 export const schedulerFor = (next?: RunnerTarget) =>
