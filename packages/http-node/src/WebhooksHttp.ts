@@ -4,7 +4,7 @@
  * addresses refused unless allowed), answered with a 400 naming the field.
  */
 import { group } from "./edge/ApiGroups.js"
-import { checkWebhookUrl, type User, ValidationError, WebhookService } from "@wes/core"
+import { checkWebhookUrl, type StorageError, type User, ValidationError, WebhookService } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -26,16 +26,22 @@ export const webhookUrlCheckLayer = (options: { readonly denyPrivate: boolean; r
           reason === undefined ? Effect.succeed(href) : Effect.fail(ValidationError.field(field, reason)))
         : Effect.succeed(href)))
 
-/** A workflow's own `webhook_url`: allowed by the policy, and signed with the caller's secret, so that must exist. */
-export const checkWorkflowWebhookUrl = (user: User, url: string | undefined) =>
-  Effect.gen(function*() {
-    if (url === undefined || url === "") return
-    const check = yield* WebhookUrlCheck
-    yield* check("webhook_url", url)
-    const webhooks = yield* WebhookService
-    yield* webhooks.requireEndpoint(user).pipe(Effect.catchTag("NotFound", () =>
-      Effect.fail(ValidationError.field("webhook_url", "webhooks are signed with your webhook secret: set up one first with PUT /v1/webhook"))))
-  })
+/**
+ * The check of a workflow's own `webhook_url`: allowed by the policy, and signed with the caller's
+ * secret, so that must exist. Its services are taken once, so a create provides none per request.
+ */
+export const workflowWebhookUrlCheck = Effect.gen(function*() {
+  const check = yield* WebhookUrlCheck
+  const webhooks = yield* WebhookService
+  return (user: User, url: string | undefined): Effect.Effect<void, ValidationError | StorageError> =>
+    url === undefined || url === ""
+      ? Effect.void
+      : Effect.zipRight(
+        check("webhook_url", url),
+        webhooks.requireEndpoint(user).pipe(Effect.catchTag("NotFound", () =>
+          Effect.fail(ValidationError.field("webhook_url", "webhooks are signed with your webhook secret: set up one first with PUT /v1/webhook"))))
+      )
+})
 
 export const webhookHttp = group(WesApi, "webhook", (handlers) =>
   Effect.gen(function*() {

@@ -7,7 +7,7 @@ import * as Stream from "effect/Stream"
 import { CurrentUser, WesApi } from "./Api.js"
 import { paramsOf } from "./Forms.js"
 import { SseHub } from "./SseHub.js"
-import { checkWorkflowWebhookUrl, WebhookUrlCheck } from "./WebhooksHttp.js"
+import { workflowWebhookUrlCheck } from "./WebhooksHttp.js"
 
 const contentDisposition = (filename: string) => `attachment; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, "_")}"`
 
@@ -16,11 +16,7 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
     const workflows = yield* WorkflowService
     const hub = yield* SseHub
     const webhooks = yield* WebhookService
-    // The handlers' own requirements, provided once here.
-    const urls = Effect.provideService(WebhookUrlCheck, yield* WebhookUrlCheck)
-    // Without a URL there is nothing to check, and no services to provide (two context changes per create).
-    const checkUrl = (user: Parameters<typeof checkWorkflowWebhookUrl>[0], url: string | undefined) =>
-      url === undefined ? Effect.void : checkWorkflowWebhookUrl(user, url).pipe(urls, Effect.provideService(WebhookService, webhooks))
+    const checkUrl = yield* workflowWebhookUrlCheck
     return handlers
       .handle("create", ({ payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>

@@ -42,8 +42,9 @@ export const makeInstanceId = (): string => {
 /** The WebSocket client id of the `epoch`-th acquisition of a runner. */
 export const runnerClientId = (runnerId: string, epoch: string): string => `wes-${runnerId}-${epoch}`
 
-/** Milliseconds on a monotonic clock (hrtime): a wall-clock step cannot move a lease's local deadline. */
-const monotonicMillis = Effect.map(Clock.currentTimeNanos, (n) => Number(n / 1_000_000n))
+/** Milliseconds on `clock`'s monotonic time (hrtime): a wall-clock step cannot move a lease's local deadline. */
+const millisOf = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
+const monotonicMillis = Effect.map(Effect.clock, millisOf)
 
 /** What a held lease knows locally: by when (monotonic) it expires at the latest, and whether it was lost. */
 interface LeaseState {
@@ -180,7 +181,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
             clientId: runnerClientId(runnerId, epoch.value),
             lost: Deferred.await(lost),
             // A margin before the local deadline covers the time a prompt takes to reach the runner.
-            held: () => !state.lost && Number(clock.unsafeCurrentTimeNanos() / 1_000_000n) < state.deadline - heldMargin
+            held: () => !state.lost && millisOf(clock) < state.deadline - heldMargin
           })
         })
     })

@@ -19,6 +19,7 @@ import { type PromptHistory, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, isBlobBytes, outputBlobKey } from "../shared/BlobStore.js"
 import { StorageError } from "../shared/Errors.js"
 import { IdGenerator, type OutputId, type WorkflowId } from "../shared/Ids.js"
+import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
 import { isTerminal, type WorkflowOutput, type WorkflowStatus } from "../workflows/Workflow.js"
 import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
 import type { WorkflowRepository } from "../workflows/WorkflowRepository.js"
@@ -28,7 +29,6 @@ import type { Phase } from "./InFlight.js"
 import { transition } from "./Lifecycle.js"
 import { failOrRetry } from "./Retry.js"
 import { RunTimes } from "./RunTimes.js"
-import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
 
 /** An output's copy is tried three times: again after 200 ms, then after 400 ms. */
 const copyRetries = Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(2)))

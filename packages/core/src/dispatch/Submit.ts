@@ -74,18 +74,20 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     // the process may be frozen, for longer than the lease has left.
     if (!driving.lease.held()) return { _tag: "LeaseLost" as const }
     const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
-    const posted = yield* gateway.submit(runner, {
+    return yield* gateway.submit(runner, {
       prompt_id: w.id,
       prompt: substitute(w.workflow_json, placeholders, values),
       client_id: driving.lease.clientId,
       extra_data: { wes_workflow_id: w.id },
       fence: driving.lease.held
     }).pipe(
-      Effect.as(true),
+      Effect.as({ _tag: "Posted" as const }),
       Effect.catchTag("PromptWithheld", () =>
-        Effect.as(Effect.logWarning("WES: withheld a prompt: the lease on its runner ended before it was sent", { runner_id: runner.id, workflow_id: w.id }), false))
+        Effect.as(
+          Effect.logWarning("WES: withheld a prompt: the lease on its runner ended before it was sent", { runner_id: runner.id, workflow_id: w.id }),
+          { _tag: "LeaseLost" as const }
+        ))
     )
-    return posted ? { _tag: "Posted" as const } : { _tag: "LeaseLost" as const }
   })
 
 const retryable = (e: { readonly _tag: string }): e is RunnerError => e._tag === "RunnerUnreachable" || e._tag === "RunnerRequestFailed"
