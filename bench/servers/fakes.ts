@@ -2,7 +2,9 @@
  * Fake ComfyUI runners for benchmarks, in their own process. Env: FAKES (count), FAKES_CACHE
  * (on|off). Records when each prompt arrived and when each progress message was sent, on the
  * wall clock with sub-millisecond precision, so other processes can compare.
- * IPC: submissions (count and unique), arrivals (prompt id -> time), progressSent (key -> time).
+ * IPC: submissions (count and unique), arrivals (prompt id -> time), progressSent (key -> time),
+ * hold / release (every fake's nodes wait before running until released, one by one over
+ * `spreadMs`: prompts are taken and started, nothing runs).
  */
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -60,6 +62,16 @@ serve({
       }
     }
     return counts
+  },
+  hold: () => {
+    for (const f of fakes) f.hold()
+    return true
+  },
+  /** Releases the fakes one by one over `spreadMs` (evenly), so their prompts do not run in step. */
+  release: (args) => {
+    const { spreadMs = 0 } = (args ?? {}) as { readonly spreadMs?: number }
+    fakes.forEach((f, i) => (spreadMs > 0 && i > 0 ? setTimeout(() => f.release(), (i * spreadMs) / fakes.length) : f.release()))
+    return true
   },
   reset: () => {
     arrivals.clear()

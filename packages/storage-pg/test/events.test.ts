@@ -1,3 +1,4 @@
+import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
@@ -123,5 +124,25 @@ describe("event bus across instances", () => {
       expect(after).not.toBe(before)
       yield* a.publish(w, [{ type: "done", data: "live again" }])
       expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(3)
+    }))
+})
+
+describe("publishing inside a transaction", () => {
+  it.scopedLive("events published inside a transaction are logged with it: rolled back, none remain", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const store = yield* Layer.build(storeOn(schema, { events: { heartbeatInterval: "1 hour" } }))
+      const bus = Context.get(store, WorkflowEventBus)
+      const sql = Context.get(store, SqlClient.SqlClient)
+      const w = F.uuid()
+      const failed = yield* sql.withTransaction(Effect.zipRight(bus.publish(w, [{ type: "status", data: "rolled back" }]), Effect.fail("abort"))).pipe(
+        Effect.flip
+      )
+      expect(failed).toBe("abort")
+      expect(yield* bus.lastSeq(w)).toBe(0)
+      expect(yield* bus.read(w, 0, 10)).toEqual([])
+      // Committed, they are there.
+      yield* sql.withTransaction(bus.publish(w, [{ type: "status", data: "kept" }]))
+      expect((yield* bus.read(w, 0, 10)).map((e) => [e.seq, e.data])).toEqual([[1, "kept"]])
     }))
 })
