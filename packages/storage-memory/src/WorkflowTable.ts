@@ -7,6 +7,7 @@
  */
 import { isTerminal, runnerOf, type Workflow, type WorkflowOutput } from "@wes/core"
 import { IndexByOwner } from "./NewestFirst.js"
+import { OldestFirst } from "./OldestFirst.js"
 
 const bump = (counts: Map<string, number>, key: string, by: number) => {
   const n = (counts.get(key) ?? 0) + by
@@ -16,21 +17,6 @@ const bump = (counts: Map<string, number>, key: string, by: number) => {
 
 /** Waiting for submission: what a claim takes. */
 export const isWaiting = (w: Workflow): boolean => w.status === "accepted" || w.status === "uploaded"
-
-const older = (a: Workflow, b: Workflow) =>
-  a.created_at.epochMillis < b.created_at.epochMillis || (a.created_at.epochMillis === b.created_at.epochMillis && a.id < b.id)
-
-/** Where `w` is, or would go, in `list` (oldest first): binary search. */
-const indexIn = (list: ReadonlyArray<Workflow>, w: Workflow): number => {
-  let lo = 0
-  let hi = list.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (older(list[mid]!, w)) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
 
 /** A claim on a waiting workflow: who holds it, until when (epoch ms). */
 export interface Claim {
@@ -46,7 +32,7 @@ export class WorkflowTable {
   /** Unfinished workflow ids per runner, in insertion (creation) order. */
   readonly unfinishedByRunner = new Map<string, Set<string>>()
   /** Waiting workflows per runner, then per user and priority (`user\0priority`), oldest first. */
-  readonly waitingByRunner = new Map<string, Map<string, Array<Workflow>>>()
+  readonly waitingByRunner = new Map<string, Map<string, OldestFirst>>()
   /** Unfinished workflows per runner that do not wait (queued, running), counted per user. */
   readonly busyByRunner = new Map<string, Map<string, number>>()
   readonly outputs = new Map<string, Array<WorkflowOutput>>()
@@ -70,8 +56,7 @@ export class WorkflowTable {
 
   /**
    * A change that moves it in no index (a claim marking `submitted_at`): the record is swapped
-   * where it stands, instead of out of and back into its runner's waiting list (two O(n) splices
-   * of a list that holds the runner's whole backlog).
+   * where it stands, instead of out of and back into its runner's waiting list.
    */
   private inPlace(before: Workflow, after: Workflow): boolean {
     if (
@@ -81,9 +66,7 @@ export class WorkflowTable {
     ) return false
     const runner = runnerOf(before)?.id
     const list = runner === undefined ? undefined : this.waitingByRunner.get(runner)?.get(`${before.user_id}\u0000${before.priority}`)
-    const i = list === undefined ? -1 : indexIn(list, before)
-    if (list === undefined || list[i] !== before) return false
-    list[i] = after
+    if (list === undefined || !list.replace(before, after)) return false
     this.byId.set(after.id, after)
     return true
   }
@@ -139,13 +122,9 @@ export class WorkflowTable {
     if (queues === undefined) this.waitingByRunner.set(runner, (queues = new Map()))
     const key = `${w.user_id}\u0000${w.priority}`
     let list = queues.get(key)
-    if (list === undefined) queues.set(key, (list = []))
-    const i = indexIn(list, w)
-    if (sign === 1) {
-      // Most arrive newest: appended.
-      list.splice(i, 0, w)
-    } else if (list[i]?.id === w.id) {
-      list.splice(i, 1)
+    if (list === undefined) queues.set(key, (list = new OldestFirst()))
+    if (sign === 1) list.insert(w)
+    else if (list.remove(w)) {
       if (list.length === 0) queues.delete(key)
       if (queues.size === 0) this.waitingByRunner.delete(runner)
     }
