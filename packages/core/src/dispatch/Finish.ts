@@ -33,6 +33,9 @@ import { RunTimes } from "./RunTimes.js"
 /** An output's copy is tried three times: again after 200 ms, then after 400 ms. */
 const copyRetries = Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(2)))
 
+/** A prompt's history, missing right after its end, is read again three times, 200 ms apart. */
+const historyRetries = Schedule.spaced("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))
+
 /**
  * The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost).
  * `noticedAt`: when WES learned of the end (a completion records `transfer_ms` from it).
@@ -200,7 +203,7 @@ export const finish = (
     const target = yield* driving.target
     const history = Option.isNone(target) ? Option.none<PromptHistory>() : yield* gateway.history(target.value, id).pipe(
       Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
-      Effect.retry({ times: 3, schedule: Schedule.spaced("200 millis") }),
+      (read) => retryAfterFailure(read, historyRetries),
       Effect.option
     )
     if (Option.isNone(history)) {

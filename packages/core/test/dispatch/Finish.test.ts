@@ -200,21 +200,25 @@ describe("Finish", () => {
     }, { retryOn: other })))
   })
 
-  it.effect("without a history yet, leaves the workflow on the runner for reconciliation and still publishes its run events", () => {
+  it.effect("without a history yet (read four times, 200 ms apart), leaves the workflow on the runner for reconciliation and still publishes its run events", () => {
     const w = workflowOn({ status: "running" })
     const store = new FakeWorkflows([w])
     const published: Array<ReadonlyArray<NewWorkflowEvent>> = []
     const run = [{ type: "executing" as const, data: { node: "1", percent: 0 } }]
+    let reads = 0
     return Effect.gen(function*() {
       yield* onRunner(w)
       const fiber = yield* Effect.fork(finish(w.id, ["onRunner"], run))
+      yield* TestClock.adjust("399 millis")
+      expect(reads).toBe(2)
       yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
+      expect(reads).toBe(4)
       expect(store.moves).toEqual([])
       expect(published).toEqual([run])
       const tracked = yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id))
       expect(Option.map(tracked, (t) => t.phase)).toEqual(Option.some("onRunner"))
-    }).pipe(Effect.provide(layerFor(store, { history: () => Effect.succeedNone }, { published })))
+    }).pipe(Effect.provide(layerFor(store, { history: () => Effect.sync(() => reads++).pipe(Effect.as(Option.none())) }, { published })))
   })
 
   it.effect("an end the store could not write goes back to the runner's side, for reconciliation to record later", () => {
