@@ -80,6 +80,14 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
         const waiting = claimable.sort(byAge).slice(0, limit)
         return { waiting, onRunner }
       }),
+    claimable: (runners) =>
+      Effect.map(Clock.currentTimeMillis, (now) => {
+        const ready = new Set<string>()
+        for (const runner of runners) {
+          if (heads(table, runner, now, 1).claimable.length > 0) ready.add(runner)
+        }
+        return ready
+      }),
     renew: (ids, owner, leaseMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
         for (const id of ids) if (table.claims.get(id)?.owner === owner) table.claims.set(id, { owner, until: now + leaseMs })

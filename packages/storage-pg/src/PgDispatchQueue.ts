@@ -7,7 +7,7 @@
  * finds the work at its next poll.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { DispatchQueue } from "@wes/core"
+import { DispatchQueue, WAKE_ALL } from "@wes/core"
 import * as Schema from "effect/Schema"
 import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
@@ -35,11 +35,10 @@ export const DEFAULT_WORK_CHANNEL = "wes_work"
 
 /**
  * The wake-up every instance's `wakeups` emits after its LISTEN connection was (re)established:
- * notifications sent meanwhile are lost, so any runner may have new work. It names no runner;
- * core's Dispatcher answers a wake-up for a runner it does not drive with a full scan, which is
- * exactly what is needed.
+ * notifications sent meanwhile are lost, so any runner may have new work. Core's Dispatcher wakes
+ * every driver it runs and scans for runners it does not drive yet.
  */
-export const WAKE_ALL_RUNNERS = "*"
+export const WAKE_ALL_RUNNERS = WAKE_ALL
 
 /** Options of the dispatch queue's wake-ups. */
 export interface PgDispatchQueueOptions {
@@ -131,6 +130,15 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
         ), load AS (${loadOn(runnerId)})
         SELECT 'waiting' AS kind, id::text, user_id::text, priority::int, created_at, 0 AS n FROM waiting
         UNION ALL SELECT 'load', NULL, user_id::text, NULL, NULL, n FROM load`,
+    /**
+     * The runners among `runnerIds` with a claimable workflow: per runner, a probe of the waiting
+     * index (`workflows_waiting_runner_user_idx`) for one unclaimed or lapsed row.
+     */
+    claimable: (runnerIds: ReadonlyArray<string>) =>
+      sql<{ runner_id: string }>`SELECT r.id::text AS runner_id FROM unnest(${runnerIds}::uuid[]) AS r(id)
+        WHERE EXISTS (SELECT 1 FROM workflows
+          WHERE coalesce(user_runner_id, managed_runner_id) = r.id AND status IN ${waiting}
+            AND (claimed_by IS NULL OR lease_expires_at < now()))`,
     renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) =>
       sql`UPDATE workflows SET lease_expires_at = ${leaseEnd(leaseMs)}
         WHERE id = ANY(${ids}::uuid[]) AND claimed_by = ${owner}`,
@@ -196,6 +204,16 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
             orStorageError("dispatch.waitingOn")
           )
           : Effect.succeed({ waiting: [], onRunner: new Map() }),
+      claimable: (runnerIds) => {
+        const valid = runnerIds.filter(isId)
+        if (valid.length === 0) return Effect.succeed(new Set<string>())
+        // PostgreSQL spells ids in lowercase: answer them as the caller did.
+        const asAsked = new Map(valid.map((id) => [id.toLowerCase(), id]))
+        return run(q.claimable(valid)).pipe(
+          Effect.map((rows) => new Set(rows.map((r) => asAsked.get(r.runner_id) ?? r.runner_id))),
+          orStorageError("dispatch.claimable")
+        )
+      },
       renew: (ids, owner, leaseMs) => {
         const valid = ids.filter(isId)
         return valid.length === 0

@@ -85,6 +85,7 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
         ["unfinishedRunners", q.unfinishedRunners()],
         ["claim (user runner)", d.claim(sample.user_runner_id, "instance-a", 10, 30_000, 300_000)],
         ["claim (managed runner)", d.claim(sample.managed_runner_id, "instance-a", 10, 30_000, 300_000)],
+        ["claimable runners", d.claimable([sample.user_runner_id, sample.managed_runner_id, F.uuid()])],
         ["renew claims", d.renew([F.uuid(), F.uuid()], "instance-a", 30_000)],
         ["release claims", d.release([F.uuid()], "instance-a")]
       ]
@@ -99,7 +100,8 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
           const ordered = `Limit[^\\n]*\\n\\s*->\\s+(LockRows[^\\n]*\\n\\s*->\\s+)?Index Scan using workflows_submitted_runner_idx on workflows`
           expect(plan, name).toMatch(new RegExp(`${ordered}[^\\n]*\\n\\s*Index Cond: \\(COALESCE`))
         }
-        if (name.startsWith("claim")) {
+        if (name === "claimable runners") expect(plan, name).toMatch(/Index (Only )?Scan using workflows_waiting_runner_user_idx/)
+        if (name.startsWith("claim (")) {
           const walks = plan.match(/Index (Only )?Scan using workflows_waiting_runner_user_idx/g) ?? []
           // The first user of the walk, and one per priority of each user.
           expect(walks.length, name).toBeGreaterThanOrEqual(4)

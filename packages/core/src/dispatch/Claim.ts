@@ -1,13 +1,14 @@
 /**
- * The claim loop of a driver: whenever it is woken (new work announced) or `claimInterval` passes
- * (claims of dead instances expire silently), it claims as many waiting workflows as it has free
- * slots, in one store operation, in the store's scheduling order (dispatch/Ordering.ts), and
- * submits each beside the loop. A slot is a prompt kept on the runner (`concurrencyPerRunner`:
+ * The claim loop of a driver: whenever it is woken (new work announced, or claimable work found by
+ * the dispatcher's sweep: claims of dead instances expire silently), it claims as many waiting
+ * workflows as it has free slots, in one store operation, in the store's scheduling order
+ * (dispatch/Ordering.ts), and submits each beside the loop. A slot is a prompt kept on the runner (`concurrencyPerRunner`:
  * being submitted, or queued or running there): the rest waits in WES, where priorities and fair
  * share decide, not in ComfyUI's first-come queue. With every slot busy it waits for one to free
  * (a submission or a workflow ended); a claim that filled every slot is followed by another at
  * once. So an idle runner costs one claim per wake-up. It returns once the runner has had no work
- * for `idleAfter`. Claims being submitted are renewed every third of their lease.
+ * for `idleAfter`, which it checks on a wake-up of its own every third of `idleAfter` (at least
+ * `claimInterval`). Claims being submitted are renewed every third of their lease.
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -51,10 +52,10 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
   const { options } = driving
   const leaseMs = Duration.toMillis(options.claimLease)
   const agingMs = Duration.toMillis(options.priorityAging)
-  // A tick every claimInterval stands in for a wake-up (no timeout per wait: each costs a fiber and
-  // a timer). Jittered (80-120 %), so the drivers of many runners started together drift apart
-  // instead of all claiming at the same instant every interval.
-  yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(options.claimInterval).pipe(Schedule.jittered)))
+  // A wake-up of its own now and then, to notice that the runner went idle (no timeout per wait:
+  // each costs a fiber and a timer). Jittered (80-120 %), so drivers started together drift apart.
+  const idleCheck = Duration.millis(Math.max(Duration.toMillis(options.claimInterval), Duration.toMillis(options.idleAfter) / 3))
+  yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(idleCheck).pipe(Schedule.jittered)))
   let idleSince: number | undefined
   for (;;) {
     const free = options.concurrencyPerRunner - (yield* driving.inFlight.load)

@@ -28,6 +28,9 @@ export interface RunnerQueue {
   readonly onRunner: ReadonlyMap<string, number>
 }
 
+/** What `DispatchQueue.wakeups` says when any runner may have work (e.g. after a store's listener reconnected). */
+export const WAKE_ALL = "*"
+
 /** Workflows waiting to be submitted, claimed with a lease so two instances never both submit one. */
 export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<DispatchQueue, {
   /**
@@ -51,6 +54,12 @@ export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<Dispat
    * claim orders, read for queue positions.
    */
   readonly waitingOn: (runnerId: string, limit: number) => Effect.Effect<RunnerQueue, StorageError>
+  /**
+   * Which of `runnerIds` have work a claim would take now (accepted or uploaded, no live claim):
+   * one read for every runner an instance drives, so that claims left by a dead instance, which
+   * expire without a wake-up, are found without each driver claiming on a timer.
+   */
+  readonly claimable: (runnerIds: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>, StorageError>
   /** Extends the leases `owner` holds on `ids`. */
   readonly renew: (ids: ReadonlyArray<string>, owner: string, leaseMs: number) => Effect.Effect<void, StorageError>
   /** Gives up `owner`'s claims on `ids` (a submission given back for later). */
@@ -58,8 +67,8 @@ export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<Dispat
   /** Tells every instance that `runnerId` has new work. */
   readonly notify: (runnerId: string) => Effect.Effect<void, StorageError>
   /**
-   * Runner ids with new work, as `notify` announces them (may repeat, may coalesce), or `*`
-   * when any runner may have work (e.g. after a store's listener reconnected).
+   * Runner ids with new work, as `notify` announces them (may repeat, may coalesce), or
+   * `WAKE_ALL` when any runner may have work (e.g. after a store's listener reconnected).
    */
   readonly wakeups: Stream.Stream<string>
 }>() {}

@@ -22,7 +22,7 @@ import type { IdGenerator } from "../shared/Ids.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
 import type { WorkflowEventBus } from "../workflows/WorkflowEvents.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
-import { DispatchQueue, RunnerOwnership } from "./Dispatch.js"
+import { DispatchQueue, RunnerOwnership, WAKE_ALL } from "./Dispatch.js"
 import { defaultDispatcherOptions, type DispatcherOptions } from "./DispatcherOptions.js"
 import { driveRunner } from "./Driver.js"
 import type { Scheduler } from "./Scheduler.js"
@@ -78,8 +78,8 @@ const make = (options: DispatcherOptions) =>
     /**
      * Starts a driver for `ref` unless one runs (atomically: two scans at once start one driver,
      * with one wake-up queue). A running driver is not woken: it claims on the wake-ups of its
-     * runner and every `claimInterval`, so a scan of many runners does not set every driver
-     * claiming at the same instant.
+     * runner and when `sweep` finds work for it, so a scan of many runners does not set every
+     * driver claiming at the same instant.
      */
     const start = (ref: RunnerRef) =>
       Effect.gen(function*() {
@@ -96,13 +96,33 @@ const make = (options: DispatcherOptions) =>
       Effect.catchAll((e) => Effect.logWarning("could not look for work", { error: e.message }))
     )
 
+    /**
+     * Claims of a dead instance lapse without a wake-up. Every `claimInterval` (jittered), one read
+     * for all the runners this instance drives finds those with claimable work, and only their
+     * drivers claim: an instance driving N runners spends one statement per interval on this, not N.
+     */
+    const sweep = Effect.gen(function*() {
+      const map = yield* Ref.get(wakes)
+      if (HashMap.size(map) === 0) return
+      const ready = yield* queue.claimable(Array.from(HashMap.keys(map)))
+      for (const id of ready) {
+        const wake = HashMap.get(map, id)
+        if (Option.isSome(wake)) yield* Queue.offer(wake.value, undefined)
+      }
+    }).pipe(Effect.catchAll((e) => Effect.logWarning("could not look for claimable work", { error: e.message })))
+    const wakeAll = Effect.flatMap(Ref.get(wakes), (map) => Effect.forEach(HashMap.values(map), (wake) => Queue.offer(wake, undefined), { discard: true }))
+
     yield* scan.pipe(Effect.repeat(Schedule.spaced(options.scanInterval)), Effect.forkScoped)
-    // New work for a runner: wake its driver, or look for work (the runner id alone does not say its kind).
+    yield* sweep.pipe(Effect.repeat(Schedule.spaced(options.claimInterval).pipe(Schedule.jittered)), Effect.forkScoped)
+    // New work for a runner: wake its driver, or look for work (the runner id alone does not say
+    // its kind). Any runner may have work (the store's listener reconnected): wake every driver too.
     yield* queue.wakeups.pipe(
       Stream.runForEach((runnerId) =>
-        Effect.flatMap(Ref.get(wakes), (map) =>
-          Option.match(HashMap.get(map, runnerId), { onNone: () => scan, onSome: (wake) => Queue.offer(wake, undefined) })
-        )
+        runnerId === WAKE_ALL
+          ? Effect.zipRight(wakeAll, scan)
+          : Effect.flatMap(Ref.get(wakes), (map) =>
+            Option.match(HashMap.get(map, runnerId), { onNone: () => scan, onSome: (wake) => Queue.offer(wake, undefined) })
+          )
       ),
       Effect.forkScoped
     )

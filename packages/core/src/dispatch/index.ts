@@ -1,5 +1,5 @@
 /** Dispatch: which runner takes a workflow, and driving each runner's work to its end. */
-export { type ClaimedWorkflow, DispatchQueue, type RunnerLease, RunnerOwnership, type RunnerQueue } from "./Dispatch.js"
+export { type ClaimedWorkflow, DispatchQueue, type RunnerLease, RunnerOwnership, type RunnerQueue, WAKE_ALL } from "./Dispatch.js"
 export { RunTimes } from "./RunTimes.js"
 export { Dispatcher, type DispatcherDeps } from "./Dispatcher.js"
 export { defaultDispatcherOptions, type DispatcherOptions, retrySchedule } from "./DispatcherOptions.js"

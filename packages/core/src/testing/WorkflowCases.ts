@@ -494,6 +494,26 @@ export const dispatchCases: ReadonlyArray<ConformanceCase> = [
     yield* queue.release([waiting[1]!.id], "instance-a")
     yield* equal(yield* queue.claim(r!, "instance-d", 10, 60_000, AGING), [], "a submitted workflow is not claimable")
   })),
+  c("dispatch: claimable names, in one read, the runners with work a claim would take (waiting, unclaimed or lapsed)", Effect.gen(function*() {
+    const queue = yield* DispatchQueue
+    const owner = F.user()
+    const [idle, waiting, claimed, lapsed, busy] = [runnerIdOf(), runnerIdOf(), runnerIdOf(), runnerIdOf(), runnerIdOf()]
+    const on = (r: Workflow["user_runner_id"], status: Workflow["status"]) => F.workflow(owner.id, { user_runner_id: r, status, created_at: F.at(1) })
+    yield* insertAll([
+      on(idle, "completed"),
+      on(waiting, "accepted"),
+      on(claimed, "uploaded"),
+      on(lapsed, "accepted"),
+      on(busy, "queued"),
+      on(busy, "running")
+    ])
+    yield* equal((yield* queue.claim(claimed!, "instance-a", 10, 60_000, AGING)).length, 1, "claimed, live")
+    // A claim whose lease has already run out: what a dead instance leaves behind.
+    yield* equal((yield* queue.claim(lapsed!, "instance-a", 10, 0, AGING)).length, 1, "claimed, lapsed")
+    const ready = yield* queue.claimable([idle!, waiting!, claimed!, lapsed!, busy!])
+    yield* equal([...ready].sort(), [waiting!, lapsed!].sort(), "the runner with unclaimed work and the one whose claim lapsed")
+    yield* equal([...(yield* queue.claimable([]))], [], "no runners, no read")
+  })),
   c("dispatch: claims by priority, then by fair share across users, then by age", Effect.gen(function*() {
     const queue = yield* DispatchQueue
     const [a, b, c2] = [F.user(), F.user(), F.user()]

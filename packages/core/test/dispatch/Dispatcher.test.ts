@@ -11,6 +11,7 @@ import {
   type RunnerRef,
   RunnerGateway,
   RunnerOwnership,
+  WAKE_ALL,
   WorkflowEventBus,
   WorkflowRepository
 } from "@wes/core"
@@ -106,6 +107,47 @@ describe("Dispatcher", () => {
       yield* Queue.offer(wakeups, RUNNER)
       yield* TestClock.adjust("10 millis")
       expect(claims).toHaveLength(started + 1)
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("claims of dead instances: one read per claimInterval finds the driven runners with claimable work, and only their drivers claim", () => {
+    const other: RunnerRef = { kind: "user", id: "0190a1b2-c3d4-7e5f-8a9b-00000000beef" as never }
+    const claims = new Map<string, number>([[ref.id, 0], [other.id, 0]])
+    const asked: Array<ReadonlyArray<string>> = []
+    const wakeups = Effect.runSync(Queue.unbounded<string>())
+    const layer = dispatcherOn({ scanInterval: "1 hour", claimInterval: "1 second", reconcileInterval: "1 hour", idleAfter: "1 hour" }, {
+      repo: {
+        unfinishedRunners: Effect.succeed([ref, other]),
+        countInFlight: (ids) => Effect.succeed(new Map(ids.map((id) => [id, 1])))
+      },
+      queue: {
+        wakeups: Stream.fromQueue(wakeups),
+        claim: (runnerId) => Effect.as(Effect.sync(() => claims.set(runnerId, claims.get(runnerId)! + 1)), []),
+        // Only the first runner has work a claim would take (a lapsed claim of a dead instance).
+        claimable: (ids) => Effect.sync(() => asked.push([...ids].sort())).pipe(Effect.as(new Set([ref.id])))
+      },
+      ownership: { instanceId: "instance-a", acquire: () => Effect.succeed(Option.some(heldLease)) },
+      gateway: { events: () => Queue.unbounded<RunnerEvent>() }
+    })
+    return Effect.gen(function*() {
+      const dispatcher = yield* Dispatcher
+      yield* TestClock.adjust("10 millis")
+      expect([...(yield* dispatcher.driven)].sort()).toEqual([ref.id, other.id].sort())
+      const before = new Map(claims)
+      const askedBefore = asked.length
+      yield* TestClock.adjust("6 seconds")
+      // About one read per second (jittered 0.8-1.2 s), each for both runners at once.
+      const reads = asked.length - askedBefore
+      expect(reads).toBeGreaterThanOrEqual(4)
+      expect(reads).toBeLessThanOrEqual(8)
+      expect(asked.every((ids) => ids.length === 2)).toBe(true)
+      // Only the runner with claimable work claimed again, once per read; the other did not claim on a timer.
+      expect(claims.get(ref.id)! - before.get(ref.id)!).toBe(reads)
+      expect(claims.get(other.id)).toBe(before.get(other.id))
+      // Any runner may have work (the store's listener reconnected): every driver claims.
+      yield* Queue.offer(wakeups, WAKE_ALL)
+      yield* TestClock.adjust("10 millis")
+      expect(claims.get(other.id)).toBe(before.get(other.id)! + 1)
     }).pipe(Effect.provide(layer))
   })
 })
