@@ -20,7 +20,8 @@ describe(`the fake against ComfyUI ${RECORDED_VERSION} recordings`, () => {
       const fake = await FakeComfyUI.start()
       open.push(fake)
       const compared = scenario.compared ?? ((r) => r)
-      expect(compared(await record(fake.url, scenario))).toEqual(compared(readRecording(scenario.name)))
+      const settle = scenario.settle ?? ((r) => r)
+      expect(compared(settle(await record(fake.url, scenario)))).toEqual(compared(settle(readRecording(scenario.name))))
     })
   }
 })

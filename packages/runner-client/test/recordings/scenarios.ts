@@ -21,6 +21,11 @@ export interface Scenario {
   readonly realOnly?: boolean
   /** The part of a recording the fake must reproduce (default: all of it). */
   readonly compared?: (recording: Recording) => unknown
+  /**
+   * The recording with what depends on timing made canonical, for ComfyUI and the fake alike
+   * (default: as it is).
+   */
+  readonly settle?: (recording: Recording) => Recording
   readonly run: (s: Session) => Promise<void>
 }
 
@@ -68,6 +73,45 @@ export const LOADER_SHAPE_CLASSES: ReadonlyArray<string> = [
   "CheckpointLoaderSimple", "CheckpointLoader", "LoraLoader", "LoraLoaderModelOnly", "VAELoader", "UNETLoader", "CLIPLoader",
   "TripleCLIPLoader", "ControlNetLoader", "KSampler", "LoadImageOutput", "LoadVideo"
 ]
+
+type Message = { readonly type: string; readonly data: Record<string, unknown> }
+
+/** The running prompt's messages about its nodes. */
+const NODE_MESSAGES = new Set(["progress_state", "executing", "executed", "progress"])
+
+/**
+ * Where ComfyUI notices an interrupt depends on timing: it checks before each node, right after
+ * announcing it, so an interrupt sent once node 2 is announced is noticed there or at a later
+ * node, as soon as ComfyUI's thread gets to the check (at node 2 under CPU load, at node 3
+ * otherwise). So the running prompt's node messages after node 2's announcement go, and an
+ * interruption at node k of the chain, with nodes 1..k-1 executed, names "<node k>" and
+ * "<nodes before it>"; any other interruption is left as it is, for the comparison to show.
+ */
+const settleInterrupt = (r: Recording): Recording => {
+  const interrupted = (d: Record<string, unknown>): Record<string, unknown> => {
+    const k = Number(d["node_id"])
+    const before = Array.from({ length: Math.max(0, k - 1) }, (_, i) => String(i + 1))
+    const consistent = k >= 2 && k <= 7 && d["node_type"] === "ImageBlur" && JSON.stringify(d["executed"]) === JSON.stringify(before)
+    return consistent ? { ...d, node_id: "<node k>", executed: "<nodes before it>" } : d
+  }
+  const ws = r.ws as ReadonlyArray<Message>
+  const from = ws.findIndex((m) => m.type === "executing" && m.data["node"] === "2" && m.data["prompt_id"] === "<running>")
+  const to = ws.findIndex((m) => m.type === "execution_interrupted")
+  if (from === -1 || to < from) return r
+  const settled = ws
+    .filter((m, i) => !(i > from && i < to && NODE_MESSAGES.has(m.type) && m.data["prompt_id"] === "<running>"))
+    .map((m) => (m.type === "execution_interrupted" ? { ...m, data: interrupted(m.data) } : m))
+  const http = r.http.map((e) => {
+    const entry = e.request === "GET /history/<running>" && isRecord(e.answer) ? e.answer["<running>"] : undefined
+    const status = isRecord(entry) && isRecord(entry["status"]) ? entry["status"] : undefined
+    if (!isRecord(entry) || status === undefined || !Array.isArray(status["messages"])) return e
+    const messages = (status["messages"] as ReadonlyArray<unknown>).map((m) =>
+      Array.isArray(m) && m[0] === "execution_interrupted" && isRecord(m[1]) ? [m[0], interrupted(m[1])] : m
+    )
+    return { ...e, answer: { ...e.answer as Record<string, unknown>, "<running>": { ...entry, status: { ...status, messages } } } }
+  })
+  return { ...r, http, ws: settled }
+}
 
 const empty = (color: number, size = 64, batch = 1) =>
   ({ class_type: "EmptyImage", inputs: { width: size, height: size, batch_size: batch, color } })
@@ -175,6 +219,7 @@ export const scenarios: ReadonlyArray<Scenario> = [
   },
   {
     name: "cancel",
+    settle: settleInterrupt,
     run: async (s) => {
       // A chain of blurs runs for seconds; interrupts land between nodes.
       const chain = (prefix: string): Graph => {
