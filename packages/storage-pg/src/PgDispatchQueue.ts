@@ -14,7 +14,7 @@ import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ListenChannel } from "./PgListener.js"
-import { decodeRows, isId, orStorageError, run, WAITING_STATUSES_SQL } from "./Sql.js"
+import { decodeRows, isId, orStorageError, run, spelledAsAsked, WAITING_STATUSES_SQL } from "./Sql.js"
 import { WORKFLOW_COLUMNS, WorkflowRow } from "./WorkflowRows.js"
 
 /** A claimed row: the workflow, and whether an earlier claim had marked it as possibly posted. */
@@ -32,13 +32,6 @@ const QueueRow = Schema.Struct({
 
 /** The default NOTIFY channel of new work; every instance sharing a database must use the same. */
 export const DEFAULT_WORK_CHANNEL = "wes_work"
-
-/**
- * The wake-up every instance's `wakeups` emits after its LISTEN connection was (re)established:
- * notifications sent meanwhile are lost, so any runner may have new work. Core's Dispatcher wakes
- * every driver it runs and scans for runners it does not drive yet.
- */
-export const WAKE_ALL_RUNNERS = WAKE_ALL
 
 /** Options of the dispatch queue's wake-ups. */
 export interface PgDispatchQueueOptions {
@@ -155,7 +148,10 @@ export interface WorkWakeups {
   readonly stream: Stream.Stream<string>
 }
 
-/** A bounded hub of runner ids from `channel`; after every (re)connection it emits `WAKE_ALL_RUNNERS`. */
+/**
+ * A bounded hub of runner ids from `channel`; after every (re)connection it emits core's
+ * `WAKE_ALL`: notifications sent meanwhile are lost, so any runner may have new work.
+ */
 export const workWakeupsOn = (
   options: PgDispatchQueueOptions = {}
 ): Effect.Effect<WorkWakeups, never, Scope.Scope> =>
@@ -167,7 +163,7 @@ export const workWakeupsOn = (
       listen: {
         channel,
         onPayload: (runnerId) => Effect.asVoid(PubSub.publish(hub, runnerId)),
-        onConnected: Effect.asVoid(PubSub.publish(hub, WAKE_ALL_RUNNERS))
+        onConnected: Effect.asVoid(PubSub.publish(hub, WAKE_ALL))
       },
       stream: Stream.fromPubSub(hub)
     }
@@ -207,10 +203,9 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
       claimable: (runnerIds) => {
         const valid = runnerIds.filter(isId)
         if (valid.length === 0) return Effect.succeed(new Set<string>())
-        // PostgreSQL spells ids in lowercase: answer them as the caller did.
-        const asAsked = new Map(valid.map((id) => [id.toLowerCase(), id]))
+        const asAsked = spelledAsAsked(valid)
         return run(q.claimable(valid)).pipe(
-          Effect.map((rows) => new Set(rows.map((r) => asAsked.get(r.runner_id) ?? r.runner_id))),
+          Effect.map((rows) => new Set(rows.map((r) => asAsked(r.runner_id)))),
           orStorageError("dispatch.claimable")
         )
       },

@@ -42,6 +42,7 @@ import {
   pageOf,
   readCount,
   run,
+  spelledAsAsked,
   toDate
 } from "./Sql.js"
 import { type Channels, createStatement, transitionStatement, UNFINISHED_SQL } from "./WorkflowWrites.js"
@@ -276,12 +277,11 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
         const counts = new Map<string, number>(runnerIds.map((id) => [id, 0]))
         const ids = runnerIds.filter(isId)
         if (ids.length === 0) return Effect.succeed(counts)
-        // PostgreSQL spells ids in lowercase: report them as the caller did.
-        const asAsked = new Map(ids.map((id) => [id.toLowerCase(), id]))
+        const asAsked = spelledAsAsked(ids)
         return run(q.countInFlight(ids)).pipe(
           Effect.map((rows) => {
             for (const row of rows) {
-              const id = asAsked.get(row.runner_id) ?? row.runner_id
+              const id = asAsked(row.runner_id)
               counts.set(id, (counts.get(id) ?? 0) + row.n)
             }
             return counts

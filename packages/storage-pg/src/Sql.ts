@@ -115,6 +115,12 @@ export const toTextArray = (values: ReadonlyArray<string>): Array<string> => val
  */
 export const isId = (s: string): boolean => isUuid(s)
 
+/** PostgreSQL spells ids in lowercase: this gives an id a row returns back as the caller spelled it in `ids`. */
+export const spelledAsAsked = (ids: ReadonlyArray<string>): (id: string) => string => {
+  const asAsked = new Map(ids.map((id) => [id.toLowerCase(), id]))
+  return (id) => asAsked.get(id) ?? id
+}
+
 /** LIMIT and OFFSET of a page. */
 export const limitOffset = (page: PageRequest): { readonly limit: number; readonly offset: number } => ({
   limit: page.per_page,

@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { DispatchQueue, RunnerOwnership, type Workflow, WorkflowRepository, WorkflowTransition } from "@wes/core"
+import { DispatchQueue, RunnerOwnership, WAKE_ALL, type Workflow, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
-import { type PgStoreConfig, renewalSpacing, WAKE_ALL_RUNNERS } from "@wes/storage-pg"
+import { type PgStoreConfig, renewalSpacing } from "@wes/storage-pg"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -308,7 +308,7 @@ describe("the dispatch queue across instances", () => {
       expect(killed[0]?.ok).toBe(true)
       // Announced while B is deaf: lost, hence the wake-all after B reconnects.
       yield* a.queue.notify(F.uuid())
-      yield* next(WAKE_ALL_RUNNERS)
+      yield* next(WAKE_ALL)
       const after = yield* awaitListener(b.applicationName, before)
       expect(after).not.toBe(before)
 
