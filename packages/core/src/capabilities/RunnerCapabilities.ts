@@ -67,8 +67,12 @@ export class RunnerCapabilities extends Context.Tag("@wes/core/RunnerCapabilitie
   readonly reconnected: (runner: RunnerTarget) => Effect.Effect<void>
   /** The runner is gone: its record goes too. */
   readonly forget: (runnerId: string) => Effect.Effect<void, StorageError>
-  /** The runner's capabilities as this instance knows them (cached); none: unknown. */
-  readonly lookup: (runnerId: string) => Effect.Effect<Option.Option<KnownCapabilities>, StorageError>
+  /**
+   * The runners' capabilities as this instance knows them (cached), in the order asked; none:
+   * unknown. Warm entries are read in place, without a fiber; the store is asked only for the
+   * runners not cached (or expired), at most 8 at a time.
+   */
+  readonly lookupAll: (runnerIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Option.Option<KnownCapabilities>>, StorageError>
   /** The summary's counts and hash, or null when unknown. */
   readonly view: (runnerId: string) => Effect.Effect<CapabilitiesView | null, StorageError>
 }>() {
@@ -163,11 +167,21 @@ const make = (options: CapabilitiesOptions) =>
       Effect.forkScoped
     )
 
+    const lookupAll = (runnerIds: ReadonlyArray<string>) =>
+      Effect.flatMap(Effect.forEach(runnerIds, (id) => cache.getOptionComplete(id)), (cached) => {
+        const missing = runnerIds.filter((_, i) => Option.isNone(cached[i]!))
+        if (missing.length === 0) return Effect.succeed(cached.map((c) => Option.flatten(c)))
+        return Effect.map(Effect.forEach(missing, (id) => cache.get(id), { concurrency: Math.min(8, missing.length) }), (loaded) => {
+          let next = 0
+          return cached.map((c) => (Option.isSome(c) ? c.value : loaded[next++]!))
+        })
+      })
+
     return RunnerCapabilities.of({
       read,
       reconnected,
       forget: (runnerId) => Effect.zipRight(repo.remove(runnerId), cache.invalidate(runnerId)),
-      lookup: (runnerId) => cache.get(runnerId),
+      lookupAll,
       view: (runnerId) => Effect.map(cache.get(runnerId), Option.match({ onNone: () => null, onSome: (k) => toCapabilitiesView(k.record) }))
     })
   })

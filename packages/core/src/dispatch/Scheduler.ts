@@ -78,12 +78,12 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
       const managed = yield* ManagedRunnerRepository
       const capabilities = yield* RunnerCapabilities
       let cursor = 0
-      /** The runners of `eligible` that are not known to lack anything of `needs` (one runner: no fiber forked). */
+      /** The runners of `eligible` that are not known to lack anything of `needs`. */
       const capable = (eligible: ReadonlyArray<RunnerTarget>, needs: Needs) =>
         Effect.gen(function*() {
-          const checked = yield* Effect.forEach(eligible, (r) =>
-            Effect.map(capabilities.lookup(r.id), (known) =>
-              [r, Option.match(known, { onNone: () => undefined, onSome: (k) => missingOn(k.index, needs) })] as const), { concurrency: Math.min(8, eligible.length) })
+          const known = yield* capabilities.lookupAll(eligible.map((r) => r.id))
+          const checked = eligible.map((r, i) =>
+            [r, Option.match(known[i]!, { onNone: () => undefined, onSome: (k) => missingOn(k.index, needs) })] as const)
           const able = checked.filter(([, m]) => m === undefined || lacksNothing(m)).map(([r]) => r)
           if (able.length > 0) return able
           return yield* Effect.fail(missingCapabilities(checked.map(([r, m]) => [r, m!] as const)))
