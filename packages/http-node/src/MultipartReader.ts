@@ -142,13 +142,21 @@ const make = (limits: MultipartLimits) =>
           return yield* Effect.fail(refused)
         }
         const files: Array<string> = []
-        yield* Effect.addFinalizer(() => Effect.forEach(files, (f) => Effect.ignore(fs.remove(f)), { discard: true, concurrency: 8 }))
+        const removeSpilled = Effect.suspend(() => Effect.forEach(files, (f) => Effect.ignore(fs.remove(f)), { discard: true, concurrency: 8 }))
         const spill = () => {
           const file = path.join(dir, `part-${++spilled}`)
           files.push(file)
           return file
         }
-        const parsed = yield* parse(request, limits, spill)
+        // Spilled parts go when the parse fails or is interrupted, else when the scope closes. A
+        // request that spilled nothing adds no finalizer (running one diffs and patches the fiber's
+        // whole context: 18 of the 266 runtime steps of B1's create).
+        const parsed = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.tap(
+            Effect.onError(restore(parse(request, limits, spill)), () => removeSpilled),
+            () => (files.length === 0 ? Effect.void : Effect.addFinalizer(() => removeSpilled))
+          )
+        )
         if (parsed._tag === "StoreFailed") {
           return yield* Effect.zipRight(
             Effect.logError("could not store an upload", { error: String(parsed.error) }),

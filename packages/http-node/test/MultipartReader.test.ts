@@ -119,6 +119,19 @@ describe("MultipartReader", () => {
       expect(spilled(root)).toEqual([])
     }).pipe(Effect.provide(reader({ memoryBudget: 100_000, directory: root }))))
 
+  const refusedRoot = spillRoot()
+  it.live("deletes a refused request's spilled parts when the refusal is answered, with the request's scope still open", () =>
+    Effect.gen(function*() {
+      // The first file spills (over the budget); the second breaks the form (no closing boundary).
+      const sent = Buffer.concat([
+        body([{ name: "$a", filename: "a.bin", bytes: bytes(300_000) }], false),
+        Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="$b"; filename="b.bin"\r\n\r\nabc`)
+      ])
+      const refused = yield* Effect.flip(read(sent))
+      expect(refused.message).toMatch(/multipart/i)
+      expect(spilled(refusedRoot)).toEqual([])
+    }).pipe(Effect.provide(reader({ memoryBudget: 100_000, directory: refusedRoot })), Effect.scoped))
+
   it.live("makes no synchronous filesystem call while it reads a request, spilled parts included", () =>
     Effect.gen(function*() {
       const calls: Array<string> = []
