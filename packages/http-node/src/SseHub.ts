@@ -14,6 +14,7 @@
  */
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { type FollowStart, READ_BATCH, type StorageError, type WorkflowEvent, WorkflowEventBus, sseSubscribers } from "@wes/core"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -136,18 +137,35 @@ const make = (options: SseHubOptions) =>
       }
     }
 
-    const broadcast = (topic: Topic, event: WorkflowEvent) => {
-      if (event.seq <= topic.seen) return
-      topic.seen = event.seq
-      const bytes = Buffer.from(encodeSse(event))
-      for (const client of topic.clients) if (!client.catchingUp) deliver(client, event, bytes)
+    /**
+     * Writes what the feed delivered at once (consecutive events, one publish or one read of the
+     * log) as one buffer per client: a client level with the feed gets a single write however
+     * many events came together, so a feed that falls behind catches up with fewer writes. A
+     * client that caught up past part of them takes the rest one by one.
+     */
+    const broadcast = (topic: Topic, chunk: Chunk.Chunk<WorkflowEvent>) => {
+      const events = Chunk.toReadonlyArray(chunk).filter((e) => e.seq > topic.seen)
+      if (events.length === 0) return
+      const first = events[0]!.seq
+      const last = events[events.length - 1]!
+      topic.seen = last.seq
+      const each = events.map((e) => Buffer.from(encodeSse(e)))
+      const all = each.length === 1 ? each[0]! : Buffer.concat(each)
+      for (const client of topic.clients) {
+        if (client.catchingUp) continue
+        if (client.cursor < first) {
+          client.cursor = last.seq
+          write(client, all)
+          if (last.type === "done") end(client)
+        } else events.forEach((e, i) => deliver(client, e, each[i]!))
+      }
     }
 
     /** The live feed of a workflow: ends every client when it ends or fails. */
     const feed = (topic: Topic) =>
       bus.subscribe(topic.workflowId, topic.seen).pipe(
         Stream.takeUntil((e) => e.type === "done"),
-        Stream.runForEach((event) => Effect.sync(() => broadcast(topic, event))),
+        Stream.runForEachChunk((chunk) => Effect.sync(() => broadcast(topic, chunk))),
         Effect.catchAll((e: StorageError) => Effect.logWarning("event stream failed", { workflow_id: topic.workflowId, error: e.message })),
         Effect.ensuring(Effect.sync(() => {
           if (topics.get(topic.workflowId) === topic) topics.delete(topic.workflowId)

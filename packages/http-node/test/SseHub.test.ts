@@ -62,14 +62,33 @@ describe("SseHub", () => {
       const sse = yield* SseHub
       const clients = Array.from({ length: 3 }, () => client())
       for (const c of clients) sse.attach(c.out, "w7", live(0))
-      yield* publish("w7", 5)
-      yield* settle
+      for (let i = 0; i < 5; i++) {
+        yield* publish("w7", 1)
+        yield* settle
+      }
       const [first, ...others] = clients.map((c) => c.seen.writes)
       expect(first).toHaveLength(5)
       for (const writes of others) {
         expect(writes).toHaveLength(5)
         writes.forEach((bytes, i) => expect(bytes).toBe(first![i]))
       }
+    }).pipe(Effect.provide(hub())))
+
+  it.scoped("writes events that reach it together as one write per client, the same bytes for all", () =>
+    Effect.gen(function*() {
+      const sse = yield* SseHub
+      const clients = Array.from({ length: 3 }, () => client())
+      for (const c of clients) sse.attach(c.out, "w8", live(0))
+      // One publish of five events, then five publishes before the feed runs: two writes each.
+      yield* Effect.flatMap(WorkflowEventBus, (bus) =>
+        bus.publish("w8", Array.from({ length: 5 }, (_, i) => ({ type: "progress" as const, data: { node: "1", value: i, max: 5 } }))))
+      yield* settle
+      yield* publish("w8", 5)
+      yield* settle
+      const [first, ...others] = clients.map((c) => c.seen.writes)
+      expect(first).toHaveLength(2)
+      for (const writes of others) writes.forEach((bytes, i) => expect(bytes).toBe(first![i]))
+      for (const c of clients) expect(ids(c.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
     }).pipe(Effect.provide(hub())))
 
   it.scoped("a client joining behind reads its gap from the log, then follows live without gaps or repeats", () =>
@@ -114,9 +133,10 @@ describe("SseHub", () => {
         yield* publish("w4", 10)
         yield* settle
       }
-      // Nothing was written past the limit (the event that crossed it and the last comment at most).
+      // Nothing was written past the limit (what crossed it, at most one publish of ten events,
+      // and the last comment).
       const held = stuck.seen.writes.reduce((n, b) => n + b.length, 0)
-      expect(held).toBeLessThan(16 * 1024 + 2_000 + 200)
+      expect(held).toBeLessThan(16 * 1024 + 2_000 + 10 * 100 + 100)
       expect(stuck.seen.writes.at(-1)!.toString()).toBe(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")
       expect(stuck.out.writableEnded).toBe(true)
       // It never drained: its connection is destroyed after the grace.
