@@ -188,13 +188,19 @@ const make = (options: SseHubOptions) =>
             client.catchingUp = false
             return
           }
-          for (const event of events) deliver(client, event, Buffer.from(encodeSse(event)))
+          // The batch read, past the client's cursor, as one write.
+          const gap = events.filter((e) => e.seq > client.cursor)
+          if (gap.length === 0) continue
+          const last = gap[gap.length - 1]!
+          client.cursor = last.seq
+          write(client, Buffer.from(gap.map(encodeSse).join("")))
+          if (last.type === "done") end(client)
         }
       })
 
     const attach = (out: SseOut, workflowId: string, start: FollowStart) => {
       const client: Client = { out, cursor: 0, catchingUp: false, ended: false }
-      for (const event of start.first) write(client, Buffer.from(encodeSse(event)))
+      if (start.first.length > 0) write(client, Buffer.from(start.first.map(encodeSse).join("")))
       if (Option.isNone(start.after) || closing) return end(client)
       client.cursor = start.after.value
       let topic = topics.get(workflowId)

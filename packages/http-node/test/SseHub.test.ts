@@ -106,6 +106,8 @@ describe("SseHub", () => {
       yield* settle
       expect(ids(first.seen.value)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1))
       expect(ids(late.seen.value)).toEqual(Array.from({ length: 35 }, (_, i) => i + 6))
+      // Its gap came as one read of the log, and went out as one write.
+      expect(ids(late.seen.writes[0]!.toString())).toEqual(Array.from({ length: 25 }, (_, i) => i + 6))
       expect(ids(upToDate.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 31))
     }).pipe(Effect.provide(hub())))
 
