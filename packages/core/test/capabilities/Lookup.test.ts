@@ -28,7 +28,7 @@ const record = (runnerId: string, nodeClass: string): StoredCapabilities => ({
 })
 
 const ids = ["runner-1", "runner-2", "runner-3", "runner-4"] as const
-const stored = new Map([[ids[0], record(ids[0], "A")], [ids[2], record(ids[2], "C")], [ids[3], record(ids[3], "D")]])
+const stored = new Map<string, StoredCapabilities>([[ids[0], record(ids[0], "A")], [ids[2], record(ids[2], "C")], [ids[3], record(ids[3], "D")]])
 
 /** The capabilities over `stored`, the store's reads appended to `reads`. */
 const layer = (reads: Array<string>) =>
