@@ -31,6 +31,9 @@ import { type NodeBody, NodeBodyTypeId } from "./NodeServer.js"
 /** One server-sent event. */
 export const encodeSse = (e: WorkflowEvent): string => `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`
 
+/** Consecutive events as the bytes of one write. */
+const encodeAll = (events: ReadonlyArray<WorkflowEvent>): Buffer => Buffer.from(events.map(encodeSse).join(""))
+
 const KEEP_ALIVE = Buffer.from(": keep-alive\n\n")
 const TOO_SLOW = Buffer.from(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")
 
@@ -121,12 +124,21 @@ const make = (options: SseHubOptions) =>
       if (client.out.writableLength > maxBuffered) drop(client)
     }
 
-    /** Writes `event` if it is the client's next one; `bytes` is its encoding, shared by all. */
-    const deliver = (client: Client, event: WorkflowEvent, bytes: Buffer) => {
-      if (event.seq <= client.cursor) return
-      client.cursor = event.seq
+    /**
+     * Writes consecutive `events`, the client's next ones, as `bytes` (their encoding, shared by
+     * every client level with them): one write, however many.
+     */
+    const deliver = (client: Client, events: ReadonlyArray<WorkflowEvent>, bytes: Buffer) => {
+      const last = events[events.length - 1]!
+      client.cursor = last.seq
       write(client, bytes)
-      if (event.type === "done") end(client)
+      if (last.type === "done") end(client)
+    }
+
+    /** Those of `events` after the client's cursor, if any, as one write of their own. */
+    const deliverAfterCursor = (client: Client, events: ReadonlyArray<WorkflowEvent>) => {
+      const next = events.filter((e) => e.seq > client.cursor)
+      if (next.length > 0) deliver(client, next, encodeAll(next))
     }
 
     const detach = (topic: Topic, client: Client) => {
@@ -139,25 +151,18 @@ const make = (options: SseHubOptions) =>
 
     /**
      * Writes what the feed delivered at once (consecutive events, one publish or one read of the
-     * log) as one buffer per client: a client level with the feed gets a single write however
-     * many events came together, so a feed that falls behind catches up with fewer writes. A
-     * client that caught up past part of them takes the rest one by one.
+     * log) as one buffer for every client level with the feed, so a feed that falls behind
+     * catches up with fewer writes. A client that caught up past part of them takes the rest.
      */
     const broadcast = (topic: Topic, chunk: Chunk.Chunk<WorkflowEvent>) => {
       const events = Chunk.toReadonlyArray(chunk).filter((e) => e.seq > topic.seen)
       if (events.length === 0) return
-      const first = events[0]!.seq
-      const last = events[events.length - 1]!
-      topic.seen = last.seq
-      const each = events.map((e) => Buffer.from(encodeSse(e)))
-      const all = each.length === 1 ? each[0]! : Buffer.concat(each)
+      topic.seen = events[events.length - 1]!.seq
+      const bytes = encodeAll(events)
       for (const client of topic.clients) {
         if (client.catchingUp) continue
-        if (client.cursor < first) {
-          client.cursor = last.seq
-          write(client, all)
-          if (last.type === "done") end(client)
-        } else events.forEach((e, i) => deliver(client, e, each[i]!))
+        if (client.cursor < events[0]!.seq) deliver(client, events, bytes)
+        else deliverAfterCursor(client, events)
       }
     }
 
@@ -188,19 +193,13 @@ const make = (options: SseHubOptions) =>
             client.catchingUp = false
             return
           }
-          // The batch read, past the client's cursor, as one write.
-          const gap = events.filter((e) => e.seq > client.cursor)
-          if (gap.length === 0) continue
-          const last = gap[gap.length - 1]!
-          client.cursor = last.seq
-          write(client, Buffer.from(gap.map(encodeSse).join("")))
-          if (last.type === "done") end(client)
+          deliverAfterCursor(client, events)
         }
       })
 
     const attach = (out: SseOut, workflowId: string, start: FollowStart) => {
       const client: Client = { out, cursor: 0, catchingUp: false, ended: false }
-      if (start.first.length > 0) write(client, Buffer.from(start.first.map(encodeSse).join("")))
+      if (start.first.length > 0) write(client, encodeAll(start.first))
       if (Option.isNone(start.after) || closing) return end(client)
       client.cursor = start.after.value
       let topic = topics.get(workflowId)

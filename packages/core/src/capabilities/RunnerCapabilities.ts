@@ -170,11 +170,13 @@ const make = (options: CapabilitiesOptions) =>
     const lookupAll = (runnerIds: ReadonlyArray<string>) =>
       Effect.flatMap(Effect.forEach(runnerIds, (id) => cache.getOptionComplete(id)), (cached) => {
         const missing = runnerIds.filter((_, i) => Option.isNone(cached[i]!))
-        if (missing.length === 0) return Effect.succeed(cached.map((c) => Option.flatten(c)))
-        return Effect.map(Effect.forEach(missing, (id) => cache.get(id), { concurrency: Math.min(8, missing.length) }), (loaded) => {
+        const merged = (loaded: ReadonlyArray<Option.Option<KnownCapabilities>>) => {
           let next = 0
           return cached.map((c) => (Option.isSome(c) ? c.value : loaded[next++]!))
-        })
+        }
+        // Warm (almost always): no forEach over nothing.
+        if (missing.length === 0) return Effect.succeed(merged([]))
+        return Effect.map(Effect.forEach(missing, (id) => cache.get(id), { concurrency: Math.min(8, missing.length) }), merged)
       })
 
     return RunnerCapabilities.of({

@@ -6,9 +6,10 @@
  * (`concurrencyPerRunner`: being submitted, or queued or running there): the rest waits in WES,
  * where priorities and fair share decide, not in ComfyUI's first-come queue. With every slot
  * busy it waits for one to free (a submission or a workflow ended); a claim that filled every
- * slot is followed by another at once. So an idle runner costs one claim per wake-up. It returns once the runner has had no work
- * for `idleAfter`, which it checks on a wake-up of its own every third of `idleAfter` (at least
- * `claimInterval`). Claims being submitted are renewed every third of their lease.
+ * slot is followed by another at once. So an idle runner costs one claim per wake-up. It
+ * returns once the runner has had no work for `idleAfter`, which it checks on a wake-up of its
+ * own every third of `idleAfter` (at least `claimInterval`). Claims being submitted are renewed
+ * every third of their lease.
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
