@@ -2,7 +2,8 @@
  * `GET /metrics`: the process's effect `Metric`s (core's observability/Metrics.ts and the HTTP
  * edge's) in the Prometheus text exposition format (version 0.0.4). With `WES_METRICS_TOKEN` set,
  * the scrape must carry `Authorization: Bearer <token>`. The `wes_workflows` gauge is read from
- * the store first, at most once per `STATUS_TTL` however many scrapers ask.
+ * the store first, at most once per `STATUS_TTL` however many scrapers ask; the process's memory
+ * and CPU (ProcessMetrics.ts) at every scrape.
  */
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
@@ -16,6 +17,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { timingSafeEqual } from "node:crypto"
 import type { PlainRoute } from "./edge/ApiApp.js"
+import { sampleProcessMetrics } from "./ProcessMetrics.js"
 
 const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "\\\"")
 const labels = (pairs: ReadonlyArray<readonly [string, string]>) =>
@@ -85,6 +87,7 @@ export const metricsRoute = (token: Option.Option<Redacted.Redacted<string>>) =>
         }
       }
       yield* statuses
+      yield* sampleProcessMetrics
       const pairs = yield* Metric.snapshot
       return HttpServerResponse.text(renderPrometheus(pairs), { contentType: "text/plain; version=0.0.4; charset=utf-8" })
     })

@@ -131,6 +131,30 @@ describe("GET /metrics", () => {
     }
   }, 40_000)
 
+  it("shows the process's resident memory, V8 heap and CPU time, as node counts them", async () => {
+    const first = await scrape()
+    const rss = valueOf(first, "process_resident_memory_bytes")!
+    const now = process.memoryUsage()
+    expect(rss).toBeGreaterThan(now.rss / 2)
+    expect(rss).toBeLessThan(now.rss * 2)
+    const used = valueOf(first, "nodejs_heap_size_used_bytes")!
+    expect(used).toBeGreaterThan(0)
+    expect(used).toBeLessThanOrEqual(valueOf(first, "nodejs_heap_size_total_bytes")!)
+    expect(valueOf(first, "nodejs_external_memory_bytes")).toBeGreaterThan(0)
+    expect(first).toMatch(/^# TYPE process_cpu_user_seconds_total counter$/m)
+    expect(first).toMatch(/^# TYPE process_resident_memory_bytes gauge$/m)
+    // 200 ms of CPU spent between two scrapes: the counter grows by at least that, and never
+    // past what node has counted for the process since it started.
+    const before = valueOf(first, "process_cpu_user_seconds_total")!
+    const start = process.cpuUsage().user
+    while (process.cpuUsage().user - start < 200_000) {
+      // spending CPU
+    }
+    const after = valueOf(await scrape(), "process_cpu_user_seconds_total")!
+    expect(after - before).toBeGreaterThanOrEqual(0.2 - 1e-9)
+    expect(after).toBeLessThanOrEqual(process.cpuUsage().user / 1e6 + 1e-9)
+  })
+
   it("asks for the metrics token when one is set", async () => {
     expect((await server.fetch("/metrics")).status).toBe(401)
     expect((await server.fetch("/metrics", { headers: { authorization: "Bearer wrong" } })).status).toBe(401)
