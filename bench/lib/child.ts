@@ -51,7 +51,9 @@ export const start = async <Ready>(script: string, env: Record<string, string> =
     cwd: repoRoot,
     env: { ...process.env, ...env },
     // BENCH_PROFILE_DIR=<dir>: every child writes a CPU profile there (--cpu-prof).
+    // BENCH_NODE_FLAGS in `env`: more node/V8 flags for this child only (a probe's knob).
     execArgv: [
+      ...(env["BENCH_NODE_FLAGS"]?.split(" ").filter((f) => f !== "") ?? []),
       "--expose-gc",
       ...(process.env["BENCH_PROFILE_DIR"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["BENCH_PROFILE_DIR"]}`] : [])
     ],

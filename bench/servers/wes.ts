@@ -213,20 +213,25 @@ const main = async () => {
       return true
     },
     /** Starts sampling allocations (BENCH_COUNT_OPS-style probes of garbage per workflow). */
-    allocStart: async () => {
+    allocStart: async (args) => {
       const session = connected()
+      // `{ live: true }`: only what is still reachable when sampling stops (what memory grows by).
+      const collected = (args as { live?: boolean } | undefined)?.live !== true
       await session.post("HeapProfiler.enable")
-      await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never)
+      await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: collected, includeObjectsCollectedByMinorGC: collected } as never)
       return true
     },
     /** Stops it and writes the sampled allocations as `<path>` (a .heapprofile); answers the path. */
     allocStop: (args) => stopInto(args, async (session) => (await session.post("HeapProfiler.stopSampling")).profile),
     /** Stops it and writes it as `<path>` (a .cpuprofile for Chrome's DevTools); answers the path. */
     profileStop: (args) => stopInto(args, async (session) => (await session.post("Profiler.stop")).profile),
-    memory: () => {
+    /** Memory after two full collections, or as it stands with `{ collect: false }`. */
+    memory: (args) => {
       const gc = (globalThis as { gc?: () => void }).gc
-      gc?.()
-      gc?.()
+      if ((args as { collect?: boolean } | undefined)?.collect !== false) {
+        gc?.()
+        gc?.()
+      }
       return { ...process.memoryUsage(), spaces: v8.getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 1048576), Math.round(s.space_used_size / 1048576)]) }
     },
     /** Stores `n` workflows for the set-up user through the use case (B2, B8). */
