@@ -8,6 +8,8 @@
  * `{id, error}`.
  */
 import { type ChildProcess, fork } from "node:child_process"
+import * as fs from "node:fs"
+import * as inspector from "node:inspector/promises"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { build } from "esbuild"
@@ -103,11 +105,30 @@ export const start = async <Ready>(script: string, env: Record<string, string> =
   }
 }
 
-/** Commands every child answers: its CPU time so far (µs, user + system). */
+let session: inspector.Session | undefined
+
+/**
+ * Commands every child answers: its CPU time so far (µs, user + system), and a CPU profile of a
+ * phase (`cpuProfileStart`, then `cpuProfileStop` with `{ path }`: written there as a .cpuprofile).
+ */
 const builtins: Record<string, (args: unknown) => unknown> = {
   cpu: () => {
     const u = process.cpuUsage()
     return u.user + u.system
+  },
+  cpuProfileStart: async () => {
+    session ??= new inspector.Session()
+    session.connect()
+    await session.post("Profiler.enable")
+    await session.post("Profiler.start")
+    return true
+  },
+  cpuProfileStop: async (args) => {
+    if (session === undefined) throw new Error("cpuProfileStart first")
+    const { profile } = await session.post("Profiler.stop")
+    fs.writeFileSync((args as { readonly path: string }).path, JSON.stringify(profile))
+    session.disconnect()
+    return (args as { readonly path: string }).path
   }
 }
 

@@ -15,6 +15,9 @@
  *                   sampled by source every OPS_EVERY steps: `counters`, `opSources`; a probe's tool
  *                   for work per workflow or request, deterministic where CPU time is not)
  *   BENCH_COUNT_FIBERS off (default) | on (every fiber started is counted: `counters`)
+ *   BENCH_STAMPS    off (default) | on (the time of each request's arrival and answer, and of each
+ *                   runner request's creation and headers sent, from node's and undici's
+ *                   diagnostics channels: `stamps`; a probe's tool for where a latency goes)
  * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, profileStart, profileStop,
  * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
  */
@@ -46,6 +49,7 @@ import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Supervisor from "effect/Supervisor"
+import * as diagnostics from "node:diagnostics_channel"
 import * as fs from "node:fs"
 import * as inspector from "node:inspector/promises"
 import * as v8 from "node:v8"
@@ -56,6 +60,16 @@ if (process.env["BENCH_COUNT_OPS"] === "on") await installOpCounter()
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 
 const counters = { tokenLookups: 0, tokenUseWrites: 0, tokenUseRows: 0, fibers: 0 }
+
+/** BENCH_STAMPS=on: `[what, epoch ms]` of each HTTP exchange in and out (at most 100,000). */
+const stamps: Array<readonly [string, number]> = []
+if (process.env["BENCH_STAMPS"] === "on") {
+  const stamp = (what: string) => () => void (stamps.length < 100_000 && stamps.push([what, performance.timeOrigin + performance.now()]))
+  diagnostics.subscribe("http.server.request.start", stamp("request"))
+  diagnostics.subscribe("http.server.response.finish", stamp("answered"))
+  diagnostics.subscribe("undici:request:create", stamp("runner request"))
+  diagnostics.subscribe("undici:client:sendHeaders", stamp("runner headers sent"))
+}
 
 /** BENCH_COUNT_FIBERS=on: every fiber started is counted (`counters.fibers`), to find work per workflow. */
 class FiberCounter extends Supervisor.AbstractSupervisor<void> {
@@ -196,6 +210,7 @@ const main = async () => {
         }
         return tokens
       })),
+    stamps: () => stamps.splice(0),
     counters: () => ({ ...counters, ops: opStats.total, byOp: opStats.byOp }),
     opReset: () => { opStats.bySrc.clear(); return true },
     traceStart: () => { opStats.trace = []; return true },
