@@ -107,29 +107,39 @@ export const start = async <Ready>(script: string, env: Record<string, string> =
 
 let session: inspector.Session | undefined
 
+/** This process's inspector session, connected (profiles of a phase of a benchmark). */
+export const inspectorSession = (): inspector.Session => {
+  session ??= new inspector.Session()
+  session.connect()
+  return session
+}
+
+/** Stops what `stop` stops, writes its profile as `args.path` and disconnects; answers the path. */
+export const stopInto = async (args: unknown, stop: (session: inspector.Session) => Promise<unknown>) => {
+  if (session === undefined) throw new Error("nothing was started")
+  const { path } = args as { readonly path: string }
+  fs.writeFileSync(path, JSON.stringify(await stop(session)))
+  session.disconnect()
+  return path
+}
+
 /**
  * Commands every child answers: its CPU time so far (µs, user + system), and a CPU profile of a
- * phase (`cpuProfileStart`, then `cpuProfileStop` with `{ path }`: written there as a .cpuprofile).
+ * phase (`profileStart`, then `profileStop` with `{ path }`: written there as a .cpuprofile for
+ * Chrome's DevTools).
  */
 const builtins: Record<string, (args: unknown) => unknown> = {
   cpu: () => {
     const u = process.cpuUsage()
     return u.user + u.system
   },
-  cpuProfileStart: async () => {
-    session ??= new inspector.Session()
-    session.connect()
-    await session.post("Profiler.enable")
-    await session.post("Profiler.start")
+  profileStart: async () => {
+    const s = inspectorSession()
+    await s.post("Profiler.enable")
+    await s.post("Profiler.start")
     return true
   },
-  cpuProfileStop: async (args) => {
-    if (session === undefined) throw new Error("cpuProfileStart first")
-    const { profile } = await session.post("Profiler.stop")
-    fs.writeFileSync((args as { readonly path: string }).path, JSON.stringify(profile))
-    session.disconnect()
-    return (args as { readonly path: string }).path
-  }
+  profileStop: (args) => stopInto(args, async (s) => (await s.post("Profiler.stop")).profile)
 }
 
 /** In a child: answers the parent's commands with `handlers` (and `cpu`), then reports ready. */

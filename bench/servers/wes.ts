@@ -18,8 +18,9 @@
  *   BENCH_STAMPS    off (default) | on (the time of each request's arrival and answer, and of each
  *                   runner request's creation and headers sent, from node's and undici's
  *                   diagnostics channels: `stamps`; a probe's tool for where a latency goes)
- * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, profileStart, profileStop,
- * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`).
+ * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, allocStart, allocStop, stamps,
+ * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`,
+ * `profileStart`, `profileStop`).
  */
 import * as HttpServer from "@effect/platform/HttpServer"
 import {
@@ -50,10 +51,8 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Supervisor from "effect/Supervisor"
 import * as diagnostics from "node:diagnostics_channel"
-import * as fs from "node:fs"
-import * as inspector from "node:inspector/promises"
 import * as v8 from "node:v8"
-import { serve } from "../lib/child.js"
+import { inspectorSession, serve, stopInto } from "../lib/child.js"
 import { installOpCounter, opStats } from "./opcount.js"
 if (process.env["BENCH_COUNT_OPS"] === "on") await installOpCounter()
 
@@ -79,22 +78,6 @@ class FiberCounter extends Supervisor.AbstractSupervisor<void> {
   override onStart() {
     counters.fibers++
   }
-}
-let profiler: inspector.Session | undefined
-
-/** The inspector session of this process, connected. */
-const connected = (): inspector.Session => {
-  profiler ??= new inspector.Session()
-  profiler.connect()
-  return profiler
-}
-
-/** Stops what `stop` stops, writes its profile as `args.path` and disconnects; answers the path. */
-const stopInto = async (args: unknown, stop: (session: inspector.Session) => Promise<unknown>) => {
-  const { path } = args as { readonly path: string }
-  fs.writeFileSync(path, JSON.stringify(await stop(profiler!)))
-  profiler!.disconnect()
-  return path
 }
 let principal: Principal | undefined
 
@@ -220,16 +203,9 @@ const main = async () => {
     flushTokenUse: () => runtime.runPromise(Effect.flatMap(AccountService, (a) => a.flushTokenUse)).then(() => true),
     /** Writes a heap snapshot into BENCH_PROFILE_DIR (or the working directory); answers its path. */
     heapSnapshot: () => v8.writeHeapSnapshot(process.env["BENCH_PROFILE_DIR"] ? `${process.env["BENCH_PROFILE_DIR"]}/wes-${Date.now()}.heapsnapshot` : undefined),
-    /** Starts a CPU profile of this process (a phase of a benchmark rather than its whole life). */
-    profileStart: async () => {
-      const session = connected()
-      await session.post("Profiler.enable")
-      await session.post("Profiler.start")
-      return true
-    },
     /** Starts sampling allocations (BENCH_COUNT_OPS-style probes of garbage per workflow). */
     allocStart: async (args) => {
-      const session = connected()
+      const session = inspectorSession()
       // `{ live: true }`: only what is still reachable when sampling stops (what memory grows by).
       const collected = (args as { live?: boolean } | undefined)?.live !== true
       await session.post("HeapProfiler.enable")
@@ -238,8 +214,6 @@ const main = async () => {
     },
     /** Stops it and writes the sampled allocations as `<path>` (a .heapprofile); answers the path. */
     allocStop: (args) => stopInto(args, async (session) => (await session.post("HeapProfiler.stopSampling")).profile),
-    /** Stops it and writes it as `<path>` (a .cpuprofile for Chrome's DevTools); answers the path. */
-    profileStop: (args) => stopInto(args, async (session) => (await session.post("Profiler.stop")).profile),
     /** Memory after two full collections, or as it stands with `{ collect: false }`. */
     memory: (args) => {
       const gc = (globalThis as { gc?: () => void }).gc
