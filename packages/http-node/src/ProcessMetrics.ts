@@ -19,19 +19,22 @@ const cpuSystem = Metric.counter("process_cpu_system_seconds_total", { descripti
  * CPU time already counted. Metrics are the process's (one registry, however many servers run
  * in it), so this is too: each scrape advances the counters by what was spent since the last.
  */
-const counted = Ref.unsafeMake({ user: 0, system: 0 })
+const counted = Ref.unsafeMake<NodeJS.CpuUsage>({ user: 0, system: 0 })
 
 /** Brings the gauges and counters up to the process's figures now. */
 export const sampleProcessMetrics: Effect.Effect<void> = Effect.gen(function*() {
   const memory = process.memoryUsage()
-  const cpu = process.cpuUsage()
-  const before = yield* Ref.getAndSet(counted, { user: cpu.user, system: cpu.system })
+  // Read and recorded in one step, so scrapes at once never count a stretch twice.
+  const spent = yield* Ref.modify(counted, (before) => {
+    const now = process.cpuUsage()
+    return [{ user: now.user - before.user, system: now.system - before.system }, now]
+  })
   yield* Effect.all([
-    residentMemory(Effect.succeed(memory.rss)),
-    heapUsed(Effect.succeed(memory.heapUsed)),
-    heapTotal(Effect.succeed(memory.heapTotal)),
-    external(Effect.succeed(memory.external)),
-    cpuUser(Effect.succeed(Math.max(0, cpu.user - before.user) / 1e6)),
-    cpuSystem(Effect.succeed(Math.max(0, cpu.system - before.system) / 1e6))
+    Metric.set(residentMemory, memory.rss),
+    Metric.set(heapUsed, memory.heapUsed),
+    Metric.set(heapTotal, memory.heapTotal),
+    Metric.set(external, memory.external),
+    Metric.incrementBy(cpuUser, spent.user / 1e6),
+    Metric.incrementBy(cpuSystem, spent.system / 1e6)
   ], { discard: true })
 })
