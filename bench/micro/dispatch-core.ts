@@ -38,7 +38,8 @@ const graph = (i: number) => ({
 const sockets = new Map<string, Queue.Queue<RunnerEvent>>()
 const done: PromptHistory = { outcome: "success", outputs: [], started_at: null, completed_at: null, error: null }
 const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
-  probe: () => Effect.succeed({ comfyui_version: "stub" }),
+  probe: () => Effect.succeed({ version: "0.3.64", devices: [], jobs_api: false }),
+  nodeReplacements: () => Effect.succeedNone,
   // Capabilities stay unknown: every runner stays eligible.
   objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "no object_info" })),
   uploadInput: () => Effect.dieMessage("no uploads"),
@@ -56,6 +57,7 @@ const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
       ])).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 })),
   queue: () => Effect.succeed({ running: [], pending: [] }),
   history: () => Effect.succeed(Option.some(done)),
+  status: () => Effect.succeed({ _tag: "Finished" as const, history: done }),
   cancel: () => Effect.void,
   download: () => Effect.dieMessage("no outputs"),
   events: (runner) =>

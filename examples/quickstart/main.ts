@@ -26,11 +26,13 @@ const noRunnerClient = (runner: { readonly id: string }) =>
 
 const NoGateway = Layer.succeed(RunnerGateway, {
   probe: noRunnerClient,
+  nodeReplacements: noRunnerClient,
   objectInfo: noRunnerClient,
   uploadInput: noRunnerClient,
   submit: noRunnerClient,
   queue: noRunnerClient,
   history: noRunnerClient,
+  status: noRunnerClient,
   cancel: noRunnerClient,
   download: noRunnerClient,
   // No runner: a socket that never says anything.

@@ -143,11 +143,13 @@ export const denyPrivateGateway = (resolve: Resolver = systemResolver): Layer.La
       check(resolve)(runner).pipe(Effect.mapError((message) => new RunnerUnreachable({ runner_id: runner.id, message })))
     return RunnerGateway.of({
       probe: (runner) => Effect.zipRight(guard(runner), inner.probe(runner)),
+      nodeReplacements: (runner) => Effect.zipRight(guard(runner), inner.nodeReplacements(runner)),
       objectInfo: (runner) => Effect.zipRight(guard(runner), inner.objectInfo(runner)),
       uploadInput: (runner, file) => Effect.zipRight(guard(runner), inner.uploadInput(runner, file)),
       submit: (runner, prompt) => Effect.zipRight(guard(runner), inner.submit(runner, prompt)),
       queue: (runner) => Effect.zipRight(guard(runner), inner.queue(runner)),
       history: (runner, promptId) => Effect.zipRight(guard(runner), inner.history(runner, promptId)),
+      status: (runner, promptId) => Effect.zipRight(guard(runner), inner.status(runner, promptId)),
       cancel: (runner, promptId) => Effect.zipRight(guard(runner), inner.cancel(runner, promptId)),
       download: (runner, file) => Effect.zipRight(guard(runner), inner.download(runner, file)),
       events: (runner, clientId) =>

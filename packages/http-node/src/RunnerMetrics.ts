@@ -1,19 +1,30 @@
 /**
- * The runner gateway, measured: prompts posted by result and the time to copy each output file. A
- * decorator, so the dispatcher in core stays as it is. (Connected WebSockets are counted by the
+ * The runner gateway, measured: prompts posted by result and the runner's ComfyUI version, and the
+ * time to copy each output file. A decorator, so the dispatcher in core stays as it is. (Connected WebSockets are counted by the
  * driver that reads them: core's Track.ts.)
  */
-import { dispatchAttempts, isBlobBytes, outputTransfer, RunnerGateway } from "@wes/core"
+import { dispatchAttempts, isBlobBytes, outputTransfer, parseVersion, RunnerGateway, type RunnerTarget } from "@wes/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
+import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 
-const attempt = (result: string) => Metric.update(Metric.tagged(dispatchAttempts, "result", result), 1)
+/** The version as its numbers only (a runner's own text never becomes a label), or `unknown`. */
+const versionLabel = (runner: RunnerTarget): string => {
+  const version = runner.comfyui?.version
+  return (version === null || version === undefined ? undefined : parseVersion(version)?.join(".")) ?? "unknown"
+}
+
+const attempt = (runner: RunnerTarget, result: string) =>
+  Metric.update(Metric.taggedWithLabels(dispatchAttempts, [
+    MetricLabel.make("result", result),
+    MetricLabel.make("comfyui_version", versionLabel(runner))
+  ]), 1)
 
 export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = Layer.effect(
   RunnerGateway,
@@ -22,7 +33,7 @@ export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = 
       ...inner,
       submit: (runner, prompt) =>
         inner.submit(runner, prompt).pipe(Effect.onExit((exit) =>
-          attempt(Exit.match(exit, {
+          attempt(runner, Exit.match(exit, {
             onSuccess: () => "submitted",
             onFailure: (cause) =>
               Option.match(Cause.failureOption(cause), { onNone: () => "error", onSome: (e) => (e._tag === "PromptRejected" ? "rejected" : e._tag === "PromptWithheld" ? "withheld" : "error") })

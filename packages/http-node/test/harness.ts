@@ -54,7 +54,8 @@ export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   probe: (runner) =>
     runner.endpoint.includes("unreachable")
       ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED" }))
-      : Effect.succeed({ comfyui_version: "0.3.64" }),
+      : Effect.succeed({ version: "0.3.64", devices: [], jobs_api: false }),
+  nodeReplacements: () => Effect.succeedNone,
   cancel: () => Effect.void,
   // No capabilities to read: they stay unknown (the runner stays eligible).
   objectInfo: (runner) => Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "GET /object_info: no answer" })),
@@ -62,6 +63,7 @@ export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   submit: () => unexpected("submit"),
   queue: () => unexpected("queue"),
   history: () => unexpected("history"),
+  status: () => unexpected("status"),
   download: () => unexpected("download"),
   // A socket that never says anything.
   events: () => Queue.bounded<RunnerEvent>(1)

@@ -8,7 +8,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fastDispatch, json, readJson, startServer, type TestServer, type WorkflowDetailJson, workflowForm } from "./harness.js"
-import { workGauges } from "./prometheus.js"
+import { seriesValue, workGauges } from "./prometheus.js"
 
 /** The value of one series (`name{labels}`) in a Prometheus text answer. */
 const valueOf = (text: string, series: string): number | undefined => {
@@ -79,7 +79,9 @@ describe("GET /metrics", () => {
     expect(after).toMatch(/^wes_http_request_duration_seconds_bucket\{route="\/v1\/runner",le="\+Inf"\} \d+$/m)
     expect(after).toMatch(/^# TYPE wes_sse_subscribers gauge$/m)
     // The runner side: one prompt posted, its output copied, the runner's WebSocket connected.
-    expect(delta("wes_dispatch_attempts_total{result=\"submitted\"}")).toBe(1)
+    // By result and the runner's ComfyUI version (the fake's 0.3.64).
+    const posted = (text: string) => seriesValue(text, "wes_dispatch_attempts_total", { result: "submitted", comfyui_version: "0.3.64" }) ?? 0
+    expect(posted(after) - posted(before)).toBe(1)
     expect(delta("wes_output_transfer_seconds_count")).toBeGreaterThanOrEqual(1)
     expect(valueOf(after, "wes_runners_connected{runner_kind=\"user\"}")).toBeGreaterThanOrEqual(1)
     // No ids in labels: an unknown path is "other".

@@ -18,7 +18,7 @@ import {
 } from "./harness.js"
 
 const TEMPLATE_KEYS = ["body", "created_at", "description", "id", "name", "updated_at", "user_id"]
-const RUNNER_KEYS = ["capabilities", "created_at", "endpoint", "headers", "id", "name", "status", "tags", "updated_at", "user_id"]
+const RUNNER_KEYS = ["capabilities", "comfyui", "created_at", "endpoint", "headers", "id", "name", "status", "tags", "updated_at", "user_id", "warning"]
 
 let server: TestServer
 beforeAll(async () => { server = await startServer() })
@@ -113,6 +113,8 @@ describe("runners", () => {
     const r = await readJson<RunnerJson>(res)
     expect([res.status, Object.keys(r).sort()]).toEqual([201, RUNNER_KEYS])
     expect(r).toMatchObject({ status: "active", user_id: u.id, headers: { "X-Api-Key": "********" }, tags: ["gpu", "sdxl"] })
+    // What the probe found: the test runner's ComfyUI 0.3.64, without the jobs API; nothing to warn about.
+    expect([r.comfyui, r.warning]).toEqual([{ version: "0.3.64", devices: [], jobs_api: false }, null])
     // The test runner has no /object_info to read: its capabilities are unknown.
     expect(r.capabilities).toBeNull()
     const noHeaders = await readJson<RunnerJson>(await create(u.auth, valid))

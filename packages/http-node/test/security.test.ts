@@ -223,12 +223,14 @@ describe("private runner addresses refused (suite 7)", () => {
     let answer: ReadonlyArray<string> = ["93.184.216.34"]
     const calls: Array<string> = []
     const inner = Layer.succeed(RunnerGateway, RunnerGateway.of({
-      probe: () => Effect.sync(() => { calls.push("probe") }).pipe(Effect.as({ comfyui_version: "x" })),
+      probe: () => Effect.sync(() => { calls.push("probe") }).pipe(Effect.as({ version: "0.3.64", devices: [], jobs_api: false })),
+      nodeReplacements: () => Effect.sync(() => { calls.push("nodeReplacements") }).pipe(Effect.as(Option.none())),
       objectInfo: () => Effect.sync(() => { calls.push("objectInfo") }).pipe(Effect.as({})),
       uploadInput: () => Effect.sync(() => { calls.push("upload") }).pipe(Effect.as({ name: "a", subfolder: "wes", type: "input" })),
       submit: () => Effect.sync(() => { calls.push("submit") }).pipe(Effect.as({ prompt_id: "p", number: 1 })),
       queue: () => Effect.sync(() => { calls.push("queue") }).pipe(Effect.as({ running: [], pending: [] })),
       history: () => Effect.sync(() => { calls.push("history") }).pipe(Effect.as(undefined), Effect.flatMap(() => Effect.succeedNone)),
+      status: () => Effect.sync(() => { calls.push("status") }).pipe(Effect.as({ _tag: "Unknown" as const })),
       cancel: () => Effect.sync(() => { calls.push("cancel") }),
       download: () => Effect.sync(() => { calls.push("download") }).pipe(Effect.as({ content_type: "x", content: Stream.empty })),
       events: () => Effect.sync(() => { calls.push("events") }).pipe(Effect.zipRight(Queue.bounded<RunnerEvent>(1)), Effect.tap((q) => Queue.offer(q, { _tag: "Connected" })))
@@ -243,11 +245,13 @@ describe("private runner addresses refused (suite 7)", () => {
           Effect.map(Effect.either(e), (r) => (Either.isLeft(r) ? r.left.message : undefined))
         const results = [
           yield* message(g.probe(t)),
+          yield* message(g.nodeReplacements(t)),
           yield* message(g.objectInfo(t)),
           yield* message(g.uploadInput(t, { filename: "a", content_type: "x", content: Stream.empty })),
           yield* message(g.submit(t, prompt)),
           yield* message(g.queue(t)),
           yield* message(g.history(t, "p")),
+          yield* message(g.status(t, "p")),
           yield* message(g.cancel(t, "p")),
           yield* message(g.download(t, { node_id: "1", filename: "a", subfolder: "", type: "output" }))
         ]
@@ -256,12 +260,12 @@ describe("private runner addresses refused (suite 7)", () => {
       }).pipe(Effect.provide(gateway))
     const before = await Effect.runPromise(everyCall(target("user")))
     expect(before.failed).toEqual([])
-    expect(calls).toHaveLength(9)
+    expect(calls).toHaveLength(11)
     // The name now points inside the network: nothing reaches the runner any more.
     answer = ["127.0.0.1"]
     calls.length = 0
     const after = await Effect.runPromise(everyCall(target("user")))
-    expect(after.failed).toHaveLength(8)
+    expect(after.failed).toHaveLength(10)
     for (const m of after.failed) expect(m).toContain("WES_RUNNER_ALLOW_PRIVATE=true")
     expect(after.first).toEqual(expect.objectContaining({ value: expect.objectContaining({ _tag: "Disconnected" }) }))
     expect(calls).toEqual([])

@@ -1,15 +1,18 @@
 /**
- * ComfyUI's HTTP API as typed operations (comfyui-protocol.md sections 2-7): probe, upload,
- * submit, queue, history, cancel and download. Every call carries the runner's headers, has one
- * timeout (undici's) and fails with core's runner errors.
+ * ComfyUI's HTTP API as typed operations (comfyui-protocol.md sections 2-7): probe, node
+ * replacements, upload, submit, queue, history, status, cancel and download. Every call carries
+ * the runner's headers, has one timeout (undici's) and fails with core's runner errors. Status and
+ * cancel go through the jobs API on a runner whose probe found it (`ComfyJobs.ts`).
  */
 import { Readable } from "node:stream"
 import {
   type Download,
+  type NodeReplacements,
   type ObjectInfo,
   type OutputFile,
   type PromptHistory,
   PromptRejected,
+  type PromptStatus,
   PromptWithheld,
   type QueueSnapshot,
   type RunnerError,
@@ -32,6 +35,7 @@ import type { Dispatcher } from "undici"
 import {
   hasNodeErrors,
   HistoryAnswer,
+  NodeReplacementsAnswer,
   ObjectInfoAnswer,
   HistoryEntry,
   partialRejection,
@@ -41,11 +45,13 @@ import {
   rejection,
   SystemStats,
   toPromptHistory,
+  toNodeReplacements,
   toQueueSnapshot,
   toRunnerInfo,
   toUploadedInput,
   UploadAnswer
 } from "./ComfyResponses.js"
+import { makeComfyJobs } from "./ComfyJobs.js"
 import { multipartUpload } from "./MultipartUpload.js"
 import {
   type Answer,
@@ -96,6 +102,7 @@ export interface ComfyClientOptions {
 /** The runner's HTTP operations; what `RunnerGateway` exposes minus the WebSocket. */
 export interface ComfyClient {
   readonly probe: (runner: RunnerTarget) => Effect.Effect<RunnerInfo, RunnerError>
+  readonly nodeReplacements: (runner: RunnerTarget) => Effect.Effect<Option.Option<NodeReplacements>, RunnerError>
   readonly objectInfo: (runner: RunnerTarget) => Effect.Effect<ObjectInfo, RunnerError>
   readonly uploadInput: (
     runner: RunnerTarget,
@@ -104,6 +111,7 @@ export interface ComfyClient {
   readonly submit: (runner: RunnerTarget, prompt: SubmitPrompt) => Effect.Effect<Submitted, RunnerError | PromptRejected | PromptWithheld>
   readonly queue: (runner: RunnerTarget) => Effect.Effect<QueueSnapshot, RunnerError>
   readonly history: (runner: RunnerTarget, promptId: string) => Effect.Effect<Option.Option<PromptHistory>, RunnerError>
+  readonly status: (runner: RunnerTarget, promptId: string) => Effect.Effect<PromptStatus, RunnerError>
   readonly cancel: (runner: RunnerTarget, promptId: string) => Effect.Effect<void, RunnerError>
   readonly download: (runner: RunnerTarget, file: OutputFile) => Effect.Effect<Download, RunnerError>
 }
@@ -122,6 +130,7 @@ const systemStats = decodeAnswer(SystemStats)
 const promptAccepted = decodeAnswer(PromptAccepted)
 const uploadAnswer = decodeAnswer(UploadAnswer)
 const objectInfoAnswer = decodeAnswer(ObjectInfoAnswer)
+const nodeReplacementsAnswer = decodeAnswer(NodeReplacementsAnswer)
 const decodeRefused = Schema.decodeUnknownEither(PromptRefused)
 const decodeHistoryEntry = Schema.decodeUnknownEither(HistoryEntry)
 
@@ -161,12 +170,44 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
    * pending prompt must not send one. (A prompt that starts between the two is then running, and
    * interrupted; from 0.3.57 the `prompt_id` makes the interrupt exact.)
    */
-  const cancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
+  const legacyCancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
     postEmpty(runner, "/queue", { delete: [promptId] }).pipe(
       Effect.zipRight(getJson(runner, "/queue", queueAnswer)),
       Effect.flatMap((q) =>
         toQueueSnapshot(q).running.includes(promptId) ? postEmpty(runner, "/interrupt", { prompt_id: promptId }) : Effect.void)
     )
+
+  const jobs = makeComfyJobs(dispatcher, ordinary)
+  /** Through the jobs API where the runner has it (and still answers it), else `legacy`. */
+  const viaJobs = <A>(runner: RunnerTarget, jobsCall: Effect.Effect<Option.Option<A>, RunnerError>, legacy: Effect.Effect<A, RunnerError>) =>
+    runner.comfyui?.jobs_api === true
+      ? Effect.flatMap(jobsCall, Option.match({ onNone: () => legacy, onSome: Effect.succeed }))
+      : legacy
+
+  const cancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
+    viaJobs(runner, jobs.cancel(runner, promptId), legacyCancel(runner, promptId))
+
+  const history = (runner: RunnerTarget, promptId: string) =>
+    Effect.flatMap(getJson(runner, `/history/${encodeURIComponent(promptId)}`, historyAnswer), (answer) => {
+      if (!Object.hasOwn(answer, promptId)) return Effect.succeed(Option.none())
+      return decodeHistoryEntry(answer[promptId]).pipe(
+        Either.mapLeft(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
+        Either.map((entry) => Option.some(toPromptHistory(entry)))
+      )
+    })
+
+  /** The queue first: a prompt that leaves it in between is then in the history. */
+  const legacyStatus = (runner: RunnerTarget, promptId: string): Effect.Effect<PromptStatus, RunnerError> =>
+    Effect.flatMap(getJson(runner, "/queue", queueAnswer), (q) => {
+      const snapshot = toQueueSnapshot(q)
+      if (snapshot.running.includes(promptId)) return Effect.succeed({ _tag: "Running" as const })
+      const at = snapshot.pending.indexOf(promptId)
+      if (at >= 0) return Effect.succeed({ _tag: "Pending" as const, position: at + 1 })
+      return Effect.map(history(runner, promptId), Option.match({
+        onNone: (): PromptStatus => ({ _tag: "Unknown" }),
+        onSome: (h): PromptStatus => ({ _tag: "Finished", history: h })
+      }))
+    })
 
   const submit = (runner: RunnerTarget, p: SubmitPrompt): Effect.Effect<Submitted, RunnerError | PromptRejected | PromptWithheld> => {
     const json = {
@@ -241,7 +282,17 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
     })
 
   return {
-    probe: (runner) => Effect.map(getJson(runner, "/system_stats", systemStats), toRunnerInfo),
+    probe: (runner) =>
+      Effect.map(
+        Effect.all([getJson(runner, "/system_stats", systemStats), jobs.detect(runner)], { concurrency: 2 }),
+        ([stats, jobsApi]) => toRunnerInfo(stats, jobsApi)
+      ),
+    nodeReplacements: (runner) =>
+      Effect.flatMap(send(dispatcher, runner, { method: "GET", path: "/node_replacements", acceptJson: true }, ordinary), (answer) =>
+        answer.status === 200
+          ? Effect.map(nodeReplacementsAnswer(runner, answer), (r) => Option.some(toNodeReplacements(r)))
+          // Before newer ComfyUI the route is missing: the static files' 404.
+          : answer.status === 404 ? Effect.succeedNone : Effect.fail(statusFailure(runner, answer))),
     objectInfo: (runner) =>
       Effect.flatMap(
         sendOk(dispatcher, runner, { method: "GET", path: "/object_info", acceptJson: true, maxBytes: objectInfoMaxBytes }, objectInfoLimits),
@@ -250,14 +301,8 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
     uploadInput,
     submit,
     queue: (runner) => Effect.map(getJson(runner, "/queue", queueAnswer), toQueueSnapshot),
-    history: (runner, promptId) =>
-      Effect.flatMap(getJson(runner, `/history/${encodeURIComponent(promptId)}`, historyAnswer), (answer) => {
-        if (!Object.hasOwn(answer, promptId)) return Effect.succeed(Option.none())
-        return decodeHistoryEntry(answer[promptId]).pipe(
-          Either.mapLeft(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
-          Either.map((entry) => Option.some(toPromptHistory(entry)))
-        )
-      }),
+    history,
+    status: (runner, promptId) => viaJobs(runner, jobs.status(runner, promptId), legacyStatus(runner, promptId)),
     cancel,
     download: (runner, file) =>
       Effect.flatMap(

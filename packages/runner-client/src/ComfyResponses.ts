@@ -3,17 +3,44 @@
  * into core's types. Decoding is lenient where ComfyUI versions differ (extra fields are ignored,
  * optional ones may be absent) and strict where the service depends on a field.
  */
-import type { OutputFile, PromptHistory, QueueSnapshot, RunnerInfo, UploadedInput } from "@wes/core"
+import type { NodeReplacements, OutputFile, PromptHistory, PromptStatus, QueueSnapshot, RunnerInfo, UploadedInput } from "@wes/core"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 
-/** `GET /system_stats`, reduced. */
+/** `GET /system_stats`, reduced; its devices are read one by one (an odd one is left out). */
 export const SystemStats = Schema.Struct({
-  system: Schema.Struct({ comfyui_version: Schema.optional(Schema.NullOr(Schema.String)) })
+  system: Schema.Struct({ comfyui_version: Schema.optional(Schema.NullOr(Schema.String)) }),
+  devices: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
 })
 
-export const toRunnerInfo = (s: typeof SystemStats.Type): RunnerInfo => ({ comfyui_version: s.system.comfyui_version ?? null })
+/** A device of `/system_stats` (0.3.45 lists the one it uses; newer servers every one, that one first). */
+const Device = Schema.Struct({
+  name: Schema.String,
+  type: Schema.String,
+  index: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
+  vram_total: Schema.optionalWith(Schema.Number, { default: () => 0 })
+})
+const decodeDevice = Schema.decodeUnknownOption(Device)
+
+/** What the probe found: the version and devices of `/system_stats`, and whether the jobs API answered. */
+export const toRunnerInfo = (s: typeof SystemStats.Type, jobsApi: boolean): RunnerInfo => ({
+  version: s.system.comfyui_version ?? null,
+  devices: s.devices.flatMap((d) =>
+    Option.match(decodeDevice(d), { onNone: () => [], onSome: ({ index, name, type, vram_total }) => [{ name, type, index, vram_total }] })),
+  jobs_api: jobsApi
+})
+
+/** `GET /node_replacements` (newer ComfyUI): deprecated class -> its replacements (`NodeReplace.as_dict()`). */
+export const NodeReplacementsAnswer = Schema.Record({ key: Schema.String, value: Schema.Array(Schema.Unknown) })
+
+const Replacement = Schema.Struct({ new_node_id: Schema.String })
+const decodeReplacement = Schema.decodeUnknownOption(Replacement)
+
+/** Each deprecated class with the classes that replace it, in the runner's order (entries without a class are left out). */
+export const toNodeReplacements = (answer: typeof NodeReplacementsAnswer.Type): NodeReplacements =>
+  Object.fromEntries(Object.entries(answer).map(([old, entries]) =>
+    [old, entries.flatMap((e) => Option.match(decodeReplacement(e), { onNone: () => [], onSome: (r) => [r.new_node_id] }))]))
 
 /** `GET /object_info`: an object of node classes; their definitions are read by core's summary. */
 export const ObjectInfoAnswer = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -223,5 +250,37 @@ export const toPromptHistory = (entry: typeof HistoryEntry.Type): PromptHistory 
       exception_type: data?.exception_type ?? "UnknownError",
       exception_message: (data?.exception_message ?? "").trim()
     }
+  }
+}
+
+/** `GET /api/jobs` (newer ComfyUI): a page of jobs; its shape says the runner has the jobs API. */
+export const JobsPage = Schema.Struct({
+  jobs: Schema.Array(Schema.Unknown),
+  pagination: Schema.Struct({ total: Schema.Number })
+})
+
+/** `GET /api/jobs/{id}` (comfy_execution/jobs.py `get_job`): one job, with the history's outputs and status once it ended. */
+export const JobAnswer = Schema.Struct({
+  id: Schema.String,
+  status: Schema.Literal("pending", "in_progress", "completed", "failed", "cancelled"),
+  outputs: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
+  execution_status: Schema.optional(Schema.NullOr(HistoryStatus))
+})
+
+/** The 404 of `GET /api/jobs/{id}` for an id the runner does not know (a route it lacks answers 404 too, without it). */
+export const JobNotFound = Schema.Struct({ error: Schema.Literal("Job not found") })
+
+/** `POST /api/jobs/{id}/cancel`: whether a cancel was dispatched (false: finished, or unknown). */
+export const JobCancelled = Schema.Struct({ cancelled: Schema.Boolean })
+
+/** A job as a prompt's status: its end read like a history entry (the same outputs and status). */
+export const jobStatus = (job: typeof JobAnswer.Type): PromptStatus => {
+  switch (job.status) {
+    case "pending":
+      return { _tag: "Pending", position: null }
+    case "in_progress":
+      return { _tag: "Running" }
+    default:
+      return { _tag: "Finished", history: toPromptHistory({ outputs: job.outputs, status: job.execution_status }) }
   }
 }

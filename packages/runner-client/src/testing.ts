@@ -9,6 +9,7 @@ export {
   type FakeComfyUIOptions,
   FakeComfyUIServer,
   type NodeFailure,
+  type NodeReplace,
   type NodeMatch,
   type ObjectInfoOptions,
   type PromptSubmission,

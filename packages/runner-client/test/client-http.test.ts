@@ -31,12 +31,18 @@ const notComfy = Effect.acquireRelease(
 )
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) => {
-  it.scoped("probes /system_stats and reports the ComfyUI version", () =>
+  it.scoped("probes /system_stats for the ComfyUI version and devices, and asks whether the runner has the jobs API", () =>
     Effect.gen(function*() {
-      const fake = yield* FakeComfyUI.scoped({ version: "0.3.64" })
+      const fake = yield* FakeComfyUI.scoped({ version: "0.3.50" })
       const gateway = yield* RunnerGateway
-      expect(yield* gateway.probe(runnerFor(fake))).toEqual({ comfyui_version: "0.3.64" })
-      expect(fake.requests.at(-1)!.path).toBe("/system_stats")
+      expect(yield* gateway.probe(runnerFor(fake))).toEqual({
+        version: "0.3.50",
+        devices: [{ name: "cpu", type: "cpu", index: null, vram_total: expect.any(Number) }],
+        jobs_api: false
+      })
+      expect(fake.requests.map((r) => r.path).sort()).toEqual(["/api/jobs?status=in_progress&limit=1", "/system_stats"])
+      const newer = yield* FakeComfyUI.scoped({ version: "0.38.1", jobsApi: true })
+      expect(yield* gateway.probe(runnerFor(newer))).toMatchObject({ version: "0.38.1", jobs_api: true })
     }))
 
   it.scoped("sends the runner's custom headers on every operation", () =>
@@ -366,7 +372,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP failure
       fake.failHttp(418)
       expect(yield* Effect.flip(gateway.probe(runner))).toMatchObject({ _tag: "RunnerRequestFailed", status: 418 })
       fake.restoreHttp()
-      expect(yield* gateway.probe(runner)).toMatchObject({ comfyui_version: expect.any(String) })
+      expect(yield* gateway.probe(runner)).toMatchObject({ version: expect.any(String) })
     }))
 
   it.scoped("maps refused and reset connections to RunnerUnreachable", () =>

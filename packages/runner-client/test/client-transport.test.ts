@@ -217,10 +217,12 @@ describe("RunnerGateway transport", () => {
       yield* gateway.probe(runner)
       yield* gateway.queue(runner)
       yield* gateway.history(runner, uuid())
-      expect(fake.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
-        "GET /api/system_stats",
+      // The jobs API's routes exist only under /api: below this endpoint, /api/api/jobs (ComfyUI aliases every route).
+      expect(fake.requests.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+        "GET /api/api/jobs?status=in_progress&limit=1",
+        expect.stringMatching(/^GET \/api\/history\//),
         "GET /api/queue",
-        expect.stringMatching(/^GET \/api\/history\//)
+        "GET /api/system_stats"
       ])
     }).pipe(Effect.provide(gatewayLayer())))
 })

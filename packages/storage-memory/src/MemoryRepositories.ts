@@ -9,6 +9,7 @@ import {
   pageBounds,
   paginate,
   type Runner,
+  type RunnerComfyUI,
   type RunnerRef,
   RunnerRepository,
   type Template,
@@ -75,6 +76,14 @@ export const makeMemoryTemplateRepository = () => {
   })
 }
 
+/** A runner's ComfyUI, as probed; false when the runner is gone. */
+const setComfyUI = <R extends { readonly comfyui: RunnerComfyUI | null }>(byId: Map<string, R>, id: string, comfyui: RunnerComfyUI): boolean => {
+  const current = byId.get(id)
+  if (current === undefined) return false
+  byId.set(id, { ...current, comfyui })
+  return true
+}
+
 /** Active runners of either kind, for the capability store's `due` (not part of core's interfaces). */
 export interface ActiveRunners {
   readonly activeRefs: () => ReadonlyArray<RunnerRef>
@@ -90,6 +99,7 @@ export const makeMemoryRunnerRepository = (): RunnerRepository["Type"] & ActiveR
     findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
     update: (userId, id, f) => Effect.suspend(() => store.update(userId, id, f, NotFound.runner)),
     delete: (userId, id) => Effect.sync(() => store.delete(userId, id)),
+    setComfyUI: (id, comfyui) => Effect.sync(() => setComfyUI(store.byId, id, comfyui)),
     list: (userId, query) =>
       Effect.sync(() => {
         const { end, start } = pageBounds(query)
@@ -122,6 +132,7 @@ export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Ty
         byId.set(id, next)
         return Effect.succeed(next)
       }),
+    setComfyUI: (id, comfyui) => Effect.sync(() => setComfyUI(byId, id, comfyui)),
     delete: (id) =>
       Effect.sync(() => {
         if (!byId.delete(id)) return false

@@ -25,6 +25,7 @@ import m0013 from "./migrations/0013_runner_capabilities.js"
 import m0020 from "./migrations/0020_json_as_sent.js"
 import m0021 from "./migrations/0021_webhooks.js"
 import m0030 from "./migrations/0030_transfer_time.js"
+import m0031 from "./migrations/0031_runner_comfyui.js"
 import { orStorageError, run, storageError, transaction } from "./Sql.js"
 
 /** Every migration by `<id>_<name>`; ids only grow, and a released migration never changes. */
@@ -44,7 +45,8 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
   "0013_runner_capabilities": m0013,
   "0020_json_as_sent": m0020,
   "0021_webhooks": m0021,
-  "0030_transfer_time": m0030
+  "0030_transfer_time": m0030,
+  "0031_runner_comfyui": m0031
 }
 
 /** The Migrator's bookkeeping table (in the schema the connection's search_path selects). */

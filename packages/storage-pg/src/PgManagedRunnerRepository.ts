@@ -20,9 +20,10 @@ import {
   toTextArray,
   updateRow
 } from "./Sql.js"
+import { setComfyUIIn } from "./PgRunnerRepository.js"
 
 const ManagedRunnerRow = Schema.Struct({ ...ManagedRunner.fields, created_at: DbTimestamp, updated_at: DbTimestamp })
-const COLUMNS = "id, name, runner_type, status, endpoint, headers, tags, created_at, updated_at"
+const COLUMNS = "id, name, runner_type, status, endpoint, headers, tags, comfyui, created_at, updated_at"
 
 const columnsOf = (r: ManagedRunner) => ({
   id: r.id,
@@ -32,6 +33,7 @@ const columnsOf = (r: ManagedRunner) => ({
   endpoint: r.endpoint,
   headers: toJson(r.headers),
   tags: toTextArray(r.tags),
+  comfyui: r.comfyui === null ? null : toJson(r.comfyui),
   created_at: toDate(r.created_at),
   updated_at: toDate(r.updated_at)
 })
@@ -67,6 +69,7 @@ export const makePgManagedRunnerRepository = Effect.gen(function*() {
         }, (current) => Either.right(f(current)))
         : Effect.fail(NotFound.managedRunner()),
     delete: (id) => deleteRow(sql, "managed_runners", id),
+    setComfyUI: setComfyUIIn(sql, "managed_runners"),
     list: (query) => {
       const { limit, offset } = limitOffset(query)
       const where = sql.and([

@@ -4,7 +4,7 @@
  * indexes (migration 0002).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { RunnerLoad, RunnerStatus, type RunnerType } from "@wes/core"
+import { RunnerComfyUI, RunnerLoad, RunnerStatus, type RunnerType } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -19,16 +19,17 @@ const CandidateRow = Schema.Struct({
   headers: Schema.Record({ key: Schema.String, value: Schema.String }),
   tags: Schema.Array(Schema.String),
   status: RunnerStatus,
+  comfyui: Schema.NullOr(RunnerComfyUI),
   in_flight: Schema.Int
 })
 
 export const runnerLoadQuery = (sql: SqlClient.SqlClient, userId: string, types: ReadonlyArray<RunnerType>) => {
   const unfinished = sql.literal(UNFINISHED_SQL)
-  return sql`SELECT 'user' AS kind, r.id, r.name, r.endpoint, r.headers, r.tags, r.status,
+  return sql`SELECT 'user' AS kind, r.id, r.name, r.endpoint, r.headers, r.tags, r.status, r.comfyui,
       (SELECT count(*)::int FROM workflows w WHERE w.user_runner_id = r.id AND w.status IN ${unfinished}) AS in_flight
     FROM runners r WHERE r.user_id = ${userId} AND r.status = 'active'
     UNION ALL
-    SELECT 'managed', m.id, m.name, m.endpoint, m.headers, m.tags, m.status,
+    SELECT 'managed', m.id, m.name, m.endpoint, m.headers, m.tags, m.status, m.comfyui,
       (SELECT count(*)::int FROM workflows w WHERE w.managed_runner_id = m.id AND w.status IN ${unfinished})
     FROM managed_runners m WHERE m.status = 'active' AND m.runner_type = ANY(${types}::text[])`
 }

@@ -1,6 +1,6 @@
 /** User-owned runners in PostgreSQL. */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { LimitReached, NotFound, Runner, RunnerRepository } from "@wes/core"
+import { LimitReached, NotFound, Runner, type RunnerComfyUI, RunnerRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -25,7 +25,7 @@ import {
 } from "./Sql.js"
 
 const RunnerRow = Schema.Struct({ ...Runner.fields, created_at: DbTimestamp, updated_at: DbTimestamp })
-const COLUMNS = "id, user_id, name, status, endpoint, tags, headers, created_at, updated_at"
+const COLUMNS = "id, user_id, name, status, endpoint, tags, headers, comfyui, created_at, updated_at"
 
 const columnsOf = (r: Runner) => ({
   id: r.id,
@@ -35,9 +35,19 @@ const columnsOf = (r: Runner) => ({
   endpoint: r.endpoint,
   tags: toTextArray(r.tags),
   headers: toJson(r.headers),
+  comfyui: r.comfyui === null ? null : toJson(r.comfyui),
   created_at: toDate(r.created_at),
   updated_at: toDate(r.updated_at)
 })
+
+/** `setComfyUI` of either runner table: one UPDATE of the column, true when the runner exists. */
+export const setComfyUIIn = (sql: SqlClient.SqlClient, table: "runners" | "managed_runners") => (id: string, comfyui: RunnerComfyUI) =>
+  isId(id)
+    ? run(sql`UPDATE ${sql(table)} SET comfyui = ${toJson(comfyui)} WHERE id = ${id} RETURNING 1`).pipe(
+      Effect.map((rows) => rows.length > 0),
+      orStorageError(`${table}.setComfyUI`)
+    )
+    : Effect.succeed(false)
 
 export const makePgRunnerRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -76,6 +86,7 @@ export const makePgRunnerRepository = Effect.gen(function*() {
         }, (current) => Either.right(f(current)))
         : Effect.fail(NotFound.runner()),
     delete: (userId, id) => deleteRow(sql, "runners", id, userId),
+    setComfyUI: setComfyUIIn(sql, "runners"),
     list: (userId, query) => {
       if (!isId(userId)) return Effect.succeed({ items: [], total: 0 })
       const { limit, offset } = limitOffset(query)

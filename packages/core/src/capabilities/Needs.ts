@@ -3,7 +3,9 @@
  * after parameter substitution (so a `#choice` or `$text` that picks a checkpoint is checked with
  * the value chosen): every `class_type`, and every input value that names a file. A file counts
  * only where the runner lists files for that input (a loader's combo); elsewhere (a LoadImage
- * upload, a text) it is not a model. The graph is one level of nodes and one of inputs: two
+ * upload, a text) it is not a model. A deprecated class the runner replaces itself before
+ * validating (`GET /node_replacements`) is not missing; its inputs are renamed by the replacement,
+ * so its files are left to the runner. The graph is one level of nodes and one of inputs: two
  * plain loops, no recursion.
  */
 import * as Either from "effect/Either"
@@ -62,6 +64,8 @@ export const needsOf = (graph: JsonObject, params: ReadonlyArray<readonly [strin
 /** A summary compiled for lookups (built once per cached summary). */
 export interface CapabilityIndex {
   readonly classes: ReadonlySet<string>
+  /** Deprecated classes the runner replaces with a loaded one. */
+  readonly replaced: ReadonlySet<string>
   /** `class \0 input` -> the files that input offers. */
   readonly files: ReadonlyMap<string, ReadonlySet<string>>
 }
@@ -70,12 +74,13 @@ const inputKey = (nodeClass: string, input: string) => `${nodeClass}\u0000${inpu
 
 export const indexSummary = (s: CapabilitySummary): CapabilityIndex => ({
   classes: new Set(s.node_classes),
+  replaced: new Set((s.node_replacements ?? []).map(([old]) => old)),
   files: new Map(s.model_inputs.map(([c, i, l]) => [inputKey(c, i), new Set(s.file_lists[l] ?? [])]))
 })
 
 /** What `index` lacks of `needs`. A file is checked only against an input the runner lists files for. */
 export const missingOn = (index: CapabilityIndex, needs: Needs): Missing => ({
-  node_classes: needs.node_classes.filter((c) => !index.classes.has(c)),
+  node_classes: needs.node_classes.filter((c) => !index.classes.has(c) && !index.replaced.has(c)),
   model_files: needs.model_files.filter((m) => {
     const offered = index.files.get(inputKey(m.node_class, m.input))
     return index.classes.has(m.node_class) && offered !== undefined && !offered.has(m.file)

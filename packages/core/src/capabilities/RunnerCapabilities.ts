@@ -1,6 +1,7 @@
 /**
- * Reading and knowing runners' capabilities. A read fetches `/object_info`, summarizes it and
- * stores the summary; it happens when a runner is created or moved to a new endpoint, when its
+ * Reading and knowing runners' capabilities. A read fetches `/object_info` (and
+ * `/node_replacements`, which newer ComfyUI has), summarizes them and stores the summary; it also
+ * probes the runner's ComfyUI again (`ObserveComfyUI.ts`: its version, its jobs API). It happens when a runner is created or moved to a new endpoint, when its
  * driver (re)connects (a ComfyUI restart may have added nodes or models), and for every active
  * runner at least every `refreshInterval` (a Schedule). A failed read is never an error: the
  * runner's capabilities stay what they were, or unknown, and an unknown runner stays eligible.
@@ -20,7 +21,8 @@ import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
 import { managedRunnerTarget, type RunnerTarget, userRunnerTarget } from "../runners/Runner.js"
-import { RunnerGateway } from "../runners/RunnerGateway.js"
+import { type NodeReplacements, RunnerGateway } from "../runners/RunnerGateway.js"
+import { observeComfyUI } from "../runners/ObserveComfyUI.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
 import type { Crypto } from "../shared/Crypto.js"
 import type { StorageError } from "../shared/Errors.js"
@@ -92,7 +94,7 @@ const make = (options: CapabilitiesOptions) =>
     const gateway = yield* RunnerGateway
     const runners = yield* RunnerRepository
     const managed = yield* ManagedRunnerRepository
-    const context = yield* Effect.context<Crypto>()
+    const context = yield* Effect.context<Crypto | RunnerGateway | RunnerRepository | ManagedRunnerRepository>()
     const ttl = Duration.decode(options.cacheTtl)
     const cache = yield* Cache.makeWith({
       capacity: options.cacheCapacity,
@@ -101,6 +103,13 @@ const make = (options: CapabilitiesOptions) =>
       // A failed store read is not kept: the next create asks the store again.
       timeToLive: (exit) => (Exit.isSuccess(exit) ? ttl : Duration.zero)
     })
+    /** `/node_replacements`, or none (the runner has no such route, or the read failed: logged). */
+    const readReplacements = (runner: RunnerTarget): Effect.Effect<NodeReplacements | undefined> =>
+      gateway.nodeReplacements(runner).pipe(
+        Effect.map(Option.getOrUndefined),
+        Effect.catchAll((e) =>
+          Effect.as(Effect.logWarning("could not read the runner's node replacements", { runner_id: runner.id, error: e.message }), undefined))
+      )
     /** When this instance last read each runner (ms), for `minReadSpacing`; bounded like the cache. */
     const lastRead = yield* Ref.make(new Map<string, number>())
 
@@ -114,7 +123,12 @@ const make = (options: CapabilitiesOptions) =>
           if (next.size > options.cacheCapacity) next.delete(next.keys().next().value!)
           return next
         })
-        const info = yield* Effect.either(gateway.objectInfo(runner))
+        // The three reads at once; the probe stores what it found by itself.
+        const [info, replacements] = yield* Effect.all([
+          Effect.either(gateway.objectInfo(runner)),
+          readReplacements(runner),
+          observeComfyUI(runner).pipe(Effect.provide(context))
+        ], { concurrency: 3 })
         if (info._tag === "Left") {
           yield* Effect.logWarning("could not read the runner's capabilities; they stay as they were", {
             runner_id: runner.id,
@@ -126,7 +140,7 @@ const make = (options: CapabilitiesOptions) =>
           }
           return
         }
-        const summary = summarize(info.right)
+        const summary = summarize(info.right, replacements)
         const record: StoredCapabilities = {
           runner_id: runner.id,
           runner_kind: runner.kind,

@@ -3,10 +3,13 @@
  * classes for a bare 0.3.64, several MB with custom nodes) to a compact summary: the node class
  * names, and for each model-loader input (a combo whose options are files: `ckpt_name`,
  * `lora_name`, `vae_name`, ...) its file list. Upload inputs (`LoadImage.image`) list the input
- * folder, not models, and are left out. Lists shared by several loaders are stored once.
+ * folder, not models, and are left out. Lists shared by several loaders are stored once. Where the
+ * runner answers `GET /node_replacements` (newer ComfyUI), the deprecated classes it would replace
+ * with a loaded one before validating a prompt are kept too.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import type { NodeReplacements } from "../runners/RunnerGateway.js"
 import { Crypto } from "../shared/Crypto.js"
 
 /** The stored summary: sorted, so equal capabilities give equal JSON (and hash). */
@@ -14,7 +17,12 @@ export const CapabilitySummary = Schema.Struct({
   node_classes: Schema.Array(Schema.String),
   /** `[node class, input name, index into file_lists]`, sorted. */
   model_inputs: Schema.Array(Schema.Tuple(Schema.String, Schema.String, Schema.Int)),
-  file_lists: Schema.Array(Schema.Array(Schema.String))
+  file_lists: Schema.Array(Schema.Array(Schema.String)),
+  /**
+   * `[deprecated class, the loaded class the runner replaces it with]`, sorted; absent when none
+   * (so summaries of runners without replacements hash as before).
+   */
+  node_replacements: Schema.optional(Schema.Array(Schema.Tuple(Schema.String, Schema.String)))
 }).annotations({ identifier: "CapabilitySummary" })
 export interface CapabilitySummary extends Schema.Schema.Type<typeof CapabilitySummary> {}
 
@@ -43,10 +51,30 @@ const isUpload = (config: Record<string, unknown>): boolean =>
   Object.entries(config).some(([k, v]) => k.endsWith("_upload") && v === true)
 
 /**
- * Reduces `/object_info` to a summary. Loops over classes and their input sections only (no
- * recursion into the answer); anything of an unexpected shape is skipped.
+ * The replacements ComfyUI would make (`NodeReplaceManager.apply_replacements`): a class it has
+ * not loaded, whose first replacement it has loaded. It never tries the second.
  */
-export const summarize = (objectInfo: unknown): CapabilitySummary => {
+const effectiveReplacements = (
+  classes: ReadonlySet<string>,
+  replacements: NodeReplacements
+): Array<readonly [string, string]> =>
+  Object.entries(replacements)
+    .filter(([old, to]) => !classes.has(old) && to[0] !== undefined && classes.has(to[0]))
+    .map(([old, to]) => [old, to[0]!] as const)
+    .sort((a, b) => compare(a[0], b[0]))
+
+/**
+ * Reduces `/object_info` (and `/node_replacements`, when the runner has it) to a summary. Loops
+ * over classes and their input sections only (no recursion into the answer); anything of an
+ * unexpected shape is skipped.
+ */
+export const summarize = (objectInfo: unknown, replacements?: NodeReplacements): CapabilitySummary => {
+  const summary = summarizeObjectInfo(objectInfo)
+  const replaced = replacements === undefined ? [] : effectiveReplacements(new Set(summary.node_classes), replacements)
+  return replaced.length === 0 ? summary : { ...summary, node_replacements: replaced }
+}
+
+const summarizeObjectInfo = (objectInfo: unknown): CapabilitySummary => {
   const classes: Array<string> = []
   const lists = new Map<string, number>()
   const fileLists: Array<ReadonlyArray<string>> = []

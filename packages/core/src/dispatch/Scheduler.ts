@@ -8,24 +8,32 @@ import { describeMissing, lacksNothing, type Missing, missingOn, type Needs } fr
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { managedRunnerTypesFor } from "../accounts/Tier.js"
 import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
+import { MIN_COMFYUI_VERSION, shownVersion, supportedComfyUI } from "../runners/ComfyUIVersion.js"
 import { managedRunnerTarget, type RunnerTarget, userRunnerTarget } from "../runners/Runner.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
 import { MissingCapabilities, NoEligibleRunner, type RunnerLack, type StorageError } from "../shared/Errors.js"
+import { tagsMatch } from "../shared/Tags.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
 import { RunnerLoad } from "./RunnerLoad.js"
 import { eligibleRunners, pickRunner } from "./Scheduling.js"
 
-/** The 400 for a workflow no runner can take. */
-export const noEligibleRunner = (tags: ReadonlyArray<string>): NoEligibleRunner =>
+/** How many runners a message names before it counts the rest. */
+const NAMED_RUNNERS = 10
+
+/**
+ * The 400 for a workflow no runner can take; `outdated`, the active runners with its tags that
+ * were left out for their ComfyUI version (found below the minimum since they were registered).
+ */
+export const noEligibleRunner = (tags: ReadonlyArray<string>, outdated: ReadonlyArray<RunnerTarget> = []): NoEligibleRunner =>
   new NoEligibleRunner({
     tags,
-    message: tags.length === 0
+    message: outdated.length > 0
+      ? `No runner available: ${outdated.slice(0, NAMED_RUNNERS).map((r) => `runner ${JSON.stringify(r.name)} runs ComfyUI ${shownVersion(r.comfyui?.version ?? "")}`).join(", ")}` +
+        `${outdated.length > NAMED_RUNNERS ? ` and ${outdated.length - NAMED_RUNNERS} more` : ""}; WES needs ComfyUI ${MIN_COMFYUI_VERSION} or later`
+      : tags.length === 0
       ? "No runner available: no active runner is registered for this account"
       : `No runner available with matching tags: no active runner has all of ${tags.join(", ")}`
   })
-
-/** How many runners a "lacks" message names before it counts the rest. */
-const NAMED_RUNNERS = 10
 
 /** The 400 for a workflow whose tags some runners carry, none of which has what it needs. */
 export const missingCapabilities = (unsorted: ReadonlyArray<readonly [RunnerTarget, Missing]>): MissingCapabilities => {
@@ -94,7 +102,11 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
             const candidates = yield* load.candidates(user.id, managedRunnerTypesFor(user.tier))
             const excluded = new Set<string>(options.exclude ?? [])
             const tagged = eligibleRunners(candidates.map((c) => c.target), tags).filter((r) => !excluded.has(r.id))
-            if (tagged.length === 0) return yield* Effect.fail(noEligibleRunner(tags))
+            if (tagged.length === 0) {
+              const outdated = candidates.map((c) => c.target)
+                .filter((r) => r.status === "active" && !excluded.has(r.id) && !supportedComfyUI(r.comfyui) && tagsMatch(r.tags, tags))
+              return yield* Effect.fail(noEligibleRunner(tags, outdated))
+            }
             const eligible = options.needs === undefined ? tagged : yield* capable(tagged, options.needs)
             const inFlight = new Map(candidates.map((c) => [c.target.id, c.in_flight]))
             return pickRunner(eligible, inFlight, cursor++)!

@@ -1,9 +1,11 @@
 /**
  * Runner eligibility and choice (design.md section 5): a runner is eligible when it is active,
- * accessible to the caller (owned, or managed and allowed for the tier) and its tags contain every
+ * accessible to the caller (owned, or managed and allowed for the tier), not known to run a ComfyUI
+ * below the minimum (a runner downgraded since it was registered), and its tags contain every
  * workflow tag. Among eligible runners the one with the least work in flight wins; ties go round
  * robin.
  */
+import { supportedComfyUI } from "../runners/ComfyUIVersion.js"
 import type { RunnerTarget } from "../runners/Runner.js"
 import { tagsMatch } from "../shared/Tags.js"
 import { managedRunnerTypesFor, type RunnerType, type Tier } from "../accounts/Tier.js"
@@ -12,7 +14,10 @@ import { managedRunnerTypesFor, type RunnerType, type Tier } from "../accounts/T
 export const eligibleRunners = <R extends RunnerTarget>(
   candidates: ReadonlyArray<R>,
   tags: ReadonlyArray<string>
-): ReadonlyArray<R> => candidates.filter((r) => r.status === "active" && tagsMatch(r.tags, tags))
+): ReadonlyArray<R> => candidates.filter((r) => takesWork(r) && tagsMatch(r.tags, tags))
+
+/** Active, and not known to run an unsupported ComfyUI. */
+export const takesWork = (r: RunnerTarget): boolean => r.status === "active" && supportedComfyUI(r.comfyui)
 
 /** True when a managed runner of `type` serves `tier`. */
 export const managedRunnerServes = (type: RunnerType, tier: Tier): boolean =>

@@ -9,6 +9,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import { supportedComfyUI, unsupportedVersionMessage } from "../runners/ComfyUIVersion.js"
 import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
 import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
@@ -17,6 +18,7 @@ import { isTerminal, type Workflow } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
 import { advance, endedAs } from "./Advance.js"
+import { takesWork } from "./Scheduling.js"
 import type { ClaimedWorkflow } from "./Dispatch.js"
 import { retrySchedule } from "./DispatcherOptions.js"
 import { awaitSocket, Driving } from "./Driving.js"
@@ -39,17 +41,26 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     const driving = yield* Driving
     const gateway = yield* RunnerGateway
     const blobs = yield* BlobStore
-    const target = yield* driving.target
-    if (Option.isNone(target) || target.value.status !== "active") return { _tag: "Disabled" as const }
+    const cached = yield* driving.target
+    // A copy that says "no work" may be up to `runnerRefreshInterval` old (a runner enabled or
+    // upgraded since): read it again before moving the workflow away.
+    const target = Option.isSome(cached) && takesWork(cached.value) ? cached : yield* driving.refreshTarget
+    if (Option.isNone(target) || target.value.status !== "active") return { _tag: "Disabled" as const, reason: "the runner is disabled" }
+    // Found below the supported ComfyUI since it was registered (a downgrade): another runner's work.
+    const comfyui = target.value.comfyui
+    if (!supportedComfyUI(comfyui)) return { _tag: "Disabled" as const, reason: unsupportedVersionMessage(comfyui?.version ?? "") }
     const runner = target.value
     if (resubmit) {
       // An earlier claim may have posted it before a restart or a timeout: ask first.
-      const snapshot = yield* gateway.queue(runner)
-      if (snapshot.running.includes(w.id) || snapshot.pending.includes(w.id)) {
-        return { _tag: "OnRunner" as const, queueNumber: snapshot.running.includes(w.id) ? 0 : snapshot.pending.indexOf(w.id) + 1 }
+      const status = yield* gateway.status(runner, w.id)
+      switch (status._tag) {
+        case "Running":
+          return { _tag: "OnRunner" as const, queueNumber: 0 }
+        case "Pending":
+          return { _tag: "OnRunner" as const, queueNumber: status.position ?? (yield* estimatedPosition) }
+        case "Finished":
+          return { _tag: "Finished" as const, history: status.history }
       }
-      const history = yield* gateway.history(runner, w.id)
-      if (Option.isSome(history)) return { _tag: "Finished" as const, history: history.value }
     }
     const values = new Map(w.workflow_params)
     for (const [placeholder, key] of w.workflow_params) {
@@ -144,7 +155,7 @@ export const submit = (claimed: ClaimedWorkflow) =>
     const r = result.right
     switch (r._tag) {
       case "Disabled":
-        return yield* moveAway(w, "the runner is disabled")
+        return yield* moveAway(w, r.reason)
       case "Gone":
       case "LeaseLost":
         return yield* driving.inFlight.remove(w.id)

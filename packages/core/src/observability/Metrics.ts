@@ -91,7 +91,7 @@ export const recordFinished = (w: Pick<WorkflowHead, "status" | "created_at" | "
   })
 
 export const dispatchAttempts = Metric.counter("wes_dispatch_attempts_total", {
-  description: "Prompts posted to runners, by result (submitted, rejected, error)",
+  description: "Prompts posted to runners, by result (submitted, rejected, error, withheld) and the runner's ComfyUI version",
   incremental: true
 })
 export const outputTransfer = Metric.histogram("wes_output_transfer_seconds", durations, "Time to copy one output file from a runner")

@@ -3,6 +3,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { NotFound, StorageError } from "../shared/Errors.js"
+import type { RunnerComfyUI } from "./ComfyUIVersion.js"
 import type { PageRequest, Paged } from "../shared/Pagination.js"
 import type { ManagedRunner, RunnerStatus } from "./Runner.js"
 import type { RunnerType } from "../accounts/Tier.js"
@@ -23,6 +24,11 @@ export class ManagedRunnerRepository extends Context.Tag("@wes/core/ManagedRunne
       f: (current: ManagedRunner) => ManagedRunner
     ) => Effect.Effect<ManagedRunner, NotFound | StorageError>
     readonly delete: (id: string) => Effect.Effect<boolean, StorageError>
+    /**
+     * Stores what a probe of the runner's ComfyUI found: an observation, not an edit (`updated_at`
+     * stays). False when the runner is gone.
+     */
+    readonly setComfyUI: (id: string, comfyui: RunnerComfyUI) => Effect.Effect<boolean, StorageError>
     /** Managed runners, newest first. */
     readonly list: (query: ManagedRunnerQuery) => Effect.Effect<Paged<ManagedRunner>, StorageError>
     /** Every active managed runner of the given types (scheduling candidates). */

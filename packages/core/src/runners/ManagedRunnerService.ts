@@ -22,6 +22,7 @@ import {
   type ManagedRunnerAdminView,
   managedRunnerTarget,
   type ManagedRunnerView,
+  runnerViewFields,
   toManagedRunnerView,
   unmaskHeaders,
   UpdateManagedRunnerRequest
@@ -76,7 +77,9 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
           Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.managedRunner()), onSome: Effect.succeed }))
         )
       const withCapabilities = (r: ManagedRunner): Effect.Effect<ManagedRunnerAdminView, StorageError> =>
-        Effect.map(capabilities.view(r.id), (view) => ({ ...r, capabilities: view }))
+        Effect.map(capabilities.view(r.id), (view) => ({ ...r, ...runnerViewFields(r, view) }))
+      /** A runner not probed before it was stored (`WES_RUNNER_PROBE=off`) as read again: the capability read probed it. */
+      const probedSince = (r: ManagedRunner) => r.comfyui !== null ? Effect.succeed(r) : Effect.map(repo.findById(r.id), Option.getOrElse(() => r))
 
       return ManagedRunnerService.of({
         list: (user, page) =>
@@ -106,13 +109,14 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               endpoint: req.endpoint,
               headers: req.headers ?? {},
               tags,
+              comfyui: null,
               created_at: now,
               updated_at: now
             }
-            yield* probe.check(managedRunnerTarget(runner))
-            const inserted = yield* repo.insert(runner)
+            const comfyui = yield* probe.check(managedRunnerTarget(runner))
+            const inserted = yield* repo.insert({ ...runner, comfyui })
             yield* capabilities.read(managedRunnerTarget(inserted))
-            return yield* withCapabilities(inserted)
+            return yield* withCapabilities(yield* probedSince(inserted))
           }),
         adminGet: (id) => Effect.flatMap(find(id), withCapabilities),
         adminList: (input) =>
@@ -137,11 +141,19 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
               tags: tags ?? current.tags
             }
             const moved = next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)
-            if (moved) yield* probe.check(managedRunnerTarget(next))
+            // Another endpoint may be another ComfyUI: what was known of the old one goes.
+            const comfyui = moved ? yield* probe.check(managedRunnerTarget({ ...next, comfyui: null })) : current.comfyui
             const now = yield* DateTime.now
-            const updated = yield* repo.update(id, (r) => ({ ...r, ...next, id: r.id, created_at: r.created_at, updated_at: now }))
+            const updated = yield* repo.update(id, (r) => ({
+              ...r,
+              ...next,
+              comfyui: moved ? comfyui : r.comfyui,
+              id: r.id,
+              created_at: r.created_at,
+              updated_at: now
+            }))
             if (moved) yield* capabilities.read(managedRunnerTarget(updated), { forgetOnFailure: true })
-            return yield* withCapabilities(updated)
+            return yield* withCapabilities(moved ? yield* probedSince(updated) : updated)
           }),
         adminDelete: (id) =>
           Effect.gen(function*() {

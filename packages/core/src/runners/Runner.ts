@@ -5,6 +5,7 @@ import { Timestamp } from "../shared/Json.js"
 import { MAX_TAG_LENGTH, MAX_TAGS } from "../shared/Tags.js"
 import { RunnerType } from "../accounts/Tier.js"
 import { CapabilitiesView } from "../capabilities/View.js"
+import { comfyUIWarning, RunnerComfyUI } from "./ComfyUIVersion.js"
 
 export const RunnerStatus = Schema.Literal("active", "disabled").annotations({
   identifier: "RunnerStatus",
@@ -80,14 +81,21 @@ export const Runner = Schema.Struct({
   endpoint: Schema.String,
   tags: Schema.Array(Schema.String),
   headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  comfyui: Schema.NullOr(RunnerComfyUI),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "RunnerRecord" })
 export interface Runner extends Schema.Schema.Type<typeof Runner> {}
 
-/** A user-owned runner as the API returns it: the record and what its `/object_info` offered. */
+/** What a runner's detail warns about (its ComfyUI version), or null. */
+const RunnerWarning = Schema.NullOr(Schema.String).annotations({
+  description: "What WES warns about this runner's ComfyUI (a version with the cancel race, one below the minimum), or null"
+})
+
+/** A user-owned runner as the API returns it: the record, a warning and what its `/object_info` offered. */
 export const RunnerView = Schema.Struct({
   ...Runner.fields,
+  warning: RunnerWarning,
   capabilities: Schema.NullOr(CapabilitiesView)
 }).annotations({ identifier: "Runner" })
 export interface RunnerView extends Schema.Schema.Type<typeof RunnerView> {}
@@ -120,6 +128,7 @@ export const ManagedRunner = Schema.Struct({
   endpoint: Schema.String,
   headers: Schema.Record({ key: Schema.String, value: Schema.String }),
   tags: Schema.Array(Schema.String),
+  comfyui: Schema.NullOr(RunnerComfyUI),
   created_at: Timestamp,
   updated_at: Timestamp
 }).annotations({ identifier: "ManagedRunnerRecord" })
@@ -128,6 +137,7 @@ export interface ManagedRunner extends Schema.Schema.Type<typeof ManagedRunner> 
 /** A managed runner as the operator sees it: the record and what its `/object_info` offered. */
 export const ManagedRunnerAdminView = Schema.Struct({
   ...ManagedRunner.fields,
+  warning: RunnerWarning,
   capabilities: Schema.NullOr(CapabilitiesView)
 }).annotations({ identifier: "ManagedRunnerAdminView" })
 export interface ManagedRunnerAdminView extends Schema.Schema.Type<typeof ManagedRunnerAdminView> {}
@@ -185,13 +195,21 @@ export interface RunnerTarget {
   readonly headers: Readonly<Record<string, string>>
   readonly tags: ReadonlyArray<string>
   readonly status: RunnerStatus
+  /** Its ComfyUI as last probed (which API the client uses for it); absent or null: unknown. */
+  readonly comfyui?: RunnerComfyUI | null | undefined
 }
 
 export const userRunnerTarget = (r: Runner): RunnerTarget => ({
-  kind: "user", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status
+  kind: "user", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status, comfyui: r.comfyui
 })
 export const managedRunnerTarget = (r: ManagedRunner): RunnerTarget => ({
-  kind: "managed", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status
+  kind: "managed", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status, comfyui: r.comfyui
+})
+
+/** The view's fields beside the record: the warning about its ComfyUI, and its capabilities. */
+export const runnerViewFields = (r: { readonly comfyui: RunnerComfyUI | null }, capabilities: CapabilitiesView | null) => ({
+  warning: comfyUIWarning(r.comfyui),
+  capabilities
 })
 
 /**

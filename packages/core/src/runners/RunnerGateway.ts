@@ -12,6 +12,7 @@ import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { StorageError } from "../shared/Errors.js"
 import type { JsonObject } from "../shared/Json.js"
+import type { RunnerComfyUI } from "./ComfyUIVersion.js"
 import type { RunnerTarget } from "./Runner.js"
 
 /** The runner could not be reached, timed out, or answered 5xx: worth retrying. */
@@ -49,10 +50,14 @@ export class PromptWithheld extends Schema.TaggedError<PromptWithheld>()("Prompt
 
 export type RunnerError = RunnerUnreachable | RunnerRequestFailed
 
-/** `/system_stats`, reduced to what the service uses. */
-export interface RunnerInfo {
-  readonly comfyui_version: string | null
-}
+/** `/system_stats` reduced to what the service uses, and whether the runner has the jobs API. */
+export type RunnerInfo = RunnerComfyUI
+
+/**
+ * `GET /node_replacements` (newer ComfyUI): for each deprecated node class, the classes that may
+ * replace it, in the runner's order (it uses the first, when loaded, before validating a prompt).
+ */
+export type NodeReplacements = { readonly [oldClass: string]: ReadonlyArray<string> }
 
 /** `/object_info` as ComfyUI sends it: node class name -> its definition (inputs, outputs, ...). */
 export type ObjectInfo = { readonly [nodeClass: string]: unknown }
@@ -97,6 +102,13 @@ export interface QueueSnapshot {
   readonly running: ReadonlyArray<string>
   readonly pending: ReadonlyArray<string>
 }
+
+/** Where a prompt is on a runner: waiting (with its position when known), running, finished, or unknown there. */
+export type PromptStatus =
+  | { readonly _tag: "Pending"; readonly position: number | null }
+  | { readonly _tag: "Running" }
+  | { readonly _tag: "Finished"; readonly history: PromptHistory }
+  | { readonly _tag: "Unknown" }
 
 /** A file listed in a prompt's history outputs. */
 export interface OutputFile {
@@ -195,8 +207,14 @@ export type RunnerEvent =
   | { readonly _tag: "Unreadable"; readonly reason: string }
 
 export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<RunnerGateway, {
-  /** `GET /system_stats`: is the runner there and answering? */
+  /**
+   * `GET /system_stats`: is the runner there and answering, which ComfyUI and devices; and
+   * whether it answers ComfyUI's jobs API (`GET /api/jobs`), which `cancel` and `status` then use
+   * for this runner (`RunnerTarget.comfyui.jobs_api`).
+   */
   readonly probe: (runner: RunnerTarget) => Effect.Effect<RunnerInfo, RunnerError>
+  /** `GET /node_replacements`; none when the runner has no such route (before newer ComfyUI). */
+  readonly nodeReplacements: (runner: RunnerTarget) => Effect.Effect<Option.Option<NodeReplacements>, RunnerError>
   /**
    * `GET /object_info`: the node classes the runner has loaded and their inputs (model loaders
    * list their files). Large (0.5 MB for a bare ComfyUI); the client bounds its size and time.
@@ -217,7 +235,16 @@ export class RunnerGateway extends Context.Tag("@wes/core/RunnerGateway")<Runner
   readonly queue: (runner: RunnerTarget) => Effect.Effect<QueueSnapshot, RunnerError>
   /** `GET /history/{prompt_id}`: none while pending, running or unknown. */
   readonly history: (runner: RunnerTarget, promptId: string) => Effect.Effect<Option.Option<PromptHistory>, RunnerError>
-  /** Removes a pending prompt from the queue and interrupts it if running. */
+  /**
+   * Where the prompt is: `GET /api/jobs/{id}` on a runner with the jobs API, else `GET /queue`
+   * then `GET /history/{id}`.
+   */
+  readonly status: (runner: RunnerTarget, promptId: string) => Effect.Effect<PromptStatus, RunnerError>
+  /**
+   * Removes a pending prompt from the queue and interrupts it if running: one atomic
+   * `POST /api/jobs/{id}/cancel` on a runner with the jobs API, else `POST /queue` (delete),
+   * `GET /queue` and, if it runs, `POST /interrupt`.
+   */
   readonly cancel: (runner: RunnerTarget, promptId: string) => Effect.Effect<void, RunnerError>
   /** `GET /view`: an output file. */
   readonly download: (runner: RunnerTarget, file: OutputFile) => Effect.Effect<Download, RunnerError>

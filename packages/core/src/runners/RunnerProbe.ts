@@ -1,10 +1,14 @@
-/** The reachability check of a runner endpoint on create and update (design.md section 5). */
+/**
+ * The check of a runner endpoint on create and update (design.md section 5): it answers as
+ * ComfyUI, in a version WES supports (0.3.45 or later). What it answered is stored with the runner.
+ */
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { RunnerProbeFailed } from "../shared/Errors.js"
+import { type RunnerComfyUI, unsupportedVersionMessage, versionSupport } from "./ComfyUIVersion.js"
 import type { RunnerTarget } from "./Runner.js"
 import { RunnerGateway, type RunnerRequestFailed, type RunnerUnreachable } from "./RunnerGateway.js"
 
@@ -33,8 +37,11 @@ const failed = (category: keyof typeof PROBE_MESSAGES, reason: string) =>
   )
 
 export class RunnerProbe extends Context.Tag("@wes/core/RunnerProbe")<RunnerProbe, {
-  /** Succeeds when `GET {endpoint}/system_stats` answers, else a 400 naming the category. */
-  readonly check: (runner: RunnerTarget) => Effect.Effect<void, RunnerProbeFailed>
+  /**
+   * What the runner's ComfyUI answered when `GET {endpoint}/system_stats` answers in a supported
+   * version; else a 400 naming the category, or the minimum version. Null when not probed (`Off`).
+   */
+  readonly check: (runner: RunnerTarget) => Effect.Effect<RunnerComfyUI | null, RunnerProbeFailed>
 }>() {
   /** Probes through the gateway with a timeout. */
   static layer = (timeout: Duration.DurationInput = Duration.seconds(5)): Layer.Layer<RunnerProbe, never, RunnerGateway> =>
@@ -49,12 +56,15 @@ export class RunnerProbe extends Context.Tag("@wes/core/RunnerProbe")<RunnerProb
             RunnerUnreachable: (e) => failed(categoryOf(e), e.message),
             RunnerRequestFailed: (e) => failed(categoryOf(e), e.message)
           }),
-          Effect.asVoid
+          Effect.filterOrFail(
+            (info) => versionSupport(info.version) !== "unsupported",
+            (info) => new RunnerProbeFailed({ message: unsupportedVersionMessage(info.version!) })
+          )
         )
     })))
 
   /** Accepts every endpoint (`WES_RUNNER_PROBE=off`). */
-  static Off: Layer.Layer<RunnerProbe> = Layer.succeed(RunnerProbe, RunnerProbe.of({ check: () => Effect.void }))
+  static Off: Layer.Layer<RunnerProbe> = Layer.succeed(RunnerProbe, RunnerProbe.of({ check: () => Effect.succeed(null) }))
 
   /** `WES_RUNNER_PROBE`: `off` disables the probe; anything else (default) enables it. */
   static fromConfig: Layer.Layer<RunnerProbe, never, RunnerGateway> = Layer.unwrapEffect(

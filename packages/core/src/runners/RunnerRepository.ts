@@ -3,6 +3,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { NotFound, StorageError } from "../shared/Errors.js"
+import type { RunnerComfyUI } from "./ComfyUIVersion.js"
 import type { LimitReached } from "../shared/LimitReached.js"
 import type { PageRequest, Paged } from "../shared/Pagination.js"
 import type { Runner, RunnerStatus } from "./Runner.js"
@@ -22,6 +23,11 @@ export class RunnerRepository extends Context.Tag("@wes/core/RunnerRepository")<
     f: (current: Runner) => Runner
   ) => Effect.Effect<Runner, NotFound | StorageError>
   readonly delete: (userId: string, id: string) => Effect.Effect<boolean, StorageError>
+  /**
+   * Stores what a probe of the runner's ComfyUI found: an observation, not an edit (`updated_at`
+   * stays). False when the runner is gone.
+   */
+  readonly setComfyUI: (id: string, comfyui: RunnerComfyUI) => Effect.Effect<boolean, StorageError>
   /** The user's runners, newest first. */
   readonly list: (userId: string, query: RunnerListQuery) => Effect.Effect<Paged<Runner>, StorageError>
   readonly count: (userId: string) => Effect.Effect<number, StorageError>

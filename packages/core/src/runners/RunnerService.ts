@@ -18,7 +18,16 @@ import {
 import { IdGenerator, isUuid, type RunnerId } from "../shared/Ids.js"
 import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
-import { CreateRunnerRequest, type Runner, RunnerStatus, type RunnerView, unmaskHeaders, UpdateRunnerRequest, userRunnerTarget } from "./Runner.js"
+import {
+  CreateRunnerRequest,
+  type Runner,
+  RunnerStatus,
+  type RunnerView,
+  runnerViewFields,
+  unmaskHeaders,
+  UpdateRunnerRequest,
+  userRunnerTarget
+} from "./Runner.js"
 import { RunnerProbe } from "./RunnerProbe.js"
 import { RunnerRepository } from "./RunnerRepository.js"
 import { normalizeTags } from "../shared/Tags.js"
@@ -88,8 +97,10 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
           Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.runner()), onSome: Effect.succeed }))
         )
       const withCapabilities = (r: Runner): Effect.Effect<RunnerView, StorageError> =>
-        Effect.map(capabilities.view(r.id), (view) => ({ ...r, capabilities: view }))
+        Effect.map(capabilities.view(r.id), (view) => ({ ...r, ...runnerViewFields(r, view) }))
       const get = (user: User, id: string) => Effect.flatMap(find(user, id), withCapabilities)
+      /** A runner not probed before it was stored (`WES_RUNNER_PROBE=off`) as read again: the capability read probed it. */
+      const probedSince = (r: Runner) => r.comfyui !== null ? Effect.succeed(r) : Effect.map(repo.findById(r.id), Option.getOrElse(() => r))
 
       return RunnerService.of({
         create: (user, input) =>
@@ -107,16 +118,17 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
               endpoint: req.endpoint,
               tags,
               headers: req.headers ?? {},
+              comfyui: null,
               created_at: now,
               updated_at: now
             }
-            yield* probe.check(userRunnerTarget(runner))
-            const inserted = yield* repo.insert(runner, limit).pipe(
+            const comfyui = yield* probe.check(userRunnerTarget(runner))
+            const inserted = yield* repo.insert({ ...runner, comfyui }, limit).pipe(
               Effect.catchTag("LimitReached", () => Effect.fail(limitExceeded("runners", user.tier, limit)))
             )
             // Unknown (null) when the read fails: the runner is registered all the same.
             yield* capabilities.read(userRunnerTarget(inserted))
-            return yield* withCapabilities(inserted)
+            return yield* withCapabilities(yield* probedSince(inserted))
           }),
         get,
         list: (user, input) =>
@@ -141,7 +153,8 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
             }
             const moved = next.endpoint !== current.endpoint ||
               JSON.stringify(next.headers) !== JSON.stringify(current.headers)
-            if (moved) yield* probe.check(userRunnerTarget(next))
+            // Another endpoint may be another ComfyUI: what was known of the old one goes.
+            const comfyui = moved ? yield* probe.check(userRunnerTarget({ ...next, comfyui: null })) : current.comfyui
             const now = yield* DateTime.now
             const updated = yield* repo.update(user.id, id, (r) => ({
               ...r,
@@ -150,11 +163,12 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
               headers: next.headers,
               tags: next.tags,
               status: next.status,
+              comfyui: moved ? comfyui : r.comfyui,
               updated_at: now
             }))
             // A new endpoint may be another ComfyUI: what the old one offered no longer counts.
             if (moved) yield* capabilities.read(userRunnerTarget(updated), { forgetOnFailure: true })
-            return yield* withCapabilities(updated)
+            return yield* withCapabilities(moved ? yield* probedSince(updated) : updated)
           }),
         delete: (user, id) =>
           Effect.gen(function*() {

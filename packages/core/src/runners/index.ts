@@ -19,6 +19,7 @@ export {
   RunnerResponse,
   RunnerStatus,
   type RunnerTarget,
+  runnerViewFields,
   RunnerView,
   toManagedRunnerView,
   unmaskHeaders,
@@ -29,11 +30,13 @@ export {
 export {
   type Download,
   inputReference,
+  type NodeReplacements,
   type NodeProgressState,
   type ObjectInfo,
   type OutputFile,
   type PromptHistory,
   PromptRejected,
+  type PromptStatus,
   PromptWithheld,
   type QueueSnapshot,
   type RunnerError,
@@ -46,6 +49,16 @@ export {
   type Submitted,
   type UploadedInput
 } from "./RunnerGateway.js"
+export {
+  comfyUIWarning,
+  EXACT_INTERRUPT_VERSION,
+  MIN_COMFYUI_VERSION,
+  parseVersion,
+  RunnerComfyUI,
+  RunnerDevice,
+  supportedComfyUI,
+  versionSupport
+} from "./ComfyUIVersion.js"
 export { PROBE_MESSAGES, RunnerProbe } from "./RunnerProbe.js"
 export { type RunnerListQuery, RunnerRepository } from "./RunnerRepository.js"
 export { HISTORY_LENGTH, type ListRunnersInput, RunnerService } from "./RunnerService.js"

@@ -70,6 +70,7 @@ export const runner = (userId: string, over: Partial<Runner> = {}): Runner => ({
   endpoint: "http://127.0.0.1:8188",
   tags: [],
   headers: {},
+  comfyui: null,
   created_at: at(0),
   updated_at: at(0),
   ...over
@@ -83,6 +84,7 @@ export const managedRunner = (over: Partial<ManagedRunner> = {}): ManagedRunner 
   endpoint: "http://127.0.0.1:8188",
   headers: {},
   tags: [],
+  comfyui: null,
   created_at: at(0),
   updated_at: at(0),
   ...over

@@ -130,6 +130,28 @@ const runnerCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(results.filter(Either.isRight).length, 2, "exactly the limit")
     yield* ok(results.filter(Either.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "runners"), "limit named")
   })),
+  c("runners of both kinds keep what their ComfyUI answered; a probe's change is stored without touching updated_at", Effect.gen(function*() {
+    const runners = yield* RunnerRepository
+    const managed = yield* ManagedRunnerRepository
+    const seen = { version: "0.3.64", devices: [{ name: "cuda:0 NVIDIA L4 : cudaMallocAsync", type: "cuda", index: 0, vram_total: 23_580_639_232 }], jobs_api: false }
+    const upgraded = { version: "0.38.1", devices: seen.devices, jobs_api: true }
+    const owner = F.user()
+    const r = F.runner(owner.id, { comfyui: seen })
+    const m = F.managedRunner({ comfyui: null })
+    yield* runners.insert(r)
+    yield* managed.insert(m)
+    yield* equal(Option.map(yield* runners.findById(r.id), (x) => x.comfyui), Option.some(seen), "inserted with it")
+    yield* equal(Option.map(yield* managed.findById(m.id), (x) => x.comfyui), Option.some(null), "null until probed")
+    yield* equal(yield* runners.setComfyUI(r.id, upgraded), true, "user runner found")
+    yield* equal(yield* managed.setComfyUI(m.id, seen), true, "managed runner found")
+    yield* equal(yield* runners.findById(r.id), Option.some({ ...r, comfyui: upgraded }), "user runner: only comfyui changed")
+    yield* equal(yield* managed.findById(m.id), Option.some({ ...m, comfyui: seen }), "managed runner: only comfyui changed")
+    yield* equal(yield* runners.setComfyUI(F.uuid(), seen), false, "a missing runner")
+    yield* equal(yield* managed.setComfyUI(F.uuid(), seen), false, "a missing managed runner")
+    yield* equal(yield* runners.setComfyUI("not-a-uuid", seen), false, "not an id")
+    // Managed runners are everyone's: the other cases list them all.
+    yield* managed.delete(m.id)
+  })),
   c("managed runners: insert, find, update, delete; lists filter by type and status", Effect.gen(function*() {
     const repo = yield* ManagedRunnerRepository
     const pro = F.managedRunner({ runner_type: "pro", created_at: F.at(1) })

@@ -402,10 +402,11 @@ export const runnerLoadCases: ReadonlyArray<ConformanceCase> = [
     const runners = yield* RunnerRepository
     const managed = yield* ManagedRunnerRepository
     const owner = F.user()
-    const busy = F.runner(owner.id, { name: "busy", created_at: F.at(1) })
+    const comfyui = { version: "0.3.50", devices: [], jobs_api: false }
+    const busy = F.runner(owner.id, { name: "busy", created_at: F.at(1), comfyui })
     const idle = F.runner(owner.id, { name: "idle", created_at: F.at(2) })
     const off = F.runner(owner.id, { name: "off", status: "disabled" })
-    const pro = F.managedRunner({ runner_type: "pro" })
+    const pro = F.managedRunner({ runner_type: "pro", comfyui: { ...comfyui, jobs_api: true } })
     const plus = F.managedRunner({ runner_type: "plus" })
     const offManaged = F.managedRunner({ runner_type: "pro", status: "disabled" })
     for (const r of [busy, idle, off]) yield* runners.insert(r, undefined)
@@ -427,10 +428,12 @@ export const runnerLoadCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(byId(all), { [busy.id]: 2, [idle.id]: 0, [pro.id]: 1, [plus.id]: 0 }, "pro and plus")
     const target = all.find((c) => c.target.id === busy.id)!.target
     yield* equal(
-      { kind: target.kind, name: target.name, endpoint: target.endpoint, status: target.status },
-      { kind: "user", name: "busy", endpoint: busy.endpoint, status: "active" },
-      "targets carry what a runner call needs"
+      { kind: target.kind, name: target.name, endpoint: target.endpoint, status: target.status, comfyui: target.comfyui },
+      { kind: "user", name: "busy", endpoint: busy.endpoint, status: "active", comfyui },
+      "targets carry what a runner call needs (which API its ComfyUI has)"
     )
+    yield* equal(all.find((c) => c.target.id === pro.id)!.target.comfyui, pro.comfyui, "managed ones too")
+    yield* equal(all.find((c) => c.target.id === idle.id)!.target.comfyui, null, "null until probed")
     yield* ok(all.find((c) => c.target.id === pro.id)!.target.kind === "managed", "managed ones are managed")
   }))
 ]

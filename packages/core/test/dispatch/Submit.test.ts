@@ -8,6 +8,7 @@ import {
   PromptWithheld,
   RunnerGateway,
   RunnerUnreachable,
+  Scheduler,
   type SubmitPrompt,
   WorkflowEventBus,
   WorkflowRepository
@@ -30,7 +31,11 @@ const definition = { "1": { class_type: "EmptyImage", inputs: { width: 8, height
 const layerFor = (
   store: FakeWorkflows,
   gateway: Partial<RunnerGateway["Type"]>,
-  over: { readonly blobs?: Partial<BlobStore["Type"]>; readonly driving?: Parameters<typeof drivingLayer>[0] } = {}
+  over: {
+    readonly blobs?: Partial<BlobStore["Type"]>
+    readonly driving?: Parameters<typeof drivingLayer>[0]
+    readonly scheduler?: Layer.Layer<Scheduler>
+  } = {}
 ) =>
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
@@ -40,7 +45,7 @@ const layerFor = (
     Layer.mock(IdGenerator, {}),
     Layer.mock(AccountRepository, {}),
     TierPolicy.layer({})
-  ).pipe(Layer.provideMerge(drivingLayer(over.driving)), Layer.provideMerge(schedulerFor()))
+  ).pipe(Layer.provideMerge(drivingLayer(over.driving)), Layer.provideMerge(over.scheduler ?? schedulerFor()))
 
 /** Tracks `w` as the claim loop does before submitting it. */
 const claimedNow = (w: ReturnType<typeof workflowOn>) =>
@@ -136,9 +141,42 @@ describe("Submit", () => {
           return Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED" }))
         }),
       // A post that timed out may have arrived: every retry asks first.
-      queue: () => Effect.sync(() => asked++).pipe(Effect.as({ running: [], pending: [] })),
-      history: () => Effect.succeedNone
+      status: () => Effect.sync(() => asked++).pipe(Effect.as({ _tag: "Unknown" as const }))
     })))
+  })
+
+  it.effect("posts nothing to a runner found below ComfyUI 0.3.45 since it was registered, and moves the workflow on naming why", () => {
+    // The last runner it may try: with nowhere else to go, it fails with the reason.
+    const w = workflowOn({ dispatch_attempts: 2 })
+    const store = new FakeWorkflows([w])
+    const downgraded = { ...runner, comfyui: { version: "0.3.44", devices: [], jobs_api: false } }
+    return Effect.gen(function*() {
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(store.byId.get(w.id)).toMatchObject({
+        status: "failed",
+        exception_type: "RunnerUnavailable",
+        exception_message: "No runner could take the workflow: runner runs ComfyUI 0.3.44; WES needs ComfyUI 0.3.45 or later"
+      })
+      // no submit, no status: either would fail the test (Layer.mock dies on it)
+    }).pipe(Effect.provide(layerFor(store, {}, { scheduler: Layer.mock(Scheduler, { resolve: () => Effect.succeed(Option.some(downgraded)) }) })))
+  })
+
+  it.effect("reads the runner again before moving a workflow away: an upgrade since the driver's copy was read still gets the post", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    const reads = [{ ...runner, comfyui: { version: "0.3.40", devices: [], jobs_api: false } }, { ...runner, comfyui: { version: "0.3.64", devices: [], jobs_api: false } }]
+    let posted = 0
+    return Effect.gen(function*() {
+      // The driver's copy, read before the upgrade (and fresh for `runnerRefreshInterval`).
+      expect(Option.map(yield* (yield* Driving).target, (t) => t.comfyui?.version)).toEqual(Option.some("0.3.40"))
+      yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      expect(posted).toBe(1)
+      expect(store.byId.get(w.id)).toMatchObject({ status: "queued" })
+    }).pipe(Effect.provide(layerFor(store, {
+      submit: (_, p) => Effect.sync(() => posted++).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+    }, { scheduler: Layer.mock(Scheduler, { resolve: () => Effect.sync(() => Option.some(reads.length > 1 ? reads.shift()! : reads[0]!)) }) })))
   })
 
   it.effect("asks the runner before posting again what an earlier claim may have posted, and posts nothing when it has it", () => {
@@ -150,7 +188,7 @@ describe("Submit", () => {
       expect(store.moves).toEqual(["Queued"])
       expect(store.byId.get(w.id)).toMatchObject({ status: "queued", queue_number: 2 })
     }).pipe(Effect.provide(layerFor(store, {
-      queue: () => Effect.succeed({ running: ["someone-else"], pending: ["other", w.id] })
+      status: () => Effect.succeed({ _tag: "Pending" as const, position: 2 })
       // no submit: posting again would fail the test (Layer.mock dies on it)
     })))
   })

@@ -1,10 +1,11 @@
 /**
- * WES with two unmodified ComfyUI processes: tag routing between them, and one of them killed
- * (SIGKILL) in the middle of a run, then started again on the same port.
+ * WES with two unmodified ComfyUI processes: the version a registered runner shows, tag routing
+ * between them, and one of them killed (SIGKILL) in the middle of a run, then started again on the
+ * same port.
  */
 import { RealComfyUI } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { readJson, workflowForm } from "../harness.js"
+import { readJson, type RunnerJson, workflowForm } from "../harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, startInstance } from "../instances.js"
 import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, setup, smoke, unique, waitStatus } from "./suite.js"
 
@@ -45,6 +46,23 @@ describe.skipIf(setup === undefined)("WES with two real ComfyUI processes", () =
     const refused = await wes.fetch("/v1/workflow", { method: "POST", headers: user.auth, body: workflowForm({ name: "x", tags: "gpu" }, smoke(color, `${token}/gpu`)) })
     expect(refused.status).toBe(400)
     expect((await readJson<{ message: string }>(refused)).message).toContain("No runner available")
+  })
+
+  it("shows the registered runner's ComfyUI version and devices as the running ComfyUI reports them, and whether it has the jobs API", async () => {
+    const user = await createUser(wes)
+    const stats = await readJson<{ system: { comfyui_version: string }; devices: Array<{ name: string; type: string }> }>(await fetch(`${alpha.url}/system_stats`))
+    const jobs = await fetch(`${alpha.url}/api/jobs?status=in_progress&limit=1`)
+    const registered = await addRunner(wes, user, "versioned", alpha.url)
+    expect(registered.comfyui).toEqual({
+      version: stats.system.comfyui_version,
+      devices: stats.devices.map((d) => expect.objectContaining({ name: d.name, type: d.type })),
+      jobs_api: jobs.status === 200
+    })
+    const shown = await readJson<RunnerJson>(await wes.fetch(`/v1/runner/${registered.id}`, { headers: user.auth }))
+    expect(shown.comfyui?.version).toBe(stats.system.comfyui_version)
+    // The supported range starts at 0.3.45; before 0.3.57 the detail warns about the cancel race.
+    const [major, minor, patch] = stats.system.comfyui_version.split(".").map(Number)
+    expect(shown.warning === null).toBe(major! > 0 || minor! > 3 || patch! >= 57)
   })
 
   it("ComfyUI killed mid-run: the workflow ends RunnerLost, and new work runs once ComfyUI is back", async () => {

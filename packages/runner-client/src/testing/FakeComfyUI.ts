@@ -26,6 +26,7 @@ import type {
   UploadRecord
 } from "./FakeOptions.js"
 import { missingHeader, originMismatch, readBody, writeReply } from "./HttpPlumbing.js"
+import { type NodeReplace, registered } from "./NodeReplacements.js"
 import { dispatch, plain, type RouteHost, serverError, serverFeatures } from "./Routes.js"
 import { type ConnectionRecord, SocketHub } from "./SocketHub.js"
 
@@ -39,6 +40,7 @@ export type {
   RestartOptions,
   UploadRecord
 } from "./FakeOptions.js"
+export type { NodeReplace } from "./NodeReplacements.js"
 export type { ConnectionRecord } from "./SocketHub.js"
 
 const capped = <A>(log: Array<A>, limit: number, entry: A): void => {
@@ -82,6 +84,9 @@ export class FakeComfyUI {
   private upgradeDelayMs = 0
   private refusing: "close" | "reset" | undefined
   private objectInfo: ObjectInfoOptions
+  private version: string
+  private jobsApi: boolean
+  private replacements: ReadonlyMap<string, ReadonlyArray<NodeReplace>> | undefined
   private held = false
   private workerPaused = false
   private pendingFree = false
@@ -99,6 +104,9 @@ export class FakeComfyUI {
     this.nodeDelayMs = options.nodeDelayMs ?? 0
     this.requiredHeaders = options.requiredHeaders ?? {}
     this.objectInfo = options.objectInfo ?? {}
+    this.version = options.version ?? "0.3.64"
+    this.jobsApi = options.jobsApi ?? false
+    this.replacements = options.nodeReplacements === undefined ? undefined : registered(options.nodeReplacements)
     const cache = options.cache ?? true
     this.executor = new Executor({
       files,
@@ -309,6 +317,22 @@ export class FakeComfyUI {
     this.hub.unsilenceAll()
   }
 
+  /**
+   * Changes the version and what comes with it (as a ComfyUI upgraded or downgraded, then
+   * restarted, would answer): fields left out keep their value; `nodeReplacements: null` removes the route.
+   */
+  setVersion(change: {
+    readonly version?: string
+    readonly jobsApi?: boolean
+    readonly nodeReplacements?: ReadonlyArray<NodeReplace> | null
+  }): void {
+    if (change.version !== undefined) this.version = change.version
+    if (change.jobsApi !== undefined) this.jobsApi = change.jobsApi
+    if (change.nodeReplacements !== undefined) {
+      this.replacements = change.nodeReplacements === null ? undefined : registered(change.nodeReplacements)
+    }
+  }
+
   /** Changes the loaded classes and what `/object_info` says (as a ComfyUI restarted with other nodes or models would). */
   setObjectInfo(objectInfo: ObjectInfoOptions): void {
     this.objectInfo = objectInfo
@@ -458,7 +482,9 @@ export class FakeComfyUI {
         promptIdMode: this.options.promptIdMode ?? "uuid",
         createTime: this.options.createTime ?? false,
         unknownNodeError: this.options.unknownNodeError ?? "invalid_prompt",
-        version: this.options.version ?? "0.3.64",
+        version: this.version,
+        jobsApi: this.jobsApi,
+        nodeReplacements: this.replacements,
         maxUploadBytes: this.maxUploadBytes(),
         loaded: (name) => this.objectInfo.nodes === undefined || this.objectInfo.nodes.includes(name),
         objectInfo: this.objectInfo
@@ -481,6 +507,17 @@ export class FakeComfyUI {
         // Before 0.3.57 the body is ignored: every interrupt stops whatever runs.
         const global = promptId === undefined || this.options.globalInterrupt === true
         if (global || this.queue.running?.[1] === promptId) this.executor.interrupt()
+      },
+      interruptIfRunning: (promptId) => {
+        if (this.queue.running?.[1] !== promptId) return false
+        this.executor.interrupt()
+        return true
+      },
+      dequeue: (promptId) => {
+        const broadcasts = this.queue.delete(promptId)
+        for (let n = broadcasts; n > 0; n--) this.broadcastStatus()
+        if (broadcasts > 0) this.changed()
+        return broadcasts > 0
       },
       freeMemory: () => {
         if (this.queue.running === undefined) this.executor.resetCache()

@@ -1,5 +1,6 @@
 /** Options of the fake ComfyUI and the records of its logs. */
 import type * as http from "node:http"
+import type { NodeReplace } from "./NodeReplacements.js"
 
 /** How the fake is started. Every field is optional. */
 export interface FakeComfyUIOptions {
@@ -29,6 +30,16 @@ export interface FakeComfyUIOptions {
   readonly requiredHeaders?: Readonly<Record<string, string>>
   /** `system.comfyui_version` of `/system_stats` (default "0.3.64"). */
   readonly version?: string
+  /**
+   * Newer ComfyUI's jobs API (`GET /api/jobs`, `GET /api/jobs/{id}`, `POST /api/jobs/{id}/cancel`,
+   * `POST /api/jobs/cancel`; default false: absent, as in 0.3.64).
+   */
+  readonly jobsApi?: boolean
+  /**
+   * Newer ComfyUI's node replacements, as registered: `GET /node_replacements` lists them and
+   * `POST /prompt` applies them before validating (default: no such route, as in 0.3.64).
+   */
+  readonly nodeReplacements?: ReadonlyArray<NodeReplace>
   /** Request body limit in bytes (default 100 MiB, ComfyUI's `--max-upload-size`); larger bodies get 413. */
   readonly maxUploadBytes?: number
   /** History cap (default 10000, as ComfyUI). */

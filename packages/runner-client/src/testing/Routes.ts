@@ -9,6 +9,8 @@ import * as path from "node:path"
 import type { Executor } from "./Executor.js"
 import { annotated, type FileStore, isFileType, parseMultipart, viewHeaders, within } from "./Files.js"
 import type { ObjectInfoOptions } from "./FakeOptions.js"
+import { cancelMany, cancelOne, getJob, listJobs } from "./Jobs.js"
+import { applyReplacements, type NodeReplace, replacementsAnswer } from "./NodeReplacements.js"
 import { NODES, nodeInfo } from "./Nodes.js"
 import { type PromptQueue, type QueueItem, UnorderableItems } from "./PromptQueue.js"
 import { PyError, pyBool, pyFloatOf, pyStr } from "./Python.js"
@@ -41,6 +43,10 @@ export interface RouteHost {
     readonly createTime: boolean
     readonly unknownNodeError: "invalid_prompt" | "missing_node_type"
     readonly version: string
+    /** Newer servers' `/api/jobs` routes. */
+    readonly jobsApi: boolean
+    /** Newer servers' node replacements, by deprecated class; undefined: no `/node_replacements`. */
+    readonly nodeReplacements: ReadonlyMap<string, ReadonlyArray<NodeReplace>> | undefined
     readonly maxUploadBytes: number
     /** Whether a catalogue class is loaded. */
     readonly loaded: (nodeClass: string) => boolean
@@ -52,6 +58,10 @@ export interface RouteHost {
   enqueue(item: QueueItem): void
   broadcastStatus(): void
   interrupt(promptId: string | undefined): void
+  /** `PromptQueue.interrupt_if_running` (newer servers): only if `promptId` is the one running. */
+  interruptIfRunning(promptId: string): boolean
+  /** `PromptQueue.delete_queue_item` with its `status` broadcasts: whether it was pending. */
+  dequeue(promptId: string): boolean
   freeMemory(): void
   recordSubmission(entry: { prompt_id: string | null; client_id: string | null; status: number; error_type: string | null; body: unknown }): void
   recordUpload(entry: { name: string | null; subfolder: string; type: string; size: number; overwrite: boolean; status: number }): void
@@ -101,6 +111,10 @@ const SENSITIVE = ["auth_token_comfy_org", "api_key_comfy_org"]
 /** Server feature flags (`/features` and the WebSocket handshake). */
 export const serverFeatures = (maxUploadBytes: number) => ({ supports_preview_metadata: true, max_upload_size: maxUploadBytes })
 
+/** In `NODE_CLASS_MAPPINGS`: a loaded class of the catalogue, or one `/object_info` serves as given. */
+const isNodeClass = (host: RouteHost, nodeClass: string): boolean =>
+  (NODES.has(nodeClass) && host.settings.loaded(nodeClass)) || Object.hasOwn(host.settings.objectInfo.extra ?? {}, nodeClass)
+
 const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> => {
   const body = asDict(bodyJson(req))
   const requested = body.prompt_id
@@ -137,6 +151,8 @@ const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> =>
   }
 
   const prompt = structuredClone(body.prompt)
+  const replacements = host.settings.nodeReplacements
+  if (replacements !== undefined) applyReplacements(prompt, replacements, (c) => isNodeClass(host, c))
   const valid = await validatePrompt(prompt, body.partial_execution_targets, host.files, host.settings)
   const extraData: Record<string, unknown> = isObject(body.extra_data) ? { ...body.extra_data } : {}
   if ("client_id" in body) extraData.client_id = body.client_id
@@ -293,16 +309,21 @@ interface Route {
   readonly pattern: RegExp
   readonly keys: ReadonlyArray<string>
   readonly handler: Handler
+  /** Whether this server has the route (newer servers' routes are options of the fake). */
+  readonly present?: (host: RouteHost) => boolean
 }
 
-const route = (method: string, template: string, handler: Handler): Route => {
+/** A route of server.py: `template` as declared there (`/api/jobs` routes are declared with their prefix). */
+const route = (method: string, template: string, handler: Handler, present?: (host: RouteHost) => boolean): Route => {
   const keys: Array<string> = []
   const pattern = new RegExp(`^${template.replace(/\{(\w+)\}/g, (_, k: string) => {
     keys.push(k)
     return "([^/]+)"
   })}$`)
-  return { method, pattern, keys, handler }
+  return present === undefined ? { method, pattern, keys, handler } : { method, pattern, keys, handler, present }
 }
+
+const withJobs = (h: RouteHost) => h.settings.jobsApi
 
 const ROUTES: ReadonlyArray<Route> = [
   // A plain GET of /ws (no upgrade) fails as aiohttp's WebSocketResponse.prepare does.
@@ -346,15 +367,30 @@ const ROUTES: ReadonlyArray<Route> = [
     const body = asDict(bodyJson(r))
     if (body.free_memory) h.freeMemory()
     return empty(200)
-  })
+  }),
+  route("GET", "/api/jobs", listJobs, withJobs),
+  route("GET", "/api/jobs/{job_id}", getJob, withJobs),
+  route("POST", "/api/jobs/{job_id}/cancel", cancelOne, withJobs),
+  route("POST", "/api/jobs/cancel", cancelMany, withJobs),
+  route("GET", "/node_replacements", (h) => json(replacementsAnswer(h.settings.nodeReplacements!)), (h) => h.settings.nodeReplacements !== undefined)
 ]
 
-/** Dispatches a request by path (`/X` and `/api/X` alike); 404 / 405 as aiohttp answers them. */
+/**
+ * No route: the web root's static files answer (server.py adds them last, at `/`), as ComfyUI
+ * 0.3.64 does: a GET or HEAD of a missing file is an empty 404, any other method a 405.
+ */
+const staticFiles = (method: string): Reply =>
+  method === "GET" || method === "HEAD"
+    ? { status: 404, headers: { "content-type": "application/octet-stream" }, body: "" }
+    : { status: 405, headers: { "content-type": "text/plain; charset=utf-8", allow: "GET,HEAD" }, body: "405: Method Not Allowed" }
+
+/** Dispatches a request by path (every route is `/X` and `/api/X` alike); 404 / 405 as aiohttp answers them. */
 export const dispatch = async (host: RouteHost, pathname: string, req: Omit<RouteRequest, "params">): Promise<Reply> => {
-  const p = pathname.startsWith("/api/") ? pathname.slice(4) : pathname
+  const unprefixed = pathname.startsWith("/api/") ? pathname.slice(4) : undefined
   let methodMismatch = false
   for (const r of ROUTES) {
-    const m = r.pattern.exec(p)
+    if (r.present !== undefined && !r.present(host)) continue
+    const m = r.pattern.exec(pathname) ?? (unprefixed === undefined ? null : r.pattern.exec(unprefixed))
     if (m === null) continue
     if (r.method !== req.method && !(r.method === "GET" && req.method === "HEAD")) {
       methodMismatch = true
@@ -371,5 +407,5 @@ export const dispatch = async (host: RouteHost, pathname: string, req: Omit<Rout
       throw e
     }
   }
-  return methodMismatch ? plain(405, "405: Method Not Allowed") : plain(404, "404: Not Found")
+  return methodMismatch ? plain(405, "405: Method Not Allowed") : staticFiles(req.method)
 }

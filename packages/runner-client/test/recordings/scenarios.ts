@@ -265,6 +265,17 @@ export const scenarios: ReadonlyArray<Scenario> = [
     run: async (s) => {
       await s.request("GET", "/features")
     }
+  },
+  {
+    // Newer servers' routes, which WES asks for to choose its path (the jobs API, node replacements).
+    name: "newer-routes",
+    run: async (s) => {
+      const id = s.promptId("unknown")
+      await s.request("GET", "/api/jobs?status=in_progress&limit=1")
+      await s.request("GET", `/api/jobs/${id}`)
+      await s.request("POST", `/api/jobs/${id}/cancel`)
+      await s.request("GET", "/node_replacements")
+    }
   }
 ]
 

@@ -40,7 +40,8 @@ const makeInstantRunner = () => {
   const uploads: Array<{ readonly filename: string; readonly text: string }> = []
   const cancels: Array<string> = []
   const gateway = RunnerGateway.of({
-    probe: () => Effect.succeed({ comfyui_version: "test" }),
+    probe: () => Effect.succeed({ version: "0.3.64", devices: [], jobs_api: false }),
+    nodeReplacements: () => Effect.succeedNone,
     // No capabilities to read: they stay unknown, and the runner eligible.
     objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "GET /object_info: 404" })),
     uploadInput: (_runner, file) =>
@@ -71,6 +72,11 @@ const makeInstantRunner = () => {
       }),
     queue: () => Effect.succeed({ running: [], pending: [] }),
     history: (_runner, id) => Effect.succeed(Option.fromNullable(histories.get(id))),
+    status: (_runner, id) =>
+      Effect.sync(() => {
+        const history = histories.get(id)
+        return history === undefined ? { _tag: "Unknown" as const } : { _tag: "Finished" as const, history }
+      }),
     cancel: (_runner, id) => Effect.sync(() => void cancels.push(id)),
     download: () => Effect.succeed({ content_type: "image/png", content: Stream.make(OUTPUT) }),
     events: () =>

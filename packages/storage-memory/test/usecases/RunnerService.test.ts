@@ -2,7 +2,7 @@ import { it } from "@effect/vitest"
 import { ManagedRunnerService, RunnerService, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import { describe, expect } from "vitest"
-import { errorsOf, makeTestLayer, newRunner, newUser, smoke } from "./harness.js"
+import { COMFYUI_0_3_64, errorsOf, makeTestLayer, newRunner, newUser, smoke } from "./harness.js"
 
 const valid = { name: "box", endpoint: "http://127.0.0.1:8188" }
 
@@ -151,4 +151,55 @@ describe("ManagedRunnerService", () => {
       yield* managed.adminDelete(r.id)
       expect(yield* Effect.flip(managed.adminGet(r.id))).toMatchObject({ _tag: "NotFound" })
     }).pipe(Effect.provide(layer)))
+})
+
+describe("ComfyUI versions at registration", () => {
+  /** A fresh core whose runners answer the probe with `version`. */
+  const withVersion = (version: string | null) => {
+    const t = makeTestLayer()
+    t.calls.comfyui = { ...COMFYUI_0_3_64, version }
+    return t
+  }
+
+  it.effect("refuses a runner below ComfyUI 0.3.45 with 400 naming the minimum: user and managed runners, created or moved", () => {
+    const t = withVersion("0.3.44")
+    return Effect.gen(function*() {
+      const user = yield* newUser()
+      const runners = yield* RunnerService
+      const managed = yield* ManagedRunnerService
+      const refusal = { _tag: "RunnerProbeFailed", message: "runner runs ComfyUI 0.3.44; WES needs ComfyUI 0.3.45 or later" }
+      expect(yield* Effect.flip(runners.create(user, valid))).toMatchObject(refusal)
+      expect(yield* Effect.flip(managed.adminCreate({ name: "m", runner_type: "pro", endpoint: "http://10.0.0.9:8188" }))).toMatchObject(refusal)
+      expect((yield* runners.list(user, {})).total).toBe(0)
+      // Registered on a supported ComfyUI, then moved to an old one: refused, and the record keeps what it was.
+      t.calls.comfyui = COMFYUI_0_3_64
+      const r = yield* runners.create(user, valid)
+      const m = yield* managed.adminCreate({ name: "m", runner_type: "pro", endpoint: "http://10.0.0.9:8188" })
+      t.calls.comfyui = { ...COMFYUI_0_3_64, version: "0.3.30" }
+      expect(yield* Effect.flip(runners.update(user, r.id, { endpoint: "http://10.0.0.7:8188" }))).toMatchObject({ _tag: "RunnerProbeFailed", message: expect.stringContaining("0.3.30") })
+      expect(yield* Effect.flip(managed.adminUpdate(m.id, { endpoint: "http://10.0.0.8:8188" }))).toMatchObject({ _tag: "RunnerProbeFailed" })
+      expect((yield* runners.get(user, r.id))).toMatchObject({ endpoint: valid.endpoint, comfyui: COMFYUI_0_3_64 })
+      // Other changes do not probe.
+      expect((yield* runners.update(user, r.id, { name: "renamed" })).comfyui).toEqual(COMFYUI_0_3_64)
+    }).pipe(Effect.provide(t.layer))
+  })
+
+  it.effect("accepts 0.3.45 to 0.3.56 with a warning about the cancel race, and shows the version and devices the probe found", () => {
+    const t = withVersion("0.3.50")
+    return Effect.gen(function*() {
+      const user = yield* newUser()
+      const runners = yield* RunnerService
+      const managed = yield* ManagedRunnerService
+      const r = yield* runners.create(user, valid)
+      const expected = { comfyui: { ...COMFYUI_0_3_64, version: "0.3.50" }, warning: expect.stringContaining("a cancel that comes as its prompt ends may stop the next prompt") }
+      expect(r).toMatchObject(expected)
+      expect(yield* runners.get(user, r.id)).toMatchObject(expected)
+      expect((yield* runners.list(user, {})).items[0]).toMatchObject(expected)
+      const m = yield* managed.adminCreate({ name: "m", runner_type: "pro", endpoint: "http://10.0.0.9:8188" })
+      expect(yield* managed.adminGet(m.id)).toMatchObject(expected)
+      // Moved to a newer ComfyUI: the new answer replaces the old, and the warning goes.
+      t.calls.comfyui = { ...COMFYUI_0_3_64, version: "0.3.57", jobs_api: true }
+      expect(yield* runners.update(user, r.id, { endpoint: "http://10.0.0.7:8188" })).toMatchObject({ comfyui: t.calls.comfyui, warning: null })
+    }).pipe(Effect.provide(t.layer))
+  })
 })

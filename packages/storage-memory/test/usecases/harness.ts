@@ -5,6 +5,7 @@
 import {
   AccountService,
   PlatformLive,
+  type RunnerComfyUI,
   RunnerGateway,
   RunnerProbe,
   RunnerService,
@@ -20,10 +21,18 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 
-/** Calls the test gateway received. */
+/** Calls the test gateway received, and the ComfyUI its probe reports (a test may change it). */
 export interface GatewayCalls {
   readonly probes: Array<string>
   readonly cancels: Array<{ readonly runner: string; readonly prompt: string }>
+  comfyui?: RunnerComfyUI
+}
+
+/** What the test gateway's probe reports by default: ComfyUI 0.3.64 on a CPU, without the jobs API. */
+export const COMFYUI_0_3_64: RunnerComfyUI = {
+  version: "0.3.64",
+  devices: [{ name: "cpu", type: "cpu", index: null, vram_total: 17179869184 }],
+  jobs_api: false
 }
 
 const unexpected = (method: string) => Effect.die(new Error(`unexpected RunnerGateway.${method} call`))
@@ -36,9 +45,11 @@ export const makeTestGateway = (calls: GatewayCalls) =>
         Effect.zipRight(
           runner.endpoint.includes("unreachable")
             ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED 127.0.0.1:1" }))
-            : Effect.succeed({ comfyui_version: "0.3.64" })
+            : Effect.sync(() => calls.comfyui ?? COMFYUI_0_3_64)
         )
       ),
+    // Before newer ComfyUI: no such route.
+    nodeReplacements: () => Effect.succeedNone,
     cancel: (runner, prompt) => Effect.sync(() => void calls.cancels.push({ runner: runner.id, prompt })),
     // A runner without capabilities to read: they stay unknown (the runner stays eligible).
     objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "GET /object_info: 404" })),
@@ -46,6 +57,7 @@ export const makeTestGateway = (calls: GatewayCalls) =>
     submit: () => unexpected("submit"),
     queue: () => unexpected("queue"),
     history: () => unexpected("history"),
+    status: () => unexpected("status"),
     download: () => unexpected("download"),
     events: () => unexpected("events")
   })
