@@ -6,7 +6,7 @@
 import type {
   CurrentUser,
   ManagedRunnerView,
-  Runner,
+  RunnerView,
   Template,
   TemplateListItem,
   WorkflowDetail,
@@ -21,7 +21,7 @@ export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail>
 export type OutputJson = Schema.Schema.Encoded<typeof WorkflowOutputView>
 export type TemplateJson = Schema.Schema.Encoded<typeof Template>
 export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
-export type RunnerJson = Schema.Schema.Encoded<typeof Runner>
+export type RunnerJson = Schema.Schema.Encoded<typeof RunnerView>
 export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
 export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
 export type Status = typeof WorkflowStatusSchema.Type

@@ -253,6 +253,8 @@ describe("dashboard", () => {
     await go("/runners", "Runners")
     const demo = page.getByRole("article", { name: "Runner local simulated ComfyUI" })
     const endpoint = await demo.locator("dd code").first().textContent()
+    // What the probe found: the simulated ComfyUI's version and device.
+    await demo.locator("dd", { hasText: /^0\.3\.64 on cpu$/ }).waitFor()
     await demo.getByText(/Recent history/).click()
     await demo.getByRole("link", { name: "demo" }).waitFor()
     await page.getByLabel("Name", { exact: true }).fill("second")

@@ -1,7 +1,7 @@
 /**
- * Runners: list with status, tags and work in flight (counted in each runner's recent history,
- * the 10 newest workflows: "10+" when all of them are unfinished), create, disable or enable,
- * delete (asked twice), and the recent history of one.
+ * Runners: list with status, ComfyUI version (and what WES warns about it), tags and work in
+ * flight (counted in each runner's recent history, the 10 newest workflows: "10+" when all of
+ * them are unfinished), create, disable or enable, delete (asked twice), and the recent history of one.
  */
 import { useState } from "preact/hooks"
 import { api, postJson, query } from "../api.js"
@@ -11,6 +11,12 @@ import { ManagedRunners } from "./ManagedRunners.js"
 import { RunnerForm } from "./RunnerForm.js"
 
 const PER_PAGE = 10
+
+/** The version and devices the probe found, or that it has not probed the runner yet. */
+const ComfyUI = ({ comfyui }: { readonly comfyui: RunnerJson["comfyui"] }) =>
+  comfyui === null
+    ? <span class="muted">not probed yet</span>
+    : <>{comfyui.version ?? "version unknown"}{comfyui.devices.length > 0 && <span class="muted"> on {comfyui.devices.map((d) => d.name).join(", ")}</span>}</>
 
 interface Row {
   readonly runner: RunnerJson
@@ -52,8 +58,10 @@ export const Runners = () => {
         return (
           <article class="card runner" key={runner.id} aria-label={`Runner ${runner.name}`}>
             <h3>{runner.name} <StatusBadge status={runner.status} /></h3>
+            {runner.warning !== null && <p class="warning" role="note">{runner.warning}</p>}
             <dl class="facts">
               <dt>Endpoint</dt><dd><code>{runner.endpoint}</code></dd>
+              <dt>ComfyUI</dt><dd><ComfyUI comfyui={runner.comfyui} /></dd>
               <dt>Tags</dt><dd><Tags tags={runner.tags} /></dd>
               <dt>In flight</dt><dd>{inFlight === 10 ? "10+" : inFlight}</dd>
               <dt>Headers</dt><dd>{Object.keys(runner.headers).join(", ") || <span class="muted">none</span>}</dd>
