@@ -1,7 +1,9 @@
 /**
  * Submitting one claimed workflow to this driver's runner: ask the runner first if an earlier
- * claim may have posted it, upload its `$file` inputs, post the prompt (the workflow id as its
- * `prompt_id`), and record `queued` (with `uploaded` in the same write when there were no files).
+ * claim may have posted it, convert its parameters to the types of the inputs they fill on this
+ * runner (TypedParams.ts; one that does not convert ends it `invalid`), upload its `$file` inputs,
+ * post the prompt (the workflow id as its `prompt_id`), and record `queued` (with `uploaded` in
+ * the same write when there were no files).
  * A runner that does not answer is retried on the `retrySchedule`; then the workflow moves to
  * another runner, or fails with `RunnerUnavailable` (MoveAway.ts).
  */
@@ -9,6 +11,9 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
+import { describeMismatch, type InputTypeIndex, type ParamMismatch, typedPrompt } from "../capabilities/TypedParams.js"
+import type { RunnerTarget } from "../runners/Runner.js"
 import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
 import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
@@ -28,6 +33,17 @@ import { observe, stepsTo } from "./QueuePositions.js"
 /** A failed input: the stored upload is gone (the workflow cannot run anywhere). */
 const inputMissing = (placeholder: string) =>
   T.Failed({ error_node: null, exception_type: "InputMissing", exception_message: `The uploaded file for ${placeholder} is no longer stored` })
+
+/** A value this runner's input does not take: the workflow is invalid, as ComfyUI would have said. */
+const notConverted = (m: ParamMismatch) =>
+  T.Rejected({ error_node: m.node, exception_type: "InvalidParameter", exception_message: describeMismatch(m) })
+
+/** The runner's widget types as this instance knows them (none without the capability service). */
+const typesOf = (runner: RunnerTarget) =>
+  Effect.flatMap(Effect.serviceOption(RunnerCapabilities), Option.match({
+    onNone: () => Effect.succeed<InputTypeIndex | undefined>(undefined),
+    onSome: (c) => Effect.map(c.lookupAll([runner.id]), ([known]) => Option.getOrUndefined(known!)?.index.types)
+  }))
 
 /**
  * One attempt: where the prompt already is (`OnRunner`, `Finished`), or the uploads and the post
@@ -51,7 +67,9 @@ const attempt = (w: Workflow, resubmit: boolean) =>
       const history = yield* gateway.history(runner, w.id)
       if (Option.isSome(history)) return { _tag: "Finished" as const, history: history.value }
     }
-    const values = new Map(w.workflow_params)
+    const typed = typedPrompt(w.workflow_json, w.workflow_params.filter(([p]) => !p.startsWith("$file(")), yield* typesOf(runner))
+    if (Either.isLeft(typed)) return { _tag: "Failed" as const, end: notConverted(typed.left) }
+    const files = new Map<string, string>()
     for (const [placeholder, key] of w.workflow_params) {
       if (!placeholder.startsWith("$file(")) continue
       const blob = yield* blobs.get(key)
@@ -61,7 +79,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
         content_type: blob.value.content_type,
         content: blob.value.stream
       })
-      values.set(placeholder, inputReference(uploaded))
+      files.set(placeholder, inputReference(uploaded))
     }
     const hadFiles = w.workflow_params.some(([p]) => p.startsWith("$file("))
     if (hadFiles) {
@@ -73,10 +91,10 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     // here, and again by the client as the request is written: it may wait for a connection, or
     // the process may be frozen, for longer than the lease has left.
     if (!driving.lease.held()) return { _tag: "LeaseLost" as const }
-    const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
+    const placeholders = files.size === 0 ? [] : Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
     return yield* gateway.submit(runner, {
       prompt_id: w.id,
-      prompt: substitute(w.workflow_json, placeholders, values),
+      prompt: files.size === 0 ? typed.right : substitute(typed.right, placeholders, files),
       client_id: driving.lease.clientId,
       extra_data: { wes_workflow_id: w.id },
       fence: driving.lease.held

@@ -20,6 +20,7 @@ export {
   parsePlaceholder,
   resolveParams,
   substitute,
+  substituteWith,
   type SuppliedParam
 } from "./Placeholders.js"
 export {

@@ -4,11 +4,14 @@ import {
   TierPolicy,
   BlobStore,
   IdGenerator,
+  indexSummary,
   PromptRejected,
   PromptWithheld,
+  RunnerCapabilities,
   RunnerGateway,
   RunnerUnreachable,
   type SubmitPrompt,
+  summarize,
   WorkflowEventBus,
   WorkflowRepository
 } from "@wes/core"
@@ -109,6 +112,49 @@ describe("Submit", () => {
           error_node: "1"
         }))
     })))
+  })
+
+  describe("parameters typed by the runner's inputs", () => {
+    const switchGraph = { "1": { class_type: "Switch", inputs: { on: "$text(on)", label: "$text(on)" } } }
+    /** The runner's capabilities: `Switch.on` a BOOLEAN, `Switch.label` a STRING. */
+    const capabilities = Layer.mock(RunnerCapabilities, {
+      lookupAll: (ids) => {
+        const summary = summarize({ Switch: { input: { required: { on: ["BOOLEAN", { default: true }], label: ["STRING", {}] } } } })
+        const known = { record: { runner_id: runner.id, runner_kind: "user" as const, summary, hash: "h", read_at: Fixtures.at(0) }, index: indexSummary(summary) }
+        return Effect.succeed(ids.map((id) => (id === runner.id ? Option.some(known) : Option.none())))
+      }
+    })
+    const posting = (posted: Array<SubmitPrompt>) => ({
+      submit: (_: unknown, p: SubmitPrompt) => Effect.sync(() => posted.push(p)).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+    })
+
+    it.effect("posts false to a BOOLEAN input as JSON false, and the same value to a STRING input as text", () => {
+      const w = workflowOn({ workflow_json: switchGraph, workflow_params: [["$text(on)", "false"]] })
+      const store = new FakeWorkflows([w])
+      const posted: Array<SubmitPrompt> = []
+      return Effect.gen(function*() {
+        yield* claimedNow(w)
+        yield* submit({ workflow: w, resubmit: false })
+        expect(posted.map((p) => p.prompt)).toEqual([{ "1": { class_type: "Switch", inputs: { on: false, label: "false" } } }])
+      }).pipe(Effect.provide(Layer.merge(layerFor(store, posting(posted)), capabilities)))
+    })
+
+    it.effect("ends a workflow invalid, posting nothing, when its runner's input does not take the value", () => {
+      const w = workflowOn({ workflow_json: switchGraph, workflow_params: [["$text(on)", "maybe"]] })
+      const store = new FakeWorkflows([w])
+      const posted: Array<SubmitPrompt> = []
+      return Effect.gen(function*() {
+        yield* claimedNow(w)
+        yield* submit({ workflow: w, resubmit: false })
+        expect(posted).toEqual([])
+        expect(store.byId.get(w.id)).toMatchObject({
+          status: "invalid",
+          error_node: "1",
+          exception_type: "InvalidParameter",
+          exception_message: 'Parameter validation failed: $on "maybe" cannot fill node "1" (Switch.on), which takes a BOOLEAN (true/false, yes/no or 1/0)'
+        })
+      }).pipe(Effect.provide(Layer.merge(layerFor(store, posting(posted)), capabilities)))
+    })
   })
 
   it.effect("retries an unreachable runner with growing, capped delays (asking first whether the post arrived), then fails the workflow when no other runner can take it", () => {
