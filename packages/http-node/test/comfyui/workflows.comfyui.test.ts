@@ -1,7 +1,7 @@
 /**
  * WES against an unmodified ComfyUI 0.3.64, as a user meets it: `wes serve` (memory store) and
  * one ComfyUI on the CPU, driven only over WES's HTTP API and checked on ComfyUI's own API:
- * parameters, uploaded inputs (pixels checked), outputs of several kinds, the SSE progress of a
+ * parameters (a BOOLEAN set false and true), uploaded inputs (pixels checked), outputs of several kinds, the SSE progress of a
  * real run, cancel while queued and while running, prompts ComfyUI rejects, a node that raises,
  * and a runner registered under ComfyUI's `/api` prefix.
  */
@@ -61,6 +61,32 @@ describe.skipIf(setup === undefined)("WES over its HTTP API on a real ComfyUI", 
     expect(output).toMatchObject({ node_id: "3", filename: "text_00001_.png", subfolder: token, type: "output", content_type: "image/png" })
     const image = await imageColours(setup!, (await download(w.id, output!)).bytes)
     expect([image.width, image.height]).toEqual([48, 40])
+  })
+
+  it("sends a $text value for a BOOLEAN input as a boolean: false and true both take effect (ImageStitch.match_image_size)", async () => {
+    const { token, color } = unique()
+    // 64 x 64 beside 32 x 32: matched sizes scale the second to 64 x 64 (128 wide); unmatched pad it (96 wide).
+    const stitch = {
+      "1": { class_type: "EmptyImage", inputs: { width: 64, height: 64, batch_size: 1, color } },
+      "2": { class_type: "EmptyImage", inputs: { width: 32, height: 32, batch_size: 1, color: color ^ 0xffffff } },
+      "3": { class_type: "ImageStitch", inputs: { image1: ["1", 0], image2: ["2", 0], direction: "right", match_image_size: "$text(match)", spacing_width: 0, spacing_color: "white" } },
+      "4": { class_type: "SaveImage", inputs: { images: ["3", 0], filename_prefix: `${token}/stitch` } }
+    }
+    for (const [match, width] of [["false", 96], ["true", 128]] as const) {
+      const w = await createWorkflow(wes, user, stitch, { $match: match })
+      expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+      const prompt = (await comfyHistory(comfy, w.id))!["prompt"] as [number, string, Record<string, { inputs: Record<string, unknown> }>]
+      expect(prompt[2]["3"]!.inputs["match_image_size"]).toBe(match === "true")
+      const [output] = await outputsOf(w.id)
+      const image = await imageColours(setup!, (await download(w.id, output!)).bytes)
+      expect([image.width, image.height]).toEqual([width, 64])
+    }
+    // A value the BOOLEAN input does not take is refused at create, naming the parameter, the node and the type.
+    const refused = await wes.fetch("/v1/workflow", { method: "POST", headers: user.auth, body: workflowForm({ name: "e2e", $match: "maybe" }, stitch) })
+    expect(refused.status).toBe(400)
+    expect((await readJson<{ message: string }>(refused)).message).toBe(
+      'Parameter validation failed: $match "maybe" cannot fill node "3" (ImageStitch.match_image_size), which takes a BOOLEAN (true/false, yes/no or 1/0)'
+    )
   })
 
   it("uploads a $file input that LoadImage reads: the ImageInvert output has the inverted pixels", async () => {
