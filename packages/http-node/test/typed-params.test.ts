@@ -74,4 +74,42 @@ describe("parameters typed by the input they fill", () => {
     expect(wide.message).toBe('Parameter validation failed: $width "0" cannot fill node "3" (EmptyImage.width), which takes an INT from 1 to 16384')
     expect(comfy.submissions.length).toBe(before)
   })
+
+  it("describes a definition's parameters with the type each value is converted to on its runners", async () => {
+    const res = await server.fetch("/v1/workflow/parameters", json({
+      workflow_json: {
+        ...booleanWorkflow,
+        "2": { class_type: "SaveAnimatedWEBP", inputs: { images: ["3", 0], filename_prefix: "x", fps: 6, lossless: "$text(flag)", quality: 80, method: "#choice(method)" } },
+        "4": { class_type: "LoadImage", inputs: { image: "$file(photo)" } }
+      },
+      tags: []
+    }, user.auth))
+    expect(res.status).toBe(200)
+    const { parameters } = await readJson<{ parameters: Array<Record<string, unknown>> }>(res)
+    expect(parameters).toEqual([
+      {
+        field: "$flag", placeholder: "$text(flag)", kind: "text", default: null, options: [], type: { type: "BOOLEAN" },
+        inputs: [
+          { node: "1", class_type: "PrimitiveBoolean", input: "value", type: { type: "BOOLEAN" } },
+          { node: "2", class_type: "SaveAnimatedWEBP", input: "lossless", type: { type: "BOOLEAN" } }
+        ]
+      },
+      {
+        field: "#method", placeholder: "#choice(method)", kind: "choice", default: null, options: [],
+        type: { type: "COMBO", options: ["default", "fastest", "slowest"] },
+        inputs: [{ node: "2", class_type: "SaveAnimatedWEBP", input: "method", type: { type: "COMBO", options: ["default", "fastest", "slowest"] } }]
+      },
+      {
+        field: "$width", placeholder: "$text(width)", kind: "text", default: "8", options: [], type: { type: "INT", min: 1, max: 16384, step: 1 },
+        inputs: [{ node: "3", class_type: "EmptyImage", input: "width", type: { type: "INT", min: 1, max: 16384, step: 1 } }]
+      },
+      {
+        field: "$photo", placeholder: "$file(photo)", kind: "file", default: null, options: [], type: null,
+        inputs: [{ node: "4", class_type: "LoadImage", input: "image", type: null }]
+      }
+    ])
+    const neither = await server.fetch("/v1/workflow/parameters", json({}, user.auth))
+    expect(neither.status).toBe(400)
+    expect((await readJson<ErrorBody>(neither)).message).toBe("workflow_json: is required")
+  })
 })

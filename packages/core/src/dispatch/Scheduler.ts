@@ -5,7 +5,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { User } from "../accounts/Account.js"
 import { describeMissing, lacksNothing, lacksOnlyParams, type Missing, missingOn, type Needs } from "../capabilities/Needs.js"
-import { parameterTypeError } from "../capabilities/TypedParams.js"
+import { type InputTypeIndex, parameterTypeError } from "../capabilities/TypedParams.js"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { managedRunnerTypesFor } from "../accounts/Tier.js"
 import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
@@ -68,6 +68,14 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
     tags: ReadonlyArray<string>,
     options?: ChooseOptions
   ) => Effect.Effect<RunnerTarget, NoEligibleRunner | MissingCapabilities | ValidationError | StorageError>
+  /**
+   * The widget types of every runner a workflow with `tags` may go to (undefined: not known), for
+   * describing a workflow's parameters before it is created.
+   */
+  readonly inputTypes: (
+    user: Pick<User, "id" | "tier">,
+    tags: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<InputTypeIndex | undefined>, StorageError>
   /** The runner a reference points to, if it still exists. */
   readonly resolve: (ref: RunnerRef) => Effect.Effect<Option.Option<RunnerTarget>, StorageError>
 }>() {
@@ -104,6 +112,13 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
             const eligible = options.needs === undefined ? tagged : yield* capable(tagged, options.needs)
             const inFlight = new Map(candidates.map((c) => [c.target.id, c.in_flight]))
             return pickRunner(eligible, inFlight, cursor++)!
+          }),
+        inputTypes: (user, tags) =>
+          Effect.gen(function*() {
+            const candidates = yield* load.candidates(user.id, managedRunnerTypesFor(user.tier))
+            const tagged = eligibleRunners(candidates.map((c) => c.target), tags)
+            const known = yield* capabilities.lookupAll(tagged.map((r) => r.id))
+            return known.map((k) => Option.getOrUndefined(k)?.index.types)
           }),
         resolve: (ref) =>
           ref.kind === "user"

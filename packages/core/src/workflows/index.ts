@@ -24,6 +24,13 @@ export {
   type SuppliedParam
 } from "./Placeholders.js"
 export {
+  DescribeParametersRequest,
+  describeParameters,
+  ParameterInput,
+  WorkflowParameter,
+  WorkflowParameters
+} from "./ParameterView.js"
+export {
   activeStatuses,
   refOf,
   type QueueEstimate,
@@ -74,6 +81,7 @@ export {
 export {
   asFirstAnswered,
   type CreateWorkflowInput,
+  type DescribeParametersInput,
   type FollowStart,
   IDEMPOTENCY_WINDOW,
   type ListWorkflowsInput,
