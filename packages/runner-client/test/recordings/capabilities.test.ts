@@ -58,11 +58,25 @@ describe("capabilities of a recorded ComfyUI 0.3.64", () => {
       model_files: [
         { node_class: "CheckpointLoaderSimple", input: "ckpt_name", file: "sd_xl_base_1.0.safetensors" },
         { node_class: "LoraLoader", input: "lora_name", file: "detail.safetensors" }
-      ]
+      ],
+      params: []
     })
     const installed = withFiles("CheckpointLoaderSimple", "ckpt_name", ["sd_xl_base_1.0.safetensors"])
     installed["LoraLoader"]!.input.required["lora_name"]![0] = ["detail.safetensors"]
-    expect(missingOn(indexSummary(summarize(installed)), needs)).toEqual({ node_classes: [], model_files: [] })
+    expect(missingOn(indexSummary(summarize(installed)), needs)).toEqual({ node_classes: [], model_files: [], params: [] })
+  })
+
+  it("reads the declared types of widget inputs as the recording gives them (typed parameters)", () => {
+    const types = indexSummary(summarize(recorded())).types!
+    const typeOf = (nodeClass: string, input: string) => types.get(nodeClass)?.(input)
+    expect(typeOf("EmptyImage", "width")).toEqual({ type: "INT", min: 1, max: 16384, step: 1 })
+    expect(typeOf("ImageScale", "upscale_method")).toEqual({ type: "COMBO", options: ["nearest-exact", "bilinear", "area", "bicubic", "lanczos"] })
+    expect(typeOf("KSampler", "scheduler")).toMatchObject({ type: "COMBO" })
+    expect(typeOf("KSampler", "cfg")).toEqual({ type: "FLOAT", min: 0, max: 100 })
+    // Model lists, uploads and text are not typed.
+    for (const [c, i] of [["CheckpointLoaderSimple", "ckpt_name"], ["LoadImage", "image"], ["SaveImage", "filename_prefix"]] as const) {
+      expect(typeOf(c, i), `${c}.${i}`).toBeUndefined()
+    }
   })
 
   it("checks a V3 loader's options the same way", () => {
