@@ -20,4 +20,12 @@ export {
 export { inspectImage, solidPng } from "./testing/Png.js"
 export { loadImageWorkflow, saveImageWorkflow, slowWorkflow, textWorkflow } from "./testing/Workflows.js"
 /** An unmodified ComfyUI started by a setup script (integration tests against the real thing). */
-export { type ComfyUISetup, installComfyUI, killRecorded, locateComfyUISetup, RealComfyUI } from "./testing/RealComfyUI.js"
+export {
+  type ComfyUISetup,
+  DEFAULT_COMFYUI_VERSION,
+  installComfyUI,
+  killRecorded,
+  locateComfyUISetup,
+  RealComfyUI,
+  type RealComfyUIOptions
+} from "./testing/RealComfyUI.js"
