@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 import { inferType } from "../capabilities/Conversion.js"
 import { InputType } from "../capabilities/InputTypes.js"
 import { type InputTypeIndex, typeAt } from "../capabilities/TypedParams.js"
+import { TagList } from "../runners/Runner.js"
 import { isJsonObject, JsonObject } from "../shared/Json.js"
 import { fieldName, type Placeholder, placeholderKey } from "./Placeholders.js"
 
@@ -38,9 +39,12 @@ export const WorkflowParameters = Schema.Struct({ parameters: Schema.Array(Workf
   .annotations({ identifier: "WorkflowParameters" })
 
 export const DescribeParametersRequest = Schema.Struct({
-  workflow_json: Schema.optional(JsonObject.annotations({ description: "The workflow in ComfyUI API format" })),
+  workflow_json: Schema.optional(JsonObject.annotations({
+    description: "The workflow in ComfyUI API format",
+    message: () => ({ message: "must be a JSON object (the workflow in ComfyUI API format)", override: true })
+  })),
   template_id: Schema.optional(Schema.String.annotations({ description: "Or one of your templates" })),
-  tags: Schema.optional(Schema.Array(Schema.String).annotations({ description: "The tags the workflow will be created with (they select its runners)" }))
+  tags: Schema.optional(TagList.annotations({ description: "The tags the workflow will be created with (they select its runners)" }))
 }).annotations({ identifier: "DescribeParametersRequest" })
 
 /** One type when every candidate agrees on it, else null. */
