@@ -120,7 +120,7 @@ export const makeInFlight = (
           const current = HashMap.get(map, id)
           if (Option.isNone(current)) return [Option.none(), map]
           const [a, next] = f(current.value)
-          return [Option.some(a), HashMap.set(map, id, next)]
+          return [Option.some(a), next === current.value ? map : HashMap.set(map, id, next)]
         }),
       shift: (id, from, to) =>
         change((map) => {

@@ -151,7 +151,11 @@ const submitting = (claimed: ClaimedWorkflow) =>
       if (e._tag === "PromptRejected") {
         // Invalid, whatever the runner did first: an end seen meanwhile is dropped (PostAnswer.ts).
         yield* answer(w.id, "rejected")
-        yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        const outcome = yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        // Only its owner's cancel may come first; anything else would be a bug worth seeing.
+        if (outcome._tag === "Refused" && !isTerminal(outcome.status)) {
+          yield* Effect.logWarning("a prompt the runner rejected could not be recorded invalid", { workflow_id: w.id, status: outcome.status })
+        }
         return yield* driving.inFlight.remove(w.id)
       }
       return yield* moveAway(w, `runner is unreachable (${(e as RunnerError).message})`)
