@@ -6,11 +6,11 @@
 import { RealComfyUI } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, startInstance } from "../instances.js"
-import { blurChain, comfyQueue, setup, smoke, unique, waitStatus } from "./suite.js"
+import { blurChain, comfyQueue, onComfyUI, setup, smoke, unique, waitStatus } from "./suite.js"
 
 const LOST_AFTER_MS = 5_000
 
-describe.skipIf(setup === undefined)("WES with a ComfyUI that is gone for good", () => {
+describe.skipIf(setup === undefined)(onComfyUI("WES with a ComfyUI that is gone for good"), () => {
   let comfy: RealComfyUI
   let wes: Instance
 
