@@ -68,7 +68,9 @@ const attempt = (w: Workflow, resubmit: boolean) =>
       const history = yield* gateway.history(runner, w.id)
       if (Option.isSome(history)) return { _tag: "Finished" as const, history: history.value }
     }
-    const typed = typedPrompt(w.workflow_json, w.workflow_params.filter(([p]) => !p.startsWith("$file(")), yield* typesOf(runner))
+    // Only text and choice values are converted: without them, no lookup of the runner's types.
+    const values = w.workflow_params.filter(([p]) => !p.startsWith("$file("))
+    const typed = values.length === 0 ? Either.right(w.workflow_json) : typedPrompt(w.workflow_json, values, yield* typesOf(runner))
     if (Either.isLeft(typed)) return { _tag: "Failed" as const, end: notConverted(typed.left) }
     const files = new Map<string, string>()
     for (const [placeholder, key] of w.workflow_params) {
