@@ -28,4 +28,12 @@ export {
   websocketImageWorkflow
 } from "./testing/Workflows.js"
 /** An unmodified ComfyUI started by a setup script (integration tests against the real thing). */
-export { type ComfyUISetup, installComfyUI, killRecorded, locateComfyUISetup, RealComfyUI } from "./testing/RealComfyUI.js"
+export {
+  type ComfyUISetup,
+  installComfyUI,
+  killRecorded,
+  locateComfyUISetup,
+  RealComfyUI,
+  type RealComfyUIOptions,
+  WEBSOCKET_IMAGE_SAVE
+} from "./testing/RealComfyUI.js"

@@ -61,9 +61,9 @@ const watchdog = (group: number): void => {
  * joins: signals to the test's group (Ctrl-C) do not reach it, and a watchdog kills the group if
  * this process dies, from the first moment (ComfyUI exists seconds before the script prints its pid).
  */
-const startDetached = (script: string, args: ReadonlyArray<string>, timeoutMs: number): Promise<string> =>
+const startDetached = (script: string, args: ReadonlyArray<string>, timeoutMs: number, env: NodeJS.ProcessEnv): Promise<string> =>
   new Promise((resolve, reject) => {
-    const child = spawn("bash", [script, ...args], { detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn("bash", [script, ...args], { detached: true, stdio: ["ignore", "pipe", "pipe"], env })
     if (child.pid !== undefined) watchdog(child.pid)
     let stdout = ""
     let stderr = ""
@@ -147,18 +147,31 @@ export const killRecorded = async (pidDir: string): Promise<number> => {
   return killed
 }
 
+/**
+ * ComfyUI's flag that loads its bundled `SaveImageWebsocket` node (custom_nodes/websocket_image_save.py)
+ * although the setup script disables custom nodes.
+ */
+export const WEBSOCKET_IMAGE_SAVE: ReadonlyArray<string> = ["--whitelist-custom-nodes", "websocket_image_save.py"]
+
+/** How a ComfyUI is started. */
+export interface RealComfyUIOptions {
+  /** More command-line flags for ComfyUI (the setup script's `COMFYUI_EXTRA_ARGS`), e.g. `WEBSOCKET_IMAGE_SAVE`. */
+  readonly extraArgs?: ReadonlyArray<string>
+}
+
 export class RealComfyUI {
   private constructor(
     private readonly setup: ComfyUISetup,
     readonly port: number,
-    private current: number | undefined
+    private current: number | undefined,
+    private readonly options: RealComfyUIOptions
   ) {}
 
   /** Starts ComfyUI on a free port (another port if the chosen one is taken meanwhile). */
-  static async start(setup: ComfyUISetup): Promise<RealComfyUI> {
+  static async start(setup: ComfyUISetup, options: RealComfyUIOptions = {}): Promise<RealComfyUI> {
     for (let attempt = 1; ; attempt++) {
       const port = await freePort()
-      const comfy = new RealComfyUI(setup, port, undefined)
+      const comfy = new RealComfyUI(setup, port, undefined, options)
       try {
         await comfy.launch()
         return comfy
@@ -193,7 +206,9 @@ export class RealComfyUI {
   }
 
   private async launch(): Promise<void> {
-    const out = await startDetached(this.setup.script, ["start", this.setup.dir, String(this.port)], 5 * 60_000)
+    const extra = this.options.extraArgs ?? []
+    const env = extra.length === 0 ? process.env : { ...process.env, COMFYUI_EXTRA_ARGS: extra.join(" ") }
+    const out = await startDetached(this.setup.script, ["start", this.setup.dir, String(this.port)], 5 * 60_000, env)
     const pid = Number(out.trim().split("\n").at(-1))
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`setup.sh start printed no pid: ${out}`)
     this.current = pid
