@@ -4,7 +4,7 @@
  * `application/octet-stream` for `.flac`, `.mkv`, `.ogg`, `.m4a` and `.glb`, Windows reads its
  * registry. So the types of the formats ComfyUI and its common custom nodes write (images,
  * animations, video, audio, 3D) come from this table, the same on every runner; for any other
- * extension the runner's answer stands (docs/decisions.md, "Output content types").
+ * extension the runner's answer stands (docs/decisions.md, "Output content types by extension").
  */
 const BY_EXTENSION: Readonly<Record<string, string>> = {
   png: "image/png",

@@ -2,7 +2,7 @@
  * Images a node sends as WebSocket frames instead of writing files: ComfyUI's bundled
  * `SaveImageWebsocket`, and custom nodes that send their results the same way. ComfyUI sends a
  * sampler's preview and such an image in the same binary frame, so the node that sent a frame
- * decides (docs/decisions.md, "Images sent over the WebSocket"):
+ * decides (docs/decisions.md, "Outputs sent over the WebSocket"):
  *
  * - a frame of a `SaveImageWebsocket` node is an output;
  * - a frame of a node that no other node of the prompt takes an input from (an output node: ComfyUI
