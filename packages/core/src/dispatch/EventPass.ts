@@ -76,7 +76,10 @@ export const eventPass = (
   }
   const see = (t: Tracked | undefined, event: RunnerEvent) => {
     const run = t === undefined ? undefined : current(t).run
-    if (t !== undefined && run !== undefined) set(t, { run: seeRun(run, event, t.frames) })
+    if (t === undefined || run === undefined) return
+    const next = seeRun(run, event, t.frames)
+    // A preview leaves the run as it was: nothing to write back.
+    if (next !== run) set(t, { run: next })
   }
   for (const event of events) {
     switch (event._tag) {

@@ -124,10 +124,10 @@ export const keepOutputs = (t: Tracked, history: SeenHistory) =>
       target = yield* (yield* Driving).target
       if (Option.isNone(target)) return { _tag: "NoRunner" } satisfies Kept
     }
-    const stored = yield* Effect.either(Effect.gen(function*() {
-      const files = Option.isSome(target) ? yield* copyOutputs(id, target.value, history.outputs) : []
-      return [...files, ...yield* storeFrames(id, images)]
-    }))
+    const files = Option.isSome(target) ? copyOutputs(id, target.value, history.outputs) : Effect.succeed([])
+    const stored = yield* Effect.either(
+      images.length === 0 ? files : Effect.zipWith(files, storeFrames(id, images), (copied, sent) => [...copied, ...sent])
+    )
     if (Either.isRight(stored)) return { _tag: "Kept", outputs: stored.right } satisfies Kept
     return {
       _tag: "Lost",
