@@ -30,6 +30,7 @@ export {
 /** An unmodified ComfyUI started by a setup script (integration tests against the real thing). */
 export {
   type ComfyUISetup,
+  DEFAULT_COMFYUI_VERSION,
   installComfyUI,
   killRecorded,
   locateComfyUISetup,

@@ -1,6 +1,6 @@
 /**
- * WES against an unmodified ComfyUI 0.3.64, as a user meets it: `wes serve` (memory store) and
- * one ComfyUI on the CPU, driven only over WES's HTTP API and checked on ComfyUI's own API:
+ * WES against an unmodified ComfyUI (0.3.64 and 0.3.45), as a user meets it: `wes serve` (memory
+ * store) and one ComfyUI on the CPU, driven only over WES's HTTP API and checked on ComfyUI's own API:
  * parameters, uploaded inputs (pixels checked), outputs of several kinds (files, a video, images
  * sent over the WebSocket by the bundled SaveImageWebsocket, loaded with its whitelist flag), the
  * SSE progress of a real run, cancel while queued and while running, prompts ComfyUI rejects, a
@@ -10,7 +10,7 @@ import { RealComfyUI, solidPng, WEBSOCKET_IMAGE_SAVE } from "@wes/runner-client/
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { json, readJson, workflowForm } from "../harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, subscribe, type TestUser } from "../instances.js"
-import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, imageColours, setup, SLOW, smoke, unique, waitStatus } from "./suite.js"
+import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, imageColours, onComfyUI, setup, SLOW, smoke, unique, waitStatus } from "./suite.js"
 
 interface OutputJson {
   readonly id: string
@@ -22,14 +22,14 @@ interface OutputJson {
   readonly size: number
 }
 
-describe.skipIf(setup === undefined)("WES over its HTTP API on a real ComfyUI", () => {
+describe.skipIf(setup === undefined)(onComfyUI("WES over its HTTP API on a real ComfyUI"), () => {
   let comfy: RealComfyUI
   let wes: Instance
   let user: TestUser
 
   beforeAll(async () => {
     ;[comfy, wes] = await Promise.all([
-      RealComfyUI.start(setup!, { extraArgs: WEBSOCKET_IMAGE_SAVE }),
+      RealComfyUI.start(setup!, { args: WEBSOCKET_IMAGE_SAVE }),
       startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })
     ])
     user = await createUser(wes)
