@@ -23,6 +23,7 @@ import { awaitSocket, Driving } from "./Driving.js"
 import { recordEnd } from "./Finish.js"
 import { transition } from "./Lifecycle.js"
 import { moveAway } from "./MoveAway.js"
+import { answer } from "./PostAnswer.js"
 import { observe, stepsTo } from "./QueuePositions.js"
 
 /** A failed input: the stored upload is gone (the workflow cannot run anywhere). */
@@ -98,6 +99,14 @@ const estimatedPosition = Effect.flatMap(Driving, (d) =>
 
 /** Submits `claimed`; the driver calls it with the workflow tracked in phase `submitting`. */
 export const submit = (claimed: ClaimedWorkflow) =>
+  Effect.flatMap(Driving, ({ inFlight }) =>
+    Effect.flatMap(inFlight.get(claimed.workflow.id), (t) => {
+      // An end seen on the WebSocket may wait for the runner's answer: there is none if this ends without one.
+      const answered = Option.isSome(t) ? t.value.answered : undefined
+      return answered === undefined ? submitting(claimed) : Effect.ensuring(submitting(claimed), Deferred.succeed(answered, "none"))
+    }))
+
+const submitting = (claimed: ClaimedWorkflow) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const gateway = yield* RunnerGateway
@@ -118,12 +127,16 @@ export const submit = (claimed: ClaimedWorkflow) =>
         }
       }))
     })
-    // A failed attempt wrote nothing: whoever waits for this submission to record a start need not wait longer.
+    // A failed attempt wrote nothing: whoever waits for this submission to record a start need not
+    // wait longer. Not a rejection: the start waits until the rejection is written, so that nothing
+    // the runner did first (it may have started the prompt before answering) is recorded.
     const attemptFailed = Effect.flatMap(driving.inFlight.get(w.id), (t) =>
       Option.isSome(t) && t.value.recorded !== undefined ? Effect.asVoid(Deferred.succeed(t.value.recorded, undefined)) : Effect.void)
     const tried = once.pipe(
       Effect.tapError((e) =>
-        e._tag === "StorageError" || e._tag === "PromptRejected"
+        e._tag === "PromptRejected"
+          ? Effect.void
+          : e._tag === "StorageError"
           ? attemptFailed
           : Effect.zipRight(
             attemptFailed,
@@ -136,7 +149,13 @@ export const submit = (claimed: ClaimedWorkflow) =>
       const e = result.left
       if (e._tag === "StorageError") return yield* Effect.fail(e)
       if (e._tag === "PromptRejected") {
-        yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        // Invalid, whatever the runner did first: an end seen meanwhile is dropped (PostAnswer.ts).
+        yield* answer(w.id, "rejected")
+        const outcome = yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        // Only its owner's cancel may come first; anything else would be a bug worth seeing.
+        if (outcome._tag === "Refused" && !isTerminal(outcome.status)) {
+          yield* Effect.logWarning("a prompt the runner rejected could not be recorded invalid", { workflow_id: w.id, status: outcome.status })
+        }
         return yield* driving.inFlight.remove(w.id)
       }
       return yield* moveAway(w, `runner is unreachable (${(e as RunnerError).message})`)
@@ -158,6 +177,8 @@ export const submit = (claimed: ClaimedWorkflow) =>
         yield* driving.inFlight.shift(w.id, ["submitting"], "onRunner")
         return yield* observe(w.id, r.queueNumber)
       case "Posted": {
+        // Its end came first: the end's path records every step in one write.
+        if (yield* answer(w.id, "posted")) return yield* Effect.asVoid(driving.inFlight.shift(w.id, ["submitting"], "onRunner"))
         // The runner may have started it already (its WebSocket said so while this was posting).
         const startedAt = Option.flatMap(yield* driving.inFlight.get(w.id), (t) => Option.fromNullable(t.startedAt))
         const position = Option.isSome(startedAt) ? 0 : yield* estimatedPosition

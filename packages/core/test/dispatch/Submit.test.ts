@@ -13,6 +13,7 @@ import {
   WorkflowRepository
 } from "@wes/core"
 import { Fixtures } from "@wes/core/testing"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -22,6 +23,7 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { Driving, type DrivingShape } from "../../src/dispatch/Driving.js"
 import { submit } from "../../src/dispatch/Submit.js"
+import { handleEvents } from "../../src/dispatch/Track.js"
 import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
 
 const definition = { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: "$text(color)" } } }
@@ -30,10 +32,14 @@ const definition = { "1": { class_type: "EmptyImage", inputs: { width: 8, height
 const layerFor = (
   store: FakeWorkflows,
   gateway: Partial<RunnerGateway["Type"]>,
-  over: { readonly blobs?: Partial<BlobStore["Type"]>; readonly driving?: Parameters<typeof drivingLayer>[0] } = {}
+  over: {
+    readonly blobs?: Partial<BlobStore["Type"]>
+    readonly driving?: Parameters<typeof drivingLayer>[0]
+    readonly transition?: WorkflowRepository["Type"]["transition"]
+  } = {}
 ) =>
   Layer.mergeAll(
-    Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
+    Layer.mock(WorkflowRepository, { transition: over.transition ?? store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
     Layer.mock(RunnerGateway, gateway),
     Layer.mock(BlobStore, over.blobs ?? {}),
     Layer.mock(WorkflowEventBus, {}),
@@ -109,6 +115,44 @@ describe("Submit", () => {
           error_node: "1"
         }))
     })))
+  })
+
+  it.effect("a prompt the runner rejects after its WebSocket showed it starting is invalid: the start is not written", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    // The store takes its time with the rejection: a write waiting for its turn would go first.
+    const slowRejection: typeof store.transition = (request) =>
+      request.steps[0]._tag === "Rejected"
+        ? Effect.zipRight(Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow(), { discard: true }), store.transition(request))
+        : store.transition(request)
+    let handling: Fiber.RuntimeFiber<void, never> | undefined
+    let driving: DrivingShape | undefined
+    let startSeen: (id: string) => Effect.Effect<void> = () => Effect.void
+    return Effect.gen(function*() {
+      driving = yield* Driving
+      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof handleEvents>>>()
+      startSeen = (id) => Effect.provide(handleEvents([{ _tag: "ExecutionStart", prompt_id: id, timestamp: 5_000 }]), context)
+      const recorded = yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      // What the claim loop does once the submission returns.
+      yield* Deferred.succeed(recorded, undefined)
+      yield* Fiber.join(handling!)
+      expect(store.moves).toEqual(["Rejected"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "invalid", started_at: null, exception_type: "prompt_outputs_failed_validation" })
+    }).pipe(Effect.provide(layerFor(store, {
+      // ComfyUI started the valid part as it answered 200 with node_errors; the client took it back.
+      submit: (_, p) =>
+        Effect.gen(function*() {
+          handling = yield* Effect.fork(startSeen(p.prompt_id))
+          while (Option.flatMap(yield* driving!.inFlight.get(p.prompt_id), (t) => Option.fromNullable(t.startedAt))._tag === "None") yield* Effect.yieldNow()
+          return yield* Effect.fail(new PromptRejected({
+            runner_id: runner.id,
+            error_type: "prompt_outputs_failed_validation",
+            message: "Some outputs failed validation: node 3 (SaveImage): Required input is missing: images",
+            error_node: "3"
+          }))
+        })
+    }, { transition: slowRejection })))
   })
 
   it.effect("retries an unreachable runner with growing, capped delays (asking first whether the post arrived), then fails the workflow when no other runner can take it", () => {

@@ -21,6 +21,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { recordEnd } from "../../src/dispatch/Finish.js"
+import { answer } from "../../src/dispatch/PostAnswer.js"
 import { handleEvents } from "../../src/dispatch/Track.js"
 import { drivingLayer, FakeWorkflows, headOf, schedulerFor, workflowOn, retryLayer } from "./harness.js"
 
@@ -214,22 +215,44 @@ describe("Track", () => {
     }).pipe(Effect.provide(layerFor(store)))
   })
 
-  it.effect("a batch that starts and ends a prompt being submitted does not wait for the submission", () => {
+  it.effect("a batch that starts and ends a prompt being submitted does not wait for the submission; the end, written once, waits for the runner's answer", () => {
     const w = workflowOn({ workflow_json: graph })
     const store = new FakeWorkflows([w])
     return Effect.gen(function*() {
       const driving = yield* Driving
       // The submission never records here: a batch that waited for it would never return.
       yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
-      const handling = yield* Effect.fork(handleEvents([
+      yield* handleEvents([
         { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
         { _tag: "Executed", prompt_id: w.id, node: "2", output: null, files: [] },
         { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
         { _tag: "PromptDone", prompt_id: w.id }
-      ]))
+      ])
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(store.moves).toEqual([])
+      // The runner accepted the post: the submission leaves the end's path to write every step.
+      expect(yield* answer(w.id, "posted")).toBe(true)
       yield* eventually(() => store.status(w.id) === "completed")
-      expect(Option.isSome(yield* Fiber.poll(handling))).toBe(true)
       expect(store.moves).toEqual(["Uploaded+Queued+Started+Completed"])
+    }).pipe(Effect.provide(layerFor(store)))
+  })
+
+  it.effect("the end of a prompt being submitted that the runner then rejects is not written", () => {
+    const w = workflowOn({ workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
+      yield* handleEvents([
+        { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+        { _tag: "ExecutionInterrupted", prompt_id: w.id, timestamp: 2_000 },
+        { _tag: "PromptDone", prompt_id: w.id }
+      ])
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(yield* answer(w.id, "rejected")).toBe(true)
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(store.moves).toEqual([])
+      expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.phase)).toEqual(Option.some("submitting"))
     }).pipe(Effect.provide(layerFor(store)))
   })
 

@@ -80,6 +80,7 @@ export class FakeComfyUI {
   private httpFailure: number | undefined
   private httpDelayMs = 0
   private upgradeDelayMs = 0
+  private answerAfter: "started" | "finished" | undefined
   private refusing: "close" | "reset" | undefined
   private objectInfo: ObjectInfoOptions
   private held = false
@@ -336,6 +337,28 @@ export class FakeComfyUI {
     this.upgradeDelayMs = 0
   }
 
+  /**
+   * The 200 answer of each `POST /prompt` goes out only once the prompt it queued has left the
+   * pending queue (`started`: its `execution_start` is sent first) or has finished (`finished`:
+   * its history is written and `executing {node: null}` sent first), or was deleted. An idle
+   * ComfyUI starts a prompt as it answers, so its WebSocket may say so before the answer
+   * arrives; this makes the answer lose that race every time. `undefined` ends it.
+   */
+  answerPromptsAfter(stage: "started" | "finished" | undefined): void {
+    this.answerAfter = stage
+  }
+
+  private answerReady(promptId: string): Promise<void> {
+    const stage = this.answerAfter
+    if (stage === undefined) return Promise.resolve()
+    const pending = () => this.queue.heap.some((item) => item[1] === promptId)
+    return this.waitUntil(
+      () => !pending() && (stage === "started" || this.queue.running?.[1] !== promptId),
+      60_000,
+      `${promptId} to be ${stage} before answering its POST /prompt`
+    )
+  }
+
   /** Requires these headers on every request and upgrade (401 without them); `{}` to stop. */
   requireHeaders(headers: Readonly<Record<string, string>>): void {
     this.requiredHeaders = headers
@@ -492,7 +515,8 @@ export class FakeComfyUI {
         capped(this.prompts, this.logLimit(), submission)
         this.options.onSubmission?.(submission)
       },
-      recordUpload: (entry) => capped(this.uploadLog, this.logLimit(), { ...entry, at: Date.now() })
+      recordUpload: (entry) => capped(this.uploadLog, this.logLimit(), { ...entry, at: Date.now() }),
+      answerReady: (promptId) => this.answerReady(promptId)
     }
   }
 

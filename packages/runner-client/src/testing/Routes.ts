@@ -56,6 +56,8 @@ export interface RouteHost {
   freeMemory(): void
   recordSubmission(entry: { prompt_id: string | null; client_id: string | null; status: number; error_type: string | null; body: unknown }): void
   recordUpload(entry: { name: string | null; subfolder: string; type: string; size: number; overwrite: boolean; status: number }): void
+  /** Resolves when the 200 answer of a queued prompt may go out (at once, unless `answerPromptsAfter`). */
+  answerReady(promptId: string): Promise<void>
 }
 
 export const json = (value: unknown, status = 200): Reply => ({
@@ -157,6 +159,7 @@ const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> =>
     throw e
   }
   record(200, promptId, null)
+  await host.answerReady(promptId)
   return json({ prompt_id: promptId, number, node_errors: valid.nodeErrors })
 }
 
