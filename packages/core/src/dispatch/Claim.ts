@@ -22,6 +22,7 @@ import type { Workflow } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { type ClaimedWorkflow, DispatchQueue } from "./Dispatch.js"
 import { Driving, type DrivingShape } from "./Driving.js"
+import { frameNodesOf } from "./FrameOutputs.js"
 import { watching } from "./LostRunner.js"
 import { submit } from "./Submit.js"
 
@@ -41,7 +42,7 @@ const submitClaimed = (driving: DrivingShape, dispatch: DispatchQueue["Type"], c
       yield* Queue.offer(driving.slotFreed, undefined)
     })
   return Effect.flatMap(
-    driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json)),
+    driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json), frameNodesOf(claimed.workflow.workflow_json)),
     (recorded) => driving.fork("could not submit a workflow", Effect.ensuring(submit(claimed), after(recorded)))
   )
 }

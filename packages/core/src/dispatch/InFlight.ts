@@ -16,6 +16,7 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { WorkflowHead } from "../workflows/Workflow.js"
+import type { FrameNodes } from "./FrameOutputs.js"
 import type { PostAnswer } from "./PostAnswer.js"
 import type { PromptProgress } from "./Progress.js"
 import type { SeenRun } from "./SeenRun.js"
@@ -36,6 +37,8 @@ export interface Tracked {
   readonly endSeen?: boolean | undefined
   /** The ids of the nodes of its graph (for the overall progress), when known. */
   readonly nodes?: ReadonlyArray<string> | undefined
+  /** The nodes of its graph whose image frames may be outputs (FrameOutputs.ts), when known. */
+  readonly frames?: FrameNodes | undefined
   /** The overall progress of its run (Progress.ts), once it started. */
   readonly progress?: PromptProgress | undefined
   /** What the runner's WebSocket showed of its run (SeenRun.ts), since it started on the current connection. */
@@ -57,8 +60,11 @@ export interface InFlight {
   readonly load: Effect.Effect<number>
   /** Adds or replaces an entry. */
   readonly put: (tracked: Tracked) => Effect.Effect<void>
-  /** Starts tracking a workflow this driver is about to submit (`nodes`: its graph's node ids). */
-  readonly submitting: (workflow: WorkflowHead, nodes: ReadonlyArray<string>) => Effect.Effect<Deferred.Deferred<void>>
+  /**
+   * Starts tracking a workflow this driver is about to submit (`nodes`: its graph's node ids;
+   * `frames`: those whose image frames may be outputs).
+   */
+  readonly submitting: (workflow: WorkflowHead, nodes: ReadonlyArray<string>, frames?: FrameNodes) => Effect.Effect<Deferred.Deferred<void>>
   /** Replaces the record of an entry, keeping the rest (nothing when absent). */
   readonly refresh: (workflow: WorkflowHead) => Effect.Effect<void>
   /** Changes an entry (nothing when absent). */
@@ -110,9 +116,9 @@ export const makeInFlight = (
       count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
       load: Effect.map(Ref.get(ref), loadOf),
       put: (tracked) => change((map) => [undefined, HashMap.set(map, tracked.workflow.id as string, tracked)]),
-      submitting: (workflow, nodes) =>
+      submitting: (workflow, nodes, frames) =>
         Effect.flatMap(Effect.zip(Deferred.make<void>(), Deferred.make<PostAnswer>()), ([recorded, answered]) =>
-          change((map) => [recorded, HashMap.set<string, Tracked>(map, workflow.id, { workflow, phase: "submitting", recorded, answered, nodes })])),
+          change((map) => [recorded, HashMap.set<string, Tracked>(map, workflow.id, { workflow, phase: "submitting", recorded, answered, nodes, frames })])),
       refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
       update: (id, f) => Ref.update(ref, (map) => HashMap.modify(map, id, f)),
       modify: <A>(id: string, f: (tracked: Tracked) => readonly [A, Tracked]) =>

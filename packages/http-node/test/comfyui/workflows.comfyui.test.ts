@@ -1,11 +1,12 @@
 /**
  * WES against an unmodified ComfyUI (0.3.64 and 0.3.45), as a user meets it: `wes serve` (memory
  * store) and one ComfyUI on the CPU, driven only over WES's HTTP API and checked on ComfyUI's own API:
- * parameters (a BOOLEAN set false and true), uploaded inputs (pixels checked), outputs of several kinds, the SSE progress of a
- * real run, cancel while queued and while running, prompts ComfyUI rejects, a node that raises,
- * and a runner registered under ComfyUI's `/api` prefix.
+ * parameters (a BOOLEAN set false and true), uploaded inputs (pixels checked), outputs of several
+ * kinds (files, a video, images sent over the WebSocket by the bundled SaveImageWebsocket, loaded
+ * with its whitelist flag), the SSE progress of a real run, cancel while queued and while running,
+ * prompts ComfyUI rejects, a node that raises, and a runner registered under ComfyUI's `/api` prefix.
  */
-import { RealComfyUI, solidPng } from "@wes/runner-client/testing"
+import { RealComfyUI, solidPng, WEBSOCKET_IMAGE_SAVE } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { json, readJson, workflowForm } from "../harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, subscribe, type TestUser } from "../instances.js"
@@ -27,7 +28,10 @@ describe.skipIf(setup === undefined)(onComfyUI("WES over its HTTP API on a real 
   let user: TestUser
 
   beforeAll(async () => {
-    ;[comfy, wes] = await Promise.all([RealComfyUI.start(setup!), startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })])
+    ;[comfy, wes] = await Promise.all([
+      RealComfyUI.start(setup!, { args: WEBSOCKET_IMAGE_SAVE }),
+      startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })
+    ])
     user = await createUser(wes)
     await addRunner(wes, user, "comfyui", comfy.url)
   })
@@ -137,6 +141,46 @@ describe.skipIf(setup === undefined)(onComfyUI("WES over its HTTP API on a real 
       expect(image).toMatchObject({ format: o.content_type === "image/webp" ? "WEBP" : "PNG", width: 32, height: 24 })
       expect(image.colours).toEqual([[32 * 24, [(color >> 16) & 0xff, (color >> 8) & 0xff, color & 0xff]]])
     }
+  })
+
+  it("keeps the images SaveImageWebsocket sends over the WebSocket (no file on the runner) as PNG outputs", async () => {
+    const { color } = unique()
+    const w = await createWorkflow(wes, user, {
+      "1": { class_type: "EmptyImage", inputs: { width: 40, height: 24, batch_size: 2, color } },
+      "2": { class_type: "SaveImageWebsocket", inputs: { images: ["1", 0] } }
+    })
+    expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+    // ComfyUI's history lists nothing for the node: the images exist only as the frames WES kept.
+    expect((await comfyHistory(comfy, w.id))!["outputs"]).toEqual({})
+    const outputs = await outputsOf(w.id)
+    expect(outputs.map((o) => [o.node_id, o.filename, o.type, o.content_type])).toEqual([
+      ["2", "websocket_2_00001_.png", "websocket", "image/png"],
+      ["2", "websocket_2_00002_.png", "websocket", "image/png"]
+    ])
+    for (const o of outputs) {
+      const file = await download(w.id, o)
+      expect(file.type).toBe("image/png")
+      expect(file.bytes.length).toBe(o.size)
+      const image = await imageColours(setup!, file.bytes)
+      expect(image).toMatchObject({ format: "PNG", width: 40, height: 24 })
+      expect(image.colours).toEqual([[40 * 24, [(color >> 16) & 0xff, (color >> 8) & 0xff, color & 0xff]]])
+    }
+  })
+
+  it("keeps a SaveVideo output as video/mp4", async () => {
+    const { token, color } = unique()
+    const w = await createWorkflow(wes, user, {
+      "1": { class_type: "EmptyImage", inputs: { width: 32, height: 32, batch_size: 3, color } },
+      "2": { class_type: "CreateVideo", inputs: { images: ["1", 0], fps: 6 } },
+      "3": { class_type: "SaveVideo", inputs: { video: ["2", 0], filename_prefix: `${token}/clip`, format: "auto", codec: "auto" } }
+    })
+    expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+    const [output, ...more] = await outputsOf(w.id)
+    expect(more).toEqual([])
+    expect(output).toMatchObject({ node_id: "3", filename: "clip_00001_.mp4", subfolder: token, type: "output", content_type: "video/mp4" })
+    const file = await download(w.id, output!)
+    expect(file.type).toBe("video/mp4")
+    expect(Buffer.from(file.bytes).toString("latin1", 4, 8)).toBe("ftyp")
   })
 
   it("streams the real run over SSE: statuses, executing per node with the overall percent, the output, done", async () => {

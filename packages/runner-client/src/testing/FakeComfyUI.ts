@@ -205,7 +205,7 @@ export class FakeComfyUI {
     }
   }
 
-  /** Resolves once `predicate` holds (checked on every queue change), or rejects after `timeoutMs`. */
+  /** Resolves once `predicate` holds (checked on every queue change and WebSocket connection or close), or rejects after `timeoutMs`. */
   waitUntil(predicate: () => boolean, timeoutMs = 10_000, what = "condition"): Promise<void> {
     if (predicate()) return Promise.resolve()
     return new Promise((resolve, reject) => {
@@ -483,6 +483,7 @@ export class FakeComfyUI {
         unknownNodeError: this.options.unknownNodeError ?? "invalid_prompt",
         version: this.options.version ?? "0.3.64",
         maxUploadBytes: this.maxUploadBytes(),
+        mimeTypes: this.options.mimeTypes ?? "system",
         loaded: (name) => this.objectInfo.nodes === undefined || this.objectInfo.nodes.includes(name),
         objectInfo: this.objectInfo
       },
@@ -578,6 +579,8 @@ export class FakeComfyUI {
     const sid = url.searchParams.get("clientId") || crypto.randomUUID().replace(/-/g, "")
     capped(this.connectionLog, this.logLimit(), { client_id: sid, headers, at: Date.now() })
     this.hub.attach(ws, sid)
+    // `waitUntil` conditions on connections are checked when one closes too.
+    ws.on("close", () => this.changed())
     this.hub.sendJson("status", { status: this.queueInfo(), sid }, sid)
     if (this.executor.clientId === sid && this.executor.lastNodeId !== undefined) {
       this.hub.sendJson("executing", { node: this.executor.lastNodeId }, sid)

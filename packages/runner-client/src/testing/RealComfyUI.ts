@@ -104,6 +104,9 @@ export const installComfyUI = async (setup: ComfyUISetup): Promise<void> => {
   await run(setup.script, ["install", setup.dir], scriptEnv(setup, []), 15 * 60_000)
 }
 
+/** The flags that load ComfyUI's bundled `SaveImageWebsocket` node (custom nodes are disabled by the setup script). */
+export const WEBSOCKET_IMAGE_SAVE: ReadonlyArray<string> = ["--whitelist-custom-nodes", "websocket_image_save.py"]
+
 /** How one ComfyUI is started. */
 export interface RealComfyUIOptions {
   /**

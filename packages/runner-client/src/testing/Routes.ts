@@ -7,7 +7,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { Executor } from "./Executor.js"
-import { annotated, type FileStore, isFileType, parseMultipart, viewHeaders, within } from "./Files.js"
+import { annotated, type FileStore, isFileType, type MimeTypes, parseMultipart, viewHeaders, within } from "./Files.js"
 import type { ObjectInfoOptions } from "./FakeOptions.js"
 import { NODES, nodeInfo } from "./Nodes.js"
 import { type PromptQueue, type QueueItem, UnorderableItems } from "./PromptQueue.js"
@@ -42,6 +42,7 @@ export interface RouteHost {
     readonly unknownNodeError: "invalid_prompt" | "missing_node_type"
     readonly version: string
     readonly maxUploadBytes: number
+    readonly mimeTypes: MimeTypes
     /** Whether a catalogue class is loaded. */
     readonly loaded: (nodeClass: string) => boolean
     readonly objectInfo: ObjectInfoOptions
@@ -254,7 +255,7 @@ const view = async (host: RouteHost, req: RouteRequest): Promise<Reply> => {
   const file = path.join(dir, name)
   const stat = await fs.stat(file).catch(() => undefined)
   if (stat === undefined || !stat.isFile()) return empty(404)
-  return { status: 200, headers: viewHeaders(name), body: await fs.readFile(file) }
+  return { status: 200, headers: viewHeaders(name, host.settings.mimeTypes), body: await fs.readFile(file) }
 }
 
 const MODEL_FOLDERS = [

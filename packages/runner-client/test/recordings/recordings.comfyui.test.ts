@@ -1,10 +1,11 @@
 /**
  * The recordings checked against the real ComfyUI: each scenario is run on a fresh, unmodified
- * ComfyUI and must give the stored recording again, so a change in what ComfyUI sends is noticed
- * (and the fake's test, which compares the fake with the same recordings, stays meaningful).
+ * ComfyUI (with its bundled SaveImageWebsocket node loaded) and must give the stored recording
+ * again, so a change in what ComfyUI sends is noticed (and the fake's test, which compares the fake
+ * with the same recordings, stays meaningful).
  * `WES_RECORD=1 pnpm test:comfyui` rewrites the recordings instead.
  */
-import { RealComfyUI } from "@wes/runner-client/testing"
+import { RealComfyUI, WEBSOCKET_IMAGE_SAVE } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { comfyUISetup, comfyUIVersion } from "../comfyui/context.js"
 import { record, scenarios } from "./scenarios.js"
@@ -17,7 +18,7 @@ const rewrite = process.env["WES_RECORD"] === "1"
 describe.skipIf(setup === undefined)(`ComfyUI ${version} recordings`, () => {
   let comfy: RealComfyUI
   beforeAll(async () => {
-    comfy = await RealComfyUI.start(setup!)
+    comfy = await RealComfyUI.start(setup!, { args: WEBSOCKET_IMAGE_SAVE })
     const stats = await (await fetch(`${comfy.url}/system_stats`)).json() as { system: { comfyui_version: string } }
     expect(stats.system.comfyui_version).toBe(version)
   })
