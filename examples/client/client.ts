@@ -28,7 +28,7 @@ export interface ClientOptions {
   /** More text parameters, by form field (`$name` / `#name`). */
   readonly params?: Readonly<Record<string, string>>
   /** The input image. */
-  readonly image: { readonly filename: string; readonly bytes: Uint8Array }
+  readonly image: { readonly filename: string; readonly bytes: Uint8Array<ArrayBuffer> }
   /** Where the progress bar goes. */
   readonly terminal: Terminal
   /** Delete the runner at the end (default true). */

@@ -1,10 +1,14 @@
 /**
  * The form for a workflow's placeholders. They are found by the server's own parser
  * (`findPlaceholders` of @wes/core), so the page reads `$text`, `$file` and `#choice` exactly as
- * the API will: text inputs, file pickers, and selects with the choice's options.
+ * the API will: text inputs, file pickers, and selects with the choice's options. The type each
+ * value is converted to on create comes from the server (`POST /v1/workflow/parameters`): a
+ * BOOLEAN is a checkbox, an INT or FLOAT a number field with its bounds, a COMBO a select.
  */
 import { findPlaceholders, type Placeholder, placeholderKey } from "@wes/core"
 import * as Either from "effect/Either"
+import { postJson } from "./api.js"
+import type { InputTypeJson, WorkflowParameterJson } from "./types.js"
 
 export { type Placeholder, placeholderKey }
 
@@ -20,9 +24,79 @@ export const fieldOf = (p: Placeholder): string => (p.kind === "choice" ? `#${p.
 
 export type ParamValues = Readonly<Record<string, string | File | undefined>>
 
+/** Each form field's type as create converts it (absent or null: text). */
+export type ParamTypes = ReadonlyMap<string, InputTypeJson | null>
+
+/** The server's description of a definition's parameters: the type of each form field. */
+export const describeParams = async (
+  body: { readonly workflow_json?: unknown; readonly template_id?: string; readonly tags: ReadonlyArray<string> }
+): Promise<ParamTypes> => {
+  const { parameters } = await postJson<{ parameters: ReadonlyArray<WorkflowParameterJson> }>("/v1/workflow/parameters", "POST", body)
+  return new Map(parameters.map((p) => [p.field, p.type]))
+}
+
+/** How create reads a BOOLEAN (true/yes/1, any case). */
+const isTrue = (value: string | undefined): boolean => value !== undefined && /^(true|yes|1)$/i.test(value.trim())
+
+const typeLabel = (t: InputTypeJson): string => {
+  const range = "min" in t || "max" in t ? ` ${t.min ?? "…"} to ${t.max ?? "…"}` : ""
+  return t.type === "INT" || t.type === "FLOAT" ? `${t.type}${range}` : t.type
+}
+
+/**
+ * The values to send: as given, and a BOOLEAN without a value or a default sent as false (an
+ * unticked box is a value too).
+ */
+export const valuesToSend = (placeholders: ReadonlyArray<Placeholder>, types: ParamTypes, values: ParamValues): ParamValues => {
+  const unticked = placeholders.filter((p) => types.get(fieldOf(p))?.type === "BOOLEAN" && p.default === undefined)
+  return { ...Object.fromEntries(unticked.map((p) => [fieldOf(p), "false"])), ...values }
+}
+
+const ValueInput = (props: {
+  readonly id: string
+  readonly p: Placeholder
+  readonly type: InputTypeJson | null | undefined
+  readonly value: string | undefined
+  readonly onChange: (value: string) => void
+}) => {
+  const { id, p, type, value } = props
+  const current = value ?? p.default
+  if (p.kind === "choice" && p.options.length > 0) {
+    return (
+      <select id={id} value={current} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        {p.options.map((o) => <option key={o} value={o}>{o}</option>)}
+      </select>
+    )
+  }
+  switch (type?.type) {
+    case "BOOLEAN":
+      return <input id={id} type="checkbox" checked={isTrue(current)} onChange={(e) => props.onChange(e.currentTarget.checked ? "true" : "false")} />
+    case "COMBO":
+      return (
+        <select id={id} required={p.default === undefined} value={current ?? ""} onChange={(e) => props.onChange(e.currentTarget.value)}>
+          {current === undefined && <option value="">(choose)</option>}
+          {type.options.map((o) => <option key={String(o)} value={String(o)}>{String(o)}</option>)}
+        </select>
+      )
+    case "INT":
+    case "FLOAT":
+      return (
+        <input id={id} type="number" required={p.default === undefined} min={type.min} max={type.max}
+          step={type.type === "FLOAT" ? "any" : "step" in type && type.step !== undefined && type.step > 1 ? type.step : 1}
+          value={value ?? ""} placeholder={p.default ?? ""} onInput={(e) => props.onChange(e.currentTarget.value)} />
+      )
+    default:
+      return (
+        <input id={id} type="text" required={p.default === undefined} value={value ?? ""}
+          placeholder={p.default ?? ""} onInput={(e) => props.onChange(e.currentTarget.value)} />
+      )
+  }
+}
+
 export const ParamFields = (props: {
   readonly placeholders: ReadonlyArray<Placeholder>
   readonly values: ParamValues
+  readonly types: ParamTypes
   readonly onChange: (field: string, value: string | File | undefined) => void
   /** Files are optional (a rerun keeps the original's while it is unfinished). */
   readonly filesOptional?: boolean
@@ -35,21 +109,18 @@ export const ParamFields = (props: {
       const id = `param-${p.kind}-${p.name}`
       const where = p.locations.map((l) => `node ${l.node}.${l.input}`).join(", ")
       const value = props.values[field]
+      const type = props.types.get(field)
       return (
         <div class="field" key={field}>
-          <label for={id}>{p.name} <span class="muted">({p.kind}{p.default !== undefined && p.kind === "text" ? `, default ${p.default}` : ""}; {where})</span></label>
+          <label for={id}>
+            {p.name}{" "}
+            <span class="muted">
+              ({p.kind}{type ? `, ${typeLabel(type)}` : ""}{p.default !== undefined && p.kind === "text" ? `, default ${p.default}` : ""}; {where})
+            </span>
+          </label>
           {p.kind === "file"
             ? <input id={id} type="file" required={props.filesOptional !== true} onChange={(e) => props.onChange(field, e.currentTarget.files?.[0])} />
-            : p.kind === "choice" && p.options.length > 0
-            ? (
-              <select id={id} value={typeof value === "string" ? value : p.default} onChange={(e) => props.onChange(field, e.currentTarget.value)}>
-                {p.options.map((o) => <option key={o} value={o}>{o}</option>)}
-              </select>
-            )
-            : (
-              <input id={id} type="text" required={p.default === undefined} value={typeof value === "string" ? value : ""}
-                placeholder={p.default ?? ""} onInput={(e) => props.onChange(field, e.currentTarget.value)} />
-            )}
+            : <ValueInput id={id} p={p} type={type} value={typeof value === "string" ? value : undefined} onChange={(v) => props.onChange(field, v)} />}
         </div>
       )
     })}

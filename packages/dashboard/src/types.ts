@@ -11,6 +11,7 @@ import type {
   TemplateListItem,
   WorkflowDetail,
   WorkflowOutputView,
+  WorkflowParameter,
   WorkflowStatus as WorkflowStatusSchema,
   WorkflowSummary
 } from "@wes/core"
@@ -24,6 +25,9 @@ export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem
 export type RunnerJson = Schema.Schema.Encoded<typeof RunnerView>
 export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
 export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
+export type WorkflowParameterJson = Schema.Schema.Encoded<typeof WorkflowParameter>
+/** What a parameter's value is converted to on create (null: sent as text). */
+export type InputTypeJson = NonNullable<WorkflowParameterJson["type"]>
 export type Status = typeof WorkflowStatusSchema.Type
 
 /** The statuses, in the order of a workflow's life, and which of them are final (from the core). */

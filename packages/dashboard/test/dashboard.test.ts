@@ -273,6 +273,27 @@ describe("dashboard", () => {
     await second.waitFor({ state: "detached" })
   })
 
+  it("shows each parameter's type: a checkbox for a BOOLEAN (its state sent as true or false), a number field for an INT", async () => {
+    const switchWorkflow = {
+      "1": { class_type: "PrimitiveBoolean", inputs: { value: "$text(flag)" } },
+      "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } },
+      "3": { class_type: "EmptyImage", inputs: { width: "$text(width, 16)", height: 16, batch_size: 1, color: 0 } },
+      "4": { class_type: "SaveImage", inputs: { images: ["3", 0], filename_prefix: "dash/switch" } }
+    }
+    for (const tick of [true, false]) {
+      await submit(`switch-${tick}`, switchWorkflow, async () => {
+        const flag = page.getByRole("checkbox", { name: /^flag \(text, BOOLEAN; node 1\.value\)/ })
+        expect(await flag.isChecked()).toBe(false)
+        const width = page.getByRole("spinbutton", { name: /^width \(text, INT 1 to 16384, default 16;/ })
+        expect([await width.getAttribute("min"), await width.getAttribute("max"), await width.getAttribute("step")]).toEqual(["1", "16384", "1"])
+        if (tick) await flag.check()
+        if (tick) await shoot("submit-typed")
+      })
+      await badge("completed").waitFor()
+      await page.getByRole("row", { name: new RegExp(`\\$text\\(flag\\)\\s+${tick}`) }).waitFor()
+    }
+  })
+
   it("shows the tier's limits and usage, and links to the API reference", async () => {
     await go("/account", "Account")
     const row = (label: string) => page.locator("tbody tr", { has: page.getByRole("rowheader", { name: label, exact: true }) })

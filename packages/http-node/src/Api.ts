@@ -15,6 +15,7 @@ import {
   CreateRunnerRequest,
   CreateUserRequest,
   CurrentUser as CurrentUserView,
+  DescribeParametersRequest,
   IssuedToken,
   IssueTokenRequest,
   ManagedRunnerResponse,
@@ -35,6 +36,7 @@ import {
   WebhookView,
   WorkflowDetail,
   WorkflowOutputView,
+  WorkflowParameters,
   WorkflowStatus,
   WorkflowSummary
 } from "@wes/core"
@@ -165,6 +167,9 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
   .add(HttpApiEndpoint.post("create", "/v1/workflow").setPayload(CreateWorkflowForm).addSuccess(WorkflowSummary, created)
     .addError(BadRequest).addError(Forbidden).addError(NotFoundStatus)
     .annotate(OpenApi.Summary, "Create a workflow (from workflow_json or template_id)"))
+  .add(HttpApiEndpoint.post("parameters", "/v1/workflow/parameters").setPayload(json(DescribeParametersRequest))
+    .addSuccess(WorkflowParameters).addError(BadRequest).addError(NotFoundStatus)
+    .annotate(OpenApi.Summary, "Describe a definition's parameters: the type each value is converted to on create"))
   .add(HttpApiEndpoint.get("list", "/v1/workflow").setUrlParams(Schema.Struct({
     ...PageParams.fields,
     status: Schema.optional(WorkflowStatus),

@@ -45,6 +45,11 @@ export interface WesConfig {
   /** How long a waiting workflow takes to rise one priority level. */
   readonly priorityAging: Duration.Duration
   /**
+   * WES_RUNNER_LOST_AFTER: how long a runner may stay unreachable before the workflows queued or
+   * running on it end `failed` with `RunnerLost` (or are retried on another runner) (10m).
+   */
+  readonly runnerLostAfter: Duration.Duration
+  /**
    * WES_DB_SILENCE_TIMEOUT: a PostgreSQL connection that carries nothing either way for this
    * long is dropped, so a statement on a connection that went silent fails (503) instead of
    * hanging (default: the store's, 30s).
@@ -110,6 +115,10 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   priorityAging: Config.duration("WES_PRIORITY_AGING").pipe(
     Config.validate({ message: "WES_PRIORITY_AGING must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
     Config.withDefault(Duration.minutes(5))
+  ),
+  runnerLostAfter: Config.duration("WES_RUNNER_LOST_AFTER").pipe(
+    Config.validate({ message: "WES_RUNNER_LOST_AFTER must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
+    Config.withDefault(Duration.minutes(10))
   ),
   lease: Config.duration("WES_LEASE").pipe(
     Config.validate({ message: "WES_LEASE must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),

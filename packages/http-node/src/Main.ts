@@ -68,7 +68,8 @@ const coreServices = (config: WesConfig) => {
   return Dispatcher.layer({
     concurrencyPerRunner: config.runnerConcurrency,
     claimLease: config.lease,
-    priorityAging: config.priorityAging
+    priorityAging: config.priorityAging,
+    runnerLostAfter: config.runnerLostAfter
   }).pipe(
     Layer.provideMerge(useCasesLayer({ capabilities: { refreshInterval: config.capabilityRefresh } })),
     Layer.provideMerge(Layer.mergeAll(

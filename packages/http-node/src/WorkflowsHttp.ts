@@ -1,4 +1,4 @@
-/** /v1/workflow: create, list, get, rerun, cancel, subscribe (SSE) and outputs. */
+/** /v1/workflow: create, describe parameters, list, get, rerun, cancel, subscribe (SSE) and outputs. */
 import { group } from "./edge/ApiGroups.js"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { toDetail, WebhookService, WorkflowService } from "@wes/core"
@@ -30,6 +30,7 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
             priority: payload.priority,
             webhook_url: payload.webhook_url
           }))))
+      .handle("parameters", ({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.describeParameters(user, payload)))
       .handle("list", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
           Effect.map(workflows.list(user, urlParams), (page) => ({ workflows: page.items, total: page.total }))))

@@ -15,7 +15,9 @@ const live = (after: number): FollowStart => ({ first: [], after: Option.some(af
 
 /** A client connection: what the hub writes, as it arrives (read as fast as it comes, unless `reading` is false). */
 const client = (reading = true) => {
-  const out = new PassThrough()
+  // 16 KB of buffer as node 20 gave every stream (node 22 raised the default to 64 KB): the
+  // bound asserted below counts what a client that stops reading can hold before the hub sees it.
+  const out = new PassThrough({ highWaterMark: 16 * 1024 })
   const seen = { value: "", ended: false, closed: false, writes: [] as Array<Buffer> }
   const write = out.write.bind(out)
   out.write = ((chunk: Buffer) => {

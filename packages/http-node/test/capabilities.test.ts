@@ -25,8 +25,8 @@ import {
 /** Every class of the fake's catalogue. */
 const CATALOGUE = [
   "EmptyImage", "ImageInvert", "ImageScale", "MaskToImage", "ImageBlur", "SolidMask", "LoadImage", "SaveImage", "PreviewImage",
-  "SaveAnimatedWEBP", "SaveImageWebsocket", "PrimitiveString", "PrimitiveStringMultiline", "PrimitiveInt", "PrimitiveFloat",
-  "PrimitiveBoolean", "StringConcatenate", "PreviewAny", "FakeSleep"
+  "SaveAnimatedWEBP", "SaveImageWebsocket", "CreateVideo", "SaveVideo", "EmptyAudio", "SaveAudio", "PrimitiveString",
+  "PrimitiveStringMultiline", "PrimitiveInt", "PrimitiveFloat", "PrimitiveBoolean", "StringConcatenate", "PreviewAny", "FakeSleep"
 ]
 const without = (...names: Array<string>) => CATALOGUE.filter((n) => !names.includes(n))
 

@@ -1,4 +1,4 @@
-/** `wes serve`'s configuration: runners' capabilities (WES_CAPABILITY_REFRESH), webhooks (WES_WEBHOOK_*) and the PostgreSQL store (WES_DB_*). */
+/** `wes serve`'s configuration: runners' capabilities (WES_CAPABILITY_REFRESH), lost runners (WES_RUNNER_LOST_AFTER), webhooks (WES_WEBHOOK_*) and the PostgreSQL store (WES_DB_*). */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -17,6 +17,18 @@ describe("WES_CAPABILITY_REFRESH", () => {
     const tooShort = await load({ WES_CAPABILITY_REFRESH: "1 second" })
     expect(tooShort._tag).toBe("Left")
     expect(String(tooShort._tag === "Left" ? tooShort.left : "")).toContain("WES_CAPABILITY_REFRESH must be at least 10 seconds")
+  })
+})
+
+describe("WES_RUNNER_LOST_AFTER", () => {
+  it("defaults to 10 minutes, takes a duration, and refuses less than 1 second naming the variable", async () => {
+    const lostAfter = (r: Awaited<ReturnType<typeof load>>) => (r._tag === "Right" ? Duration.toMillis(r.right.runnerLostAfter) : "error")
+    expect(lostAfter(await load({}))).toBe(600_000)
+    expect(lostAfter(await load({ WES_RUNNER_LOST_AFTER: "90 seconds" }))).toBe(90_000)
+    const tooShort = await load({ WES_RUNNER_LOST_AFTER: "500 millis" })
+    expect(String(tooShort._tag === "Left" ? tooShort.left : "")).toContain("WES_RUNNER_LOST_AFTER must be at least 1 second")
+    const wrong = await load({ WES_RUNNER_LOST_AFTER: "soon" })
+    expect(String(wrong._tag === "Left" ? wrong.left : "")).toContain("WES_RUNNER_LOST_AFTER")
   })
 })
 

@@ -2,7 +2,7 @@
  * Workflows really running: the server with the dispatcher and the real runner client, against
  * fake ComfyUI servers driven into every fault the issue lists.
  */
-import { FakeComfyUI, saveImageWorkflow, slowWorkflow, solidPng } from "@wes/runner-client/testing"
+import { FakeComfyUI, saveImageWorkflow, slowWorkflow, solidPng, textWorkflow } from "@wes/runner-client/testing"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import {
   type ErrorBody,
@@ -153,6 +153,47 @@ describe("running workflows", () => {
     expect(done.status).toBe("invalid")
     expect(done.exception_type).toBe("invalid_prompt")
     expect(done.exception_message).toContain("NoSuchNode")
+  })
+
+  // A valid text output beside a SaveImage without its images: ComfyUI queues the valid part and
+  // answers 200 with node_errors for the other (server.py's post_prompt, 0.3.45 to 0.3.64).
+  const partlyInvalid = {
+    ...textWorkflow("partly"),
+    "3": { class_type: "SaveImage", inputs: { filename_prefix: "never" } }
+  }
+
+  it("a prompt answered 200 with node_errors after the runner ran it is invalid, not completed", async () => {
+    const f = await fake()
+    f.answerPromptsAfter("finished")
+    // ComfyUI is slow to take the prompt back (queue delete, queue read): WES sees the run end first.
+    f.slowHttp(300)
+    const u = await server.user("pro")
+    await addRunner(u, f)
+    const w = await submit(u, partlyInvalid)
+    const done = await waitFor(u, w.id)
+    expect(done).toMatchObject({ status: "invalid", error_node: "3", exception_type: "prompt_outputs_failed_validation" })
+    expect(done.exception_message).toContain("Required input is missing: images")
+    // The runner did run the valid part before it answered.
+    expect(f.state.history).toContain(w.id)
+    // Not recorded as started either.
+    expect(done.started_at).toBeNull()
+  })
+
+  it("a prompt answered 200 with node_errors while the runner runs it is invalid, and taken off the runner", async () => {
+    const f = await fake()
+    f.hold()
+    f.answerPromptsAfter("started")
+    const u = await server.user("pro")
+    await addRunner(u, f)
+    const w = await submit(u, partlyInvalid)
+    const done = await waitFor(u, w.id)
+    expect(done).toMatchObject({ status: "invalid", error_node: "3", exception_type: "prompt_outputs_failed_validation" })
+    // WES interrupted what the runner had started.
+    await f.whenFinished(w.id)
+    const history = await (await fetch(`${f.url}/history/${w.id}`)).json() as Record<string, { status: { messages: Array<[string, unknown]> } }>
+    expect(history[w.id]!.status.messages.map(([type]) => type)).toContain("execution_interrupted")
+    f.release()
+    expect((await get(u, w.id)).status).toBe("invalid")
   })
 
   it("uploads a file parameter to the runner, substitutes its name, and deletes the upload afterwards", async () => {

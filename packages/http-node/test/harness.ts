@@ -184,7 +184,7 @@ export const smokeWorkflow = (inputs: Record<string, unknown> = {}) => ({
 export const NO_WORKFLOW = Symbol("no workflow_json")
 
 /** A multipart form with a workflow_json file and extra fields (strings, or [bytes, filename] files). */
-export const workflowForm = (fields: Record<string, string | readonly [Uint8Array | string, string]>, json: unknown = smokeWorkflow()): FormData => {
+export const workflowForm = (fields: Record<string, string | readonly [Uint8Array<ArrayBuffer> | string, string]>, json: unknown = smokeWorkflow()): FormData => {
   const form = new FormData()
   if (json !== NO_WORKFLOW) form.append("workflow_json", new Blob([JSON.stringify(json)], { type: "application/json" }), "workflow.json")
   for (const [key, value] of Object.entries(fields)) {

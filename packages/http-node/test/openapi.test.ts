@@ -34,7 +34,7 @@ describe("OpenAPI document and docs page", () => {
       "GET /v1/workflow", "GET /v1/workflow/{id}", "GET /v1/workflow/{id}/deliveries", "GET /v1/workflow/{id}/outputs",
       "GET /v1/workflow/{id}/outputs/{output_id}", "GET /v1/workflow/{id}/subscribe",
       "PATCH /v1/runner/{id}",
-      "POST /v1/runner", "POST /v1/template", "POST /v1/webhook/rotate-secret", "POST /v1/workflow",
+      "POST /v1/runner", "POST /v1/template", "POST /v1/webhook/rotate-secret", "POST /v1/workflow", "POST /v1/workflow/parameters",
       "POST /v1/workflow/{id}/cancel", "POST /v1/workflow/{id}/deliveries/{delivery_id}/retry", "POST /v1/workflow/{id}/rerun",
       "PUT /v1/runner/{id}", "PUT /v1/template/{id}", "PUT /v1/webhook"
     ])

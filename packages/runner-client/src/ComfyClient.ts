@@ -52,6 +52,7 @@ import {
   UploadAnswer
 } from "./ComfyResponses.js"
 import { makeComfyJobs } from "./ComfyJobs.js"
+import { outputContentType } from "./ContentTypes.js"
 import { multipartUpload } from "./MultipartUpload.js"
 import {
   type Answer,
@@ -308,7 +309,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
       Effect.flatMap(
         open(dispatcher, runner, { method: "GET", path: "/view", query: { filename: file.filename, subfolder: file.subfolder, type: file.type } }, download),
         ({ body, headers, what }): Effect.Effect<Download, RunnerUnreachable> => {
-          const content_type = headers["content-type"] ?? "application/octet-stream"
+          const content_type = outputContentType(file.filename, headers["content-type"])
           // undici's `bodyTimeout` is the idle timeout: it runs only while the runner owes bytes, not while the consumer is slow.
           const broke = (e: unknown) =>
             unreachable(runner, `${what}: ${isTimeout(e) ? stalled : e instanceof BodyTooLarge ? "more bytes than announced" : `download broke off: ${describeCause(e)}`}`)

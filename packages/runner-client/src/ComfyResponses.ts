@@ -171,8 +171,22 @@ const HistoryStatus = Schema.Struct({
 /** One history entry, reduced to what the service reads. */
 export const HistoryEntry = Schema.Struct({
   outputs: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
-  status: Schema.optional(Schema.NullOr(HistoryStatus))
+  status: Schema.optional(Schema.NullOr(HistoryStatus)),
+  /** The queue item: `[number, prompt_id, prompt, extra_data, outputs_to_execute]`. */
+  prompt: Schema.optional(Schema.Unknown)
 })
+
+/** The `class_type` of each node of the prompt a history entry stored, when it is there. */
+const promptClasses = (item: unknown): Record<string, string> | undefined => {
+  const graph = Array.isArray(item) ? item[2] : undefined
+  if (typeof graph !== "object" || graph === null || Array.isArray(graph)) return undefined
+  const classes: Record<string, string> = {}
+  for (const [id, node] of Object.entries(graph as Record<string, unknown>)) {
+    const type = typeof node === "object" && node !== null ? (node as { class_type?: unknown }).class_type : undefined
+    if (typeof type === "string") classes[id] = type
+  }
+  return classes
+}
 
 /** `GET /history/{id}`: `{}` while unknown, pending or running. */
 export const HistoryAnswer = Schema.Record({ key: Schema.String, value: Schema.Unknown })
@@ -220,10 +234,12 @@ export const toPromptHistory = (entry: typeof HistoryEntry.Type): PromptHistory 
   const terminal = [...messages].reverse().find(([type]) => TERMINAL.has(type))
   const timestamp = (data: unknown) =>
     Either.match(Schema.decodeUnknownEither(Timestamped)(data), { onLeft: () => null, onRight: (t) => t.timestamp ?? null })
+  const classes = promptClasses(entry.prompt)
   const base = {
     outputs: outputFiles(entry.outputs),
     started_at: start === undefined ? null : timestamp(start[1]),
-    completed_at: terminal === undefined ? null : timestamp(terminal[1])
+    completed_at: terminal === undefined ? null : timestamp(terminal[1]),
+    ...(classes === undefined ? {} : { classes })
   }
   if (terminal === undefined) {
     // No terminal message (a status of null, or an unusual build): trust status_str.

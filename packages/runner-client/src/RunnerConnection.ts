@@ -20,7 +20,8 @@ import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
 import { WebSocket } from "ws"
 import { baseUrl } from "./RunnerHttp.js"
-import { decodeBinaryFrame, decodeFrame, FEATURE_FLAGS_MESSAGE } from "./RunnerMessages.js"
+import { Outbox } from "./Outbox.js"
+import { attributeImages, decodeBinaryFrame, decodeFrame, FEATURE_FLAGS_MESSAGE } from "./RunnerMessages.js"
 
 /** Timing and buffering of the runner WebSocket. */
 export interface RunnerConnectionOptions {
@@ -40,6 +41,16 @@ export interface RunnerConnectionOptions {
   readonly bufferSize?: number
   /** Frames received but not yet decoded (default 1024); overflowing it drops the connection, which then reconnects. */
   readonly inboxSize?: number
+  /**
+   * Largest frame taken (default 64 MiB): an image a node sends through the socket is one frame,
+   * held whole. A bigger one closes the connection (1009), which then reconnects.
+   */
+  readonly maxFrameSize?: number
+  /**
+   * Bytes of image frames received and not yet taken by the consumer (default 256 MiB): a frame
+   * that would exceed it drops the connection, like an inbox overflow.
+   */
+  readonly imageBytes?: number
 }
 
 interface Settings {
@@ -51,6 +62,8 @@ interface Settings {
   readonly closeTimeout: Duration.Duration
   readonly bufferSize: number
   readonly inboxSize: number
+  readonly maxFrameSize: number
+  readonly imageBytes: number
 }
 
 const settingsOf = (o: RunnerConnectionOptions): Settings => ({
@@ -61,7 +74,9 @@ const settingsOf = (o: RunnerConnectionOptions): Settings => ({
   maxDelay: Duration.decode(o.reconnectMaxDelay ?? Duration.seconds(30)),
   closeTimeout: Duration.decode(o.closeTimeout ?? Duration.seconds(5)),
   bufferSize: Math.max(1, o.bufferSize ?? 256),
-  inboxSize: Math.max(1, o.inboxSize ?? 1024)
+  inboxSize: Math.max(1, o.inboxSize ?? 1024),
+  maxFrameSize: Math.max(1024, o.maxFrameSize ?? 64 * 1024 * 1024),
+  imageBytes: Math.max(1024, o.imageBytes ?? 256 * 1024 * 1024)
 })
 
 /** `ws(s)://host[/prefix]/ws?clientId=<id>` for a runner endpoint. */
@@ -86,7 +101,7 @@ class Session {
   alive = true
   private wake: (() => void) | undefined
 
-  constructor(readonly ws: WebSocket, inboxSize: number) {
+  constructor(readonly ws: WebSocket, inboxSize: number, outbox: Outbox) {
     ws.on("open", () => {
       ws.send(FEATURE_FLAGS_MESSAGE)
       Deferred.unsafeDone(this.opened, Exit.succeed(true))
@@ -94,12 +109,13 @@ class Session {
     ws.on("message", (data, isBinary) => {
       this.alive = true
       if (this.reason !== undefined) return
-      if (this.inbox.length >= inboxSize) {
+      const frame = isBinary ? toBuffer(data) : String(data)
+      // Binary frames (images) are bounded in bytes too, until the consumer takes them (Outbox.ts).
+      if (this.inbox.length >= inboxSize || (typeof frame !== "string" && !outbox.receive(frame.length))) {
         this.end("event buffer overflow: the consumer is too slow", true)
         return
       }
-      // Binary frames (previews) keep their bytes only until decoded: at most `inboxSize` frames.
-      this.inbox.push(isBinary ? toBuffer(data) : String(data))
+      this.inbox.push(frame)
       this.notify()
     })
     ws.on("pong", () => {
@@ -181,8 +197,9 @@ const heartbeat = (session: Session, s: Settings): Effect.Effect<void> =>
 const PUMP_BATCH = 256
 
 /** Decodes the inbox into `out` (waiting when `out` is full) until the session ended and the inbox is empty. */
-const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerTarget): Effect.Effect<void> =>
+const pump = (session: Session, out: Outbox, runner: RunnerTarget): Effect.Effect<void> =>
   Effect.gen(function*() {
+    const attribute = attributeImages()
     while (true) {
       if (session.inbox.length === 0) {
         if (session.reason !== undefined) return
@@ -191,16 +208,18 @@ const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerT
       }
       // What arrived meanwhile goes in one offer: the consumer takes it as one batch.
       const events: Array<RunnerEvent> = []
+      let bytes = 0
       for (const frame of session.inbox.splice(0, PUMP_BATCH)) {
+        if (typeof frame !== "string") bytes += frame.length
         const decoded = typeof frame === "string" ? decodeFrame(frame) : decodeBinaryFrame(frame)
-        if (decoded._tag === "Event") events.push(decoded.event)
+        if (decoded._tag === "Event") events.push(attribute(decoded.event))
         else if (decoded._tag === "Malformed") {
           yield* Effect.logDebug(`runner ${runner.name}: ignoring a malformed WebSocket message (${decoded.reason})`)
           // The driver then reads the end of the runs in progress from the history.
           events.push({ _tag: "Unreadable", reason: decoded.reason })
         }
       }
-      if (events.length > 0) yield* Queue.offerAll(out, events)
+      yield* out.offerAll(events, bytes)
     }
   })
 
@@ -208,7 +227,7 @@ const pump = (session: Session, out: Queue.Enqueue<RunnerEvent>, runner: RunnerT
 const connectOnce = (
   runner: RunnerTarget,
   url: string,
-  out: Queue.Enqueue<RunnerEvent>,
+  out: Outbox,
   s: Settings
 ): Effect.Effect<{ readonly opened: boolean; readonly reason: string }> =>
   Effect.scoped(Effect.gen(function*() {
@@ -218,16 +237,18 @@ const connectOnce = (
           new WebSocket(url, {
             headers: { ...runner.headers },
             handshakeTimeout: Duration.toMillis(s.openTimeout),
-            perMessageDeflate: false
+            perMessageDeflate: false,
+            maxPayload: s.maxFrameSize
           }),
-          s.inboxSize
+          s.inboxSize,
+          out
         )
       ),
       (session) => closeFully(session.ws, s.closeTimeout)
     )
     const opened = yield* Deferred.await(session.opened)
     if (!opened) return { opened: false, reason: session.reason ?? "not opened" }
-    yield* Queue.offer(out, { _tag: "Connected" })
+    yield* out.offerAll([{ _tag: "Connected" }])
     const beat = yield* Effect.fork(heartbeat(session, s))
     const relay = yield* Effect.fork(pump(session, out, runner))
     const reason = yield* Deferred.await(session.ended)
@@ -252,23 +273,28 @@ export const runnerEvents = (
   Effect.gen(function*() {
     const s = settingsOf(options)
     const url = websocketUrl(runner, clientId)
-    const out = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(s.bufferSize), Queue.shutdown)
+    const queue = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(s.bufferSize), Queue.shutdown)
+    const out = new Outbox(queue, s.imageBytes)
     yield* Effect.forkScoped(Effect.gen(function*() {
       let attempt = 0
       while (true) {
         const result = yield* connectOnce(runner, url, out, s)
         if (result.opened) {
           attempt = 0
+          // A frame over `maxFrameSize` (ws: "Max payload size exceeded"): the run that sent it loses it.
+          if (/max payload/i.test(result.reason)) {
+            yield* Effect.logWarning(`runner ${runner.name}: a WebSocket frame exceeded ${s.maxFrameSize} bytes; the connection was dropped`)
+          }
           yield* Effect.logDebug(`runner ${runner.name}: WebSocket lost: ${result.reason}`)
-          yield* Queue.offer(out, { _tag: "Disconnected", reason: result.reason })
+          yield* out.offerAll([{ _tag: "Disconnected", reason: result.reason }])
         } else {
           yield* Effect.logDebug(`runner ${runner.name}: WebSocket connect failed: ${result.reason}`)
           // Said too, so that whoever waits for the socket to open knows it did not.
-          yield* Queue.offer(out, { _tag: "Disconnected", reason: result.reason })
+          yield* out.offerAll([{ _tag: "Disconnected", reason: result.reason }])
         }
         yield* Effect.sleep(yield* backoff(attempt, s))
         attempt++
       }
     }))
-    return out
+    return queue
   })

@@ -1,7 +1,7 @@
 /**
  * ComfyUI's WebSocket frames (comfyui-protocol.md sections 6.3 and 6.4) decoded with
  * `effect/Schema` into `RunnerEvent`s: the JSON messages of 0.3.x and later (`progress_state` and
- * `execution_cached` included) and the binary preview frames (type 1, and type 4 with its JSON
+ * `execution_cached` included) and the binary image frames (type 1, and type 4 with its JSON
  * metadata). Unknown types (custom nodes, `logs`, `feature_flags`, ...) are ignored; extra fields
  * are tolerated, since newer servers add some (`activity` in `progress_state`, `metadata` on files).
  */
@@ -171,8 +171,10 @@ const PREVIEW_IMAGE = 1
 const PREVIEW_IMAGE_WITH_METADATA = 4
 
 /**
- * Decodes one binary frame (uint32 BE event type, then its payload): previews become `Preview`
- * events, other types (3, text of API nodes; custom types) are ignored.
+ * Decodes one binary frame (uint32 BE event type, then its payload): images (a sampler's preview
+ * or a `SaveImageWebsocket` image, sent alike) become `ImageFrame` events holding their bytes (a
+ * view into the frame, not a copy); other types (3, text of API nodes; custom types) are ignored.
+ * A type 1 frame names neither prompt nor node: `attributeImages` fills them in.
  */
 export const decodeBinaryFrame = (frame: Uint8Array): Decoded => {
   if (frame.length < 8) return { _tag: "Malformed", reason: `binary frame of ${frame.length} bytes` }
@@ -181,7 +183,7 @@ export const decodeBinaryFrame = (frame: Uint8Array): Decoded => {
   if (type === PREVIEW_IMAGE) {
     const format = view.getUint32(4)
     const image_type = format === 2 ? "image/png" : format === 1 ? "image/jpeg" : "application/octet-stream"
-    return { _tag: "Event", event: { _tag: "Preview", prompt_id: null, node: null, image_type, size: frame.length - 8 } }
+    return { _tag: "Event", event: { _tag: "ImageFrame", prompt_id: null, node: null, image_type, image: frame.subarray(8) } }
   }
   if (type !== PREVIEW_IMAGE_WITH_METADATA) return { _tag: "Ignored" }
   const length = view.getUint32(4)
@@ -191,9 +193,38 @@ export const decodeBinaryFrame = (frame: Uint8Array): Decoded => {
     onLeft: (e) => ({ _tag: "Malformed", reason: `preview metadata: ${e.message}` }),
     onRight: (m) => ({
       _tag: "Event",
-      event: { _tag: "Preview", prompt_id: m.prompt_id, node: m.node_id, image_type: m.image_type, size: frame.length - 8 - length }
+      event: { _tag: "ImageFrame", prompt_id: m.prompt_id, node: m.node_id, image_type: m.image_type, image: frame.subarray(8 + length) }
     })
   })
+}
+
+/**
+ * Fills in the prompt and node of image frames that do not name them (type 1, or type 4 from a
+ * node running outside an execution context): ComfyUI sends every message of a prompt through one
+ * queue, so a node's frames come between its `executing` message and the next one. One per
+ * connection (a new socket starts knowing nothing); events pass through in order.
+ */
+export const attributeImages = (): (event: RunnerEvent) => RunnerEvent => {
+  let current: { readonly prompt_id: string | null; readonly node: string } | undefined
+  return (event) => {
+    switch (event._tag) {
+      case "Executing":
+        current = { prompt_id: event.prompt_id, node: event.node }
+        return event
+      case "ExecutionStart":
+      case "ExecutionSuccess":
+      case "ExecutionError":
+      case "ExecutionInterrupted":
+      case "PromptDone":
+        current = undefined
+        return event
+      case "ImageFrame":
+        if (current === undefined || (event.prompt_id !== null && event.node !== null)) return event
+        return { ...event, prompt_id: event.prompt_id ?? current.prompt_id, node: event.node ?? current.node }
+      default:
+        return event
+    }
+  }
 }
 
 /** The first message a client sends: announces that it reads type 4 previews (prompt and node named). */

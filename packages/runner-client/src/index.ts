@@ -7,9 +7,19 @@
 export { type ComfyClient, type ComfyClientOptions, makeComfyClient } from "./ComfyClient.js"
 /** Decoders of ComfyUI's HTTP answers into core's types. */
 export { outputFiles, toPromptHistory, toQueueSnapshot } from "./ComfyResponses.js"
+/** An output file's content type, by its extension. */
+export { outputContentType } from "./ContentTypes.js"
 /** A runner's WebSocket as a reconnecting `Stream<RunnerEvent>`. */
 export { type RunnerConnectionOptions, runnerEvents, websocketUrl } from "./RunnerConnection.js"
 /** The gateway layer, its scoped constructor and connection pool, and their options. */
 export { makeRunnerGateway, runnerAgent, RunnerGatewayNode, type RunnerGatewayOptions } from "./RunnerGatewayNode.js"
 /** WebSocket message decoding. */
-export { decodeBinaryFrame, decodeFrame, type Decoded, FEATURE_FLAGS_MESSAGE, RunnerMessage, toRunnerEvent } from "./RunnerMessages.js"
+export {
+  attributeImages,
+  decodeBinaryFrame,
+  decodeFrame,
+  type Decoded,
+  FEATURE_FLAGS_MESSAGE,
+  RunnerMessage,
+  toRunnerEvent
+} from "./RunnerMessages.js"

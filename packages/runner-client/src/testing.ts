@@ -19,6 +19,23 @@ export {
 } from "./testing/FakeComfyUI.js"
 /** A solid-colour PNG (to upload as an input image). */
 export { inspectImage, solidPng } from "./testing/Png.js"
-export { loadImageWorkflow, saveImageWorkflow, slowWorkflow, textWorkflow } from "./testing/Workflows.js"
+export {
+  audioWorkflow,
+  loadImageWorkflow,
+  saveImageWorkflow,
+  slowWorkflow,
+  textWorkflow,
+  videoWorkflow,
+  websocketImageWorkflow
+} from "./testing/Workflows.js"
 /** An unmodified ComfyUI started by a setup script (integration tests against the real thing). */
-export { type ComfyUISetup, installComfyUI, killRecorded, locateComfyUISetup, RealComfyUI } from "./testing/RealComfyUI.js"
+export {
+  type ComfyUISetup,
+  DEFAULT_COMFYUI_VERSION,
+  installComfyUI,
+  killRecorded,
+  locateComfyUISetup,
+  RealComfyUI,
+  type RealComfyUIOptions,
+  WEBSOCKET_IMAGE_SAVE
+} from "./testing/RealComfyUI.js"

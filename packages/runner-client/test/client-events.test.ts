@@ -2,7 +2,7 @@
 import { expect, layer } from "@effect/vitest"
 import { type RunnerEvent, RunnerGateway, type RunnerTarget } from "@wes/core"
 import { runnerEvents } from "@wes/runner-client"
-import { FakeComfyUI, saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
+import { FakeComfyUI, inspectImage, saveImageWorkflow, slowWorkflow, solidPng, websocketImageWorkflow } from "@wes/runner-client/testing"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -134,9 +134,41 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       const id = uuid()
       yield* post(fake, { prompt: slowWorkflow({ seconds: 0.02, steps: 2 }), prompt_id: id, client_id: "wes-p" })
       yield* events.until(doneOf(id))
-      const previews = events.seen.filter(is("Preview"))
+      const previews = events.seen.filter(is("ImageFrame"))
       expect(previews).toHaveLength(2)
-      for (const p of previews) expect(p).toMatchObject({ _tag: "Preview", prompt_id: id, node: "2", image_type: "image/png" })
+      for (const p of previews) expect(p).toMatchObject({ _tag: "ImageFrame", prompt_id: id, node: "2", image_type: "image/png" })
+    }))
+
+  it.scoped("gives a SaveImageWebsocket image, full size, as an ImageFrame with its bytes, naming its prompt and node", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-w"))
+      yield* events.until(is("Connected"))
+      const id = uuid()
+      yield* post(fake, { prompt: websocketImageWorkflow({ width: 96, height: 80, batch: 2, color: 0x336699 }), prompt_id: id, client_id: "wes-w" })
+      yield* events.until(doneOf(id))
+      const frames = events.seen.filter((e): e is Extract<RunnerEvent, { _tag: "ImageFrame" }> => e._tag === "ImageFrame")
+      expect(frames.map((f) => [f.prompt_id, f.node, f.image_type])).toEqual([[id, "2", "image/png"], [id, "2", "image/png"]])
+      for (const f of frames) expect(inspectImage(Buffer.from(f.image))).toEqual({ format: "PNG", width: 96, height: 80, color: 0x336699 })
+    }))
+
+  it.scoped("attributes a type 1 image frame (no metadata) to the node executing when it came", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const gateway = yield* RunnerGateway
+      const events = yield* watch(gateway.events(runnerFor(fake), "wes-t"))
+      yield* events.until(is("Connected"))
+      fake.hold()
+      const id = uuid()
+      yield* post(fake, { prompt: saveImageWorkflow(), prompt_id: id, client_id: "wes-t" })
+      yield* events.until((e) => e._tag === "Executing" && e.node === "1")
+      // What a custom node that sends its image itself (UNENCODED_PREVIEW_IMAGE) puts on the wire: type 1, PNG.
+      const png = solidPng(4, 4, 0xff0000)
+      fake.sendRaw(Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 2]), png]), "wes-t")
+      expect(yield* events.until(is("ImageFrame"))).toEqual({ _tag: "ImageFrame", prompt_id: id, node: "1", image_type: "image/png", image: png })
+      fake.release()
+      yield* events.until(doneOf(id))
     }))
 
   it.scoped("sends the runner's custom headers on the WebSocket upgrade", () =>
@@ -212,7 +244,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(is("Connected"))
     }))
 
-  it.scoped("skips binary preview frames and ignores unknown or malformed messages", () =>
+  it.scoped("takes binary image frames in stride and ignores unknown or malformed messages", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ previews: true })
       const gateway = yield* RunnerGateway
@@ -280,5 +312,42 @@ layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (
       // Only a bounded number of events were kept before the drop: the queue's, the inbox's and
       // the batch the decoder holds while the queue is full (at most an inbox's worth).
       expect(drained.filter(is("QueueChanged")).length).toBeLessThanOrEqual(1 + 8 + 8)
+    }))
+
+  /** A type 1 PNG frame of `size` bytes in all. */
+  const imageFrame = (size: number) => Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 2]), Buffer.alloc(size - 8, 7)])
+
+  it.scoped("takes an image frame up to maxFrameSize; a bigger one drops the connection, which reconnects", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const events = yield* runnerEvents(runnerFor(fake), "wes-f", { ...testGatewayOptions, maxFrameSize: 4096 })
+      const next = Effect.map(Queue.takeBetween(events, 1, 1024), Chunk.toArray)
+      expect(yield* next).toEqual([{ _tag: "Connected" }])
+      fake.sendRaw(imageFrame(4096), "wes-f")
+      const first: Array<RunnerEvent> = []
+      while (!first.some(is("ImageFrame"))) first.push(...(yield* next))
+      expect(first.find(is("ImageFrame"))).toMatchObject({ image: { length: 4088 } })
+      fake.sendRaw(imageFrame(4097), "wes-f")
+      const seen: Array<RunnerEvent> = []
+      while (!seen.some(is("Connected"))) seen.push(...(yield* next))
+      expect(seen.find(is("ImageFrame"))).toBeUndefined()
+      expect(seen.find(is("Disconnected"))).toMatchObject({ reason: expect.stringMatching(/max payload/i) })
+    }))
+
+  it.scoped("drops and reconnects a connection whose image frames not yet taken exceed imageBytes under a stalled consumer", () =>
+    Effect.gen(function*() {
+      const fake = yield* FakeComfyUI.scoped()
+      const events = yield* runnerEvents(runnerFor(fake), "wes-b", { ...testGatewayOptions, bufferSize: 1, imageBytes: 8192 })
+      const next = Effect.map(Queue.takeBetween(events, 1, 1024), Chunk.toArray)
+      expect(yield* next).toEqual([{ _tag: "Connected" }])
+      // The consumer takes nothing while 40 KB of images arrive: four fit, then the socket is dropped
+      // (the next connection waits for the consumer, which the decoder is waiting for).
+      for (let i = 0; i < 20; i++) fake.sendRaw(imageFrame(2048), "wes-b")
+      yield* Effect.promise(() => fake.waitUntil(() => !fake.connectedClients.includes("wes-b")))
+      const drained: Array<RunnerEvent> = []
+      while (!drained.some(is("Connected"))) drained.push(...(yield* next))
+      expect(drained.find(is("Disconnected"))).toMatchObject({ reason: "event buffer overflow: the consumer is too slow" })
+      // Nothing was taken: at most 8 KiB of images (four frames of 2 KiB) were held in all.
+      expect(drained.filter(is("ImageFrame")).length).toBeLessThanOrEqual(4)
     }))
 })

@@ -3,7 +3,15 @@ import * as http from "node:http"
 import type * as net from "node:net"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { type Download, inputReference, isBlobBytes, RunnerGateway, StorageError } from "@wes/core"
-import { FakeComfyUI, loadImageWorkflow, saveImageWorkflow, solidPng, textWorkflow } from "@wes/runner-client/testing"
+import {
+  audioWorkflow,
+  FakeComfyUI,
+  loadImageWorkflow,
+  saveImageWorkflow,
+  solidPng,
+  textWorkflow,
+  videoWorkflow
+} from "@wes/runner-client/testing"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -11,6 +19,15 @@ import * as Stream from "effect/Stream"
 import { gatewayLayer, runnerFor, uuid } from "./harness.js"
 
 const bytes = (b: Uint8Array) => Stream.make(b)
+
+type Graph = Record<string, { readonly class_type: string; readonly inputs: Record<string, unknown> }>
+
+/** `graph` with its node ids (and links) moved up by `by`, to join another graph. */
+const renumber = (graph: Graph, by: number): Graph =>
+  Object.fromEntries(Object.entries(graph).map(([id, node]) => [String(Number(id) + by), {
+    ...node,
+    inputs: Object.fromEntries(Object.entries(node.inputs).map(([k, v]) => [k, Array.isArray(v) ? [String(Number(v[0]) + by), v[1]] : v]))
+  }]))
 const wait = (p: () => Promise<void>) => Effect.promise(p)
 
 /** The bytes of a download. */
@@ -277,6 +294,27 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       yield* gateway.submit(runner, { prompt_id: text, prompt: textWorkflow("only text"), client_id: "c", extra_data: {} })
       yield* wait(() => fake.whenFinished(text))
       expect(Option.getOrThrow(yield* gateway.history(runner, text))).toMatchObject({ outcome: "success", outputs: [] })
+    }))
+
+  it.scoped("lists video and audio outputs and downloads them with their content type, even from a runner whose mime table lacks them", () =>
+    Effect.gen(function*() {
+      // A slim container's Python answers application/octet-stream for .flac.
+      const fake = yield* FakeComfyUI.scoped({ mimeTypes: "builtin" })
+      const gateway = yield* RunnerGateway
+      const runner = runnerFor(fake)
+      const id = uuid()
+      const prompt = { ...videoWorkflow({ prefix: "media/clip" }), ...renumber(audioWorkflow({ prefix: "media/voice" }), 10) }
+      yield* gateway.submit(runner, { prompt_id: id, prompt, client_id: "c", extra_data: {} })
+      yield* wait(() => fake.whenFinished(id))
+      const h = Option.getOrThrow(yield* gateway.history(runner, id))
+      expect(h.outputs).toEqual([
+        { node_id: "3", filename: "clip_00001_.mp4", subfolder: "media", type: "output" },
+        { node_id: "12", filename: "voice_00001_.flac", subfolder: "media", type: "output" }
+      ])
+      const [video, audio] = yield* Effect.forEach(h.outputs, (file) => gateway.download(runner, file))
+      expect([video!.content_type, audio!.content_type]).toEqual(["video/mp4", "audio/flac"])
+      expect((yield* readAll(video!.content)).subarray(4, 8).toString("latin1")).toBe("ftyp")
+      expect((yield* readAll(audio!.content)).subarray(0, 4).toString("latin1")).toBe("fLaC")
     }))
 
   it.scoped("reads a failed prompt's error and an interrupted prompt's outcome", () =>

@@ -1,6 +1,15 @@
 /** Decoding of ComfyUI's answers and WebSocket frames, on shapes the fake does not produce. */
 import type { RunnerTarget } from "@wes/core"
-import { decodeBinaryFrame, decodeFrame, outputFiles, toPromptHistory, toQueueSnapshot, websocketUrl } from "@wes/runner-client"
+import {
+  attributeImages,
+  decodeBinaryFrame,
+  decodeFrame,
+  outputContentType,
+  outputFiles,
+  toPromptHistory,
+  toQueueSnapshot,
+  websocketUrl
+} from "@wes/runner-client"
 import { describe, expect, it } from "vitest"
 import * as Schema from "effect/Schema"
 import { HistoryEntry, rejection } from "../src/ComfyResponses.js"
@@ -65,7 +74,7 @@ describe("history decoding", () => {
 describe("newer ComfyUI (2025-2026 servers, read from their source)", () => {
   it("reads history entries whose file records carry media metadata and asset fields", () => {
     const entry = {
-      prompt: [3, "p", {}, { client_id: "c", create_time: 1760000000000 }, ["9"]],
+      prompt: [3, "p", { "9": { class_type: "SaveImage", inputs: {} } }, { client_id: "c", create_time: 1760000000000 }, ["9"]],
       outputs: {
         "9": {
           images: [{
@@ -84,7 +93,8 @@ describe("newer ComfyUI (2025-2026 servers, read from their source)", () => {
       outputs: [{ node_id: "9", filename: "a_00001_.png", subfolder: "", type: "output" }],
       started_at: 1,
       completed_at: 2,
-      error: null
+      error: null,
+      classes: { "9": "SaveImage" }
     })
   })
 
@@ -98,6 +108,18 @@ describe("newer ComfyUI (2025-2026 servers, read from their source)", () => {
     expect(decodeFrame(JSON.stringify({ type: "execution_error", data: blocked }))).toMatchObject({
       event: { _tag: "ExecutionError", node_id: "4", exception_type: "ExecutionBlocked", exception_message: "Execution Blocked: no" }
     })
+  })
+})
+
+describe("output content types", () => {
+  it("come from the file's extension where WES knows it, else from the runner, else application/octet-stream", () => {
+    expect(outputContentType("voice_00001_.flac", "application/octet-stream")).toBe("audio/flac")
+    expect(outputContentType("clip_00001_.MKV", undefined)).toBe("video/x-matroska")
+    expect(outputContentType("anim_00001_.webp", "image/webp")).toBe("image/webp")
+    expect(outputContentType("take.wav", "audio/x-wav")).toBe("audio/wav")
+    expect(outputContentType("mesh.glb", "application/octet-stream")).toBe("model/gltf-binary")
+    expect(outputContentType("latent_00001_.latent", "application/x-latent")).toBe("application/x-latent")
+    expect(outputContentType("noextension", undefined)).toBe("application/octet-stream")
   })
 })
 
@@ -167,7 +189,7 @@ describe("WebSocket frame decoding", () => {
       .toBe("Malformed")
   })
 
-  it("decodes binary previews: type 1 by format, type 4 with its metadata; ignores text frames", () => {
+  it("decodes binary image frames with their bytes: type 1 by format, type 4 with its metadata; ignores text frames", () => {
     const frame = (type: number, head: number, rest: Uint8Array) => {
       const b = Buffer.alloc(8 + rest.length)
       b.writeUInt32BE(type, 0)
@@ -175,17 +197,33 @@ describe("WebSocket frame decoding", () => {
       b.set(rest, 8)
       return b
     }
-    const image = new Uint8Array(100)
+    const image = Uint8Array.from({ length: 100 }, (_, i) => i)
     expect(decodeBinaryFrame(frame(1, 1, image))).toEqual({
-      _tag: "Event", event: { _tag: "Preview", prompt_id: null, node: null, image_type: "image/jpeg", size: 100 }
+      _tag: "Event", event: { _tag: "ImageFrame", prompt_id: null, node: null, image_type: "image/jpeg", image: Buffer.from(image) }
     })
     const meta = Buffer.from(JSON.stringify({ node_id: "4", prompt_id: "p", display_node_id: "4", parent_node_id: null, real_node_id: "4", image_type: "image/png" }))
     expect(decodeBinaryFrame(frame(4, meta.length, Buffer.concat([meta, image])))).toEqual({
-      _tag: "Event", event: { _tag: "Preview", prompt_id: "p", node: "4", image_type: "image/png", size: 100 }
+      _tag: "Event", event: { _tag: "ImageFrame", prompt_id: "p", node: "4", image_type: "image/png", image: Buffer.from(image) }
     })
     expect(decodeBinaryFrame(frame(3, 1, Buffer.from("4hello")))).toEqual({ _tag: "Ignored" })
     expect(decodeBinaryFrame(frame(4, 1000, image))._tag).toBe("Malformed")
     expect(decodeBinaryFrame(new Uint8Array(3))._tag).toBe("Malformed")
+  })
+
+  it("attributes an image frame that names no node to the node the last executing message named, until the prompt ends", () => {
+    const attribute = attributeImages()
+    const frame = { _tag: "ImageFrame", prompt_id: null, node: null, image_type: "image/png", image: new Uint8Array(1) } as const
+    expect(attribute(frame)).toEqual(frame)
+    attribute({ _tag: "ExecutionStart", prompt_id: "p", timestamp: 1 })
+    expect(attribute(frame)).toEqual(frame)
+    attribute({ _tag: "Executing", prompt_id: "p", node: "3" })
+    expect(attribute(frame)).toMatchObject({ prompt_id: "p", node: "3" })
+    // A frame that names its node (type 4) keeps it.
+    expect(attribute({ ...frame, prompt_id: "q", node: "7" })).toMatchObject({ prompt_id: "q", node: "7" })
+    attribute({ _tag: "Executing", prompt_id: "p", node: "5" })
+    expect(attribute(frame)).toMatchObject({ prompt_id: "p", node: "5" })
+    attribute({ _tag: "ExecutionSuccess", prompt_id: "p", timestamp: 2 })
+    expect(attribute(frame)).toEqual(frame)
   })
 
   it("ignores unknown types and an executing null without prompt_id; reports malformed frames", () => {

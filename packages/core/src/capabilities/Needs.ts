@@ -3,7 +3,8 @@
  * after parameter substitution (so a `#choice` or `$text` that picks a checkpoint is checked with
  * the value chosen): every `class_type`, and every input value that names a file. A file counts
  * only where the runner lists files for that input (a loader's combo); elsewhere (a LoadImage
- * upload, a text) it is not a model. A deprecated class the runner replaces itself before
+ * upload, a text) it is not a model. Text and choice values must also convert to the type of
+ * each input they fill (TypedParams.ts). A deprecated class the runner replaces itself before
  * validating (`GET /node_replacements`) is not missing; its inputs are renamed by the replacement,
  * so its files are left to the runner. The graph is one level of nodes and one of inputs: two
  * plain loops, no recursion.
@@ -11,7 +12,9 @@
 import * as Either from "effect/Either"
 import { isJsonObject, type JsonObject } from "../shared/Json.js"
 import { findPlaceholders, substitute } from "../workflows/Placeholders.js"
-import { type CapabilitySummary, looksLikeFile, normalizePath } from "./Summary.js"
+import { looksLikeFile } from "./InputTypes.js"
+import { type CapabilitySummary, normalizePath } from "./Summary.js"
+import { indexInputTypes, type InputTypeIndex, mismatchesOn, type ParamMismatch, type ParamUse, paramUses } from "./TypedParams.js"
 
 /** A file named in a node input. */
 export interface ModelNeed {
@@ -24,12 +27,16 @@ export interface Needs {
   /** Sorted, distinct. */
   readonly node_classes: ReadonlyArray<string>
   readonly model_files: ReadonlyArray<ModelNeed>
+  /** The inputs text and choice values fill, each to be converted to that input's type. */
+  readonly params: ReadonlyArray<ParamUse>
 }
 
-/** What one runner lacks; both empty: it can run the workflow. */
+/** What one runner lacks; all empty: it can run the workflow. */
 export interface Missing {
   readonly node_classes: ReadonlyArray<string>
   readonly model_files: ReadonlyArray<ModelNeed>
+  /** Values that do not convert to what their input takes there. */
+  readonly params: ReadonlyArray<ParamMismatch>
 }
 
 /** The needs of an API-format graph (placeholders already substituted where they have values). */
@@ -47,7 +54,7 @@ export const workflowNeeds = (graph: JsonObject): Needs => {
       files.set(JSON.stringify(need), need)
     }
   }
-  return { node_classes: [...classes].sort(), model_files: [...files.values()] }
+  return { node_classes: [...classes].sort(), model_files: [...files.values()], params: [] }
 }
 
 /**
@@ -58,7 +65,8 @@ export const workflowNeeds = (graph: JsonObject): Needs => {
 export const needsOf = (graph: JsonObject, params: ReadonlyArray<readonly [string, string]>): Needs => {
   const placeholders = Either.getOrElse(findPlaceholders(graph), () => [])
   const values = new Map(params.filter(([key]) => !key.startsWith("$file(")))
-  return workflowNeeds(values.size === 0 ? graph : substitute(graph, placeholders, values))
+  if (values.size === 0) return workflowNeeds(graph)
+  return { ...workflowNeeds(substitute(graph, placeholders, values)), params: paramUses(graph, placeholders, values) }
 }
 
 /** A summary compiled for lookups (built once per cached summary). */
@@ -68,6 +76,8 @@ export interface CapabilityIndex {
   readonly replaced: ReadonlySet<string>
   /** `class \0 input` -> the files that input offers. */
   readonly files: ReadonlyMap<string, ReadonlySet<string>>
+  /** Its widget inputs' types; undefined for a record stored before WES kept them. */
+  readonly types: InputTypeIndex | undefined
 }
 
 const inputKey = (nodeClass: string, input: string) => `${nodeClass}\u0000${input}`
@@ -75,19 +85,31 @@ const inputKey = (nodeClass: string, input: string) => `${nodeClass}\u0000${inpu
 export const indexSummary = (s: CapabilitySummary): CapabilityIndex => ({
   classes: new Set(s.node_classes),
   replaced: new Set((s.node_replacements ?? []).map(([old]) => old)),
-  files: new Map(s.model_inputs.map(([c, i, l]) => [inputKey(c, i), new Set(s.file_lists[l] ?? [])]))
+  files: new Map(s.model_inputs.map(([c, i, l]) => [inputKey(c, i), new Set(s.file_lists[l] ?? [])])),
+  types: indexInputTypes(s)
 })
 
-/** What `index` lacks of `needs`. A file is checked only against an input the runner lists files for. */
-export const missingOn = (index: CapabilityIndex, needs: Needs): Missing => ({
-  node_classes: needs.node_classes.filter((c) => !index.classes.has(c) && !index.replaced.has(c)),
-  model_files: needs.model_files.filter((m) => {
-    const offered = index.files.get(inputKey(m.node_class, m.input))
-    return index.classes.has(m.node_class) && offered !== undefined && !offered.has(m.file)
-  })
-})
+/**
+ * What `index` lacks of `needs` (undefined: a runner whose capabilities are not known, which
+ * lacks nothing but values that do not convert to their placeholder's inferred type). A file is
+ * checked only against an input the runner lists files for.
+ */
+export const missingOn = (index: CapabilityIndex | undefined, needs: Needs): Missing =>
+  index === undefined
+    ? { node_classes: [], model_files: [], params: mismatchesOn(undefined, needs.params) }
+    : {
+      node_classes: needs.node_classes.filter((c) => !index.classes.has(c) && !index.replaced.has(c)),
+      model_files: needs.model_files.filter((m) => {
+        const offered = index.files.get(inputKey(m.node_class, m.input))
+        return index.classes.has(m.node_class) && offered !== undefined && !offered.has(m.file)
+      }),
+      params: mismatchesOn(index.types, needs.params)
+    }
 
-export const lacksNothing = (m: Missing): boolean => m.node_classes.length === 0 && m.model_files.length === 0
+export const lacksNothing = (m: Missing): boolean => m.node_classes.length === 0 && m.model_files.length === 0 && m.params.length === 0
+
+/** Whether all a runner lacks is values that do not convert (it has every node and model). */
+export const lacksOnlyParams = (m: Missing): boolean => m.node_classes.length === 0 && m.model_files.length === 0 && m.params.length > 0
 
 /** `node classes A, B; model files x.safetensors (CheckpointLoaderSimple.ckpt_name)`. */
 export const describeMissing = (m: Missing): string =>

@@ -1,16 +1,20 @@
 /**
  * What a runner can run, reduced from ComfyUI's `/object_info` (about 0.5 MB and 471 node
  * classes for a bare 0.3.64, several MB with custom nodes) to a compact summary: the node class
- * names, and for each model-loader input (a combo whose options are files: `ckpt_name`,
- * `lora_name`, `vae_name`, ...) its file list. Upload inputs (`LoadImage.image`) list the input
- * folder, not models, and are left out. Lists shared by several loaders are stored once. Where the
- * runner answers `GET /node_replacements` (newer ComfyUI), the deprecated classes it would replace
- * with a loaded one before validating a prompt are kept too.
+ * names, for each model-loader input (a combo whose options are files: `ckpt_name`,
+ * `lora_name`, `vae_name`, ...) its file list, and the declared types of widget inputs
+ * (InputTypes.ts). Upload inputs (`LoadImage.image`) list the input folder, not models, and are
+ * left out. Lists and types shared by several inputs are stored once. Where the runner answers
+ * `GET /node_replacements` (newer ComfyUI), the deprecated classes it would replace with a loaded
+ * one before validating a prompt are kept too.
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { NodeReplacements } from "../runners/RunnerGateway.js"
 import { Crypto } from "../shared/Crypto.js"
+import { comboOf, InputType, inputTypeOf, isUpload, looksLikeFile } from "./InputTypes.js"
+
+export { looksLikeFile }
 
 /** The stored summary: sorted, so equal capabilities give equal JSON (and hash). */
 export const CapabilitySummary = Schema.Struct({
@@ -19,15 +23,18 @@ export const CapabilitySummary = Schema.Struct({
   model_inputs: Schema.Array(Schema.Tuple(Schema.String, Schema.String, Schema.Int)),
   file_lists: Schema.Array(Schema.Array(Schema.String)),
   /**
+   * Typed widget inputs: `[node class, [[input name, index into input_types], ...]]`, sorted.
+   * Absent from records stored before WES kept types: the runner's types are then unknown.
+   */
+  widgets: Schema.optional(Schema.Array(Schema.Tuple(Schema.String, Schema.Array(Schema.Tuple(Schema.String, Schema.Int))))),
+  input_types: Schema.optional(Schema.Array(InputType)),
+  /**
    * `[deprecated class, the loaded class the runner replaces it with]`, sorted; absent when none
    * (so summaries of runners without replacements hash as before).
    */
   node_replacements: Schema.optional(Schema.Array(Schema.Tuple(Schema.String, Schema.String)))
 }).annotations({ identifier: "CapabilitySummary" })
 export interface CapabilitySummary extends Schema.Schema.Type<typeof CapabilitySummary> {}
-
-/** A value that names a file: ends in an extension (`.safetensors`, `.ckpt`, `.pt`, `.gguf`, `.yaml`, ...). */
-export const looksLikeFile = (value: string): boolean => /\.[A-Za-z0-9_-]{1,16}$/.test(value) && !/\s$/.test(value)
 
 /** Input names of model loaders, whatever their options (a loader with no files installed lists none). */
 const LOADER_NAME = /(^|_)name\d*$/
@@ -37,18 +44,38 @@ export const normalizePath = (file: string): string => file.replace(/\\/g, "/")
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-/** The options of a combo input (V1: `[[...options], {...}]`; V3: `["COMBO", {options: [...]}]`), or undefined. */
-const comboOf = (spec: unknown): { readonly options: ReadonlyArray<unknown>; readonly config: Record<string, unknown> } | undefined => {
-  if (!Array.isArray(spec) || spec.length === 0) return undefined
-  const config = isObject(spec[1]) ? spec[1] : {}
-  if (Array.isArray(spec[0])) return { options: spec[0], config }
-  if (spec[0] === "COMBO" && Array.isArray(config["options"])) return { options: config["options"], config }
-  return undefined
+/** Distinct values, each stored once, in a stable order (by their JSON) with indexes renumbered to match. */
+const interned = <A>() => {
+  const byKey = new Map<string, number>()
+  const values: Array<A> = []
+  return {
+    index: (value: A): number => {
+      const key = JSON.stringify(value)
+      let i = byKey.get(key)
+      if (i === undefined) {
+        i = values.length
+        byKey.set(key, i)
+        values.push(value)
+      }
+      return i
+    },
+    /** The values sorted, and the new index of each old one. */
+    sorted: () => {
+      const order = values.map((_, i) => i).sort((a, b) => compare(JSON.stringify(values[a]), JSON.stringify(values[b])))
+      const renumber = new Map(order.map((old, i) => [old, i]))
+      return { values: order.map((i) => values[i]!), renumber: (old: number) => renumber.get(old)! }
+    }
+  }
 }
 
-/** `image_upload`, `video_upload`, `audio_upload`, ...: the input lists uploads, not models. */
-const isUpload = (config: Record<string, unknown>): boolean =>
-  Object.entries(config).some(([k, v]) => k.endsWith("_upload") && v === true)
+/** The file list of a loader input, or undefined when the input is not one. */
+const fileListOf = (inputName: string, spec: unknown): ReadonlyArray<string> | undefined => {
+  const combo = comboOf(spec)
+  if (combo === undefined || isUpload(combo.config)) return undefined
+  const options = combo.options.filter((o): o is string => typeof o === "string")
+  if (!options.some(looksLikeFile) && !LOADER_NAME.test(inputName)) return undefined
+  return [...new Set(options.map(normalizePath))].sort()
+}
 
 /**
  * The replacements ComfyUI would make (`NodeReplaceManager.apply_replacements`): a class it has
@@ -76,41 +103,37 @@ export const summarize = (objectInfo: unknown, replacements?: NodeReplacements):
 
 const summarizeObjectInfo = (objectInfo: unknown): CapabilitySummary => {
   const classes: Array<string> = []
-  const lists = new Map<string, number>()
-  const fileLists: Array<ReadonlyArray<string>> = []
+  const fileLists = interned<ReadonlyArray<string>>()
+  const types = interned<InputType>()
   const inputs: Array<readonly [string, string, number]> = []
-  if (!isObject(objectInfo)) return { node_classes: [], model_inputs: [], file_lists: [] }
+  const widgets: Array<readonly [string, Array<readonly [string, number]>]> = []
+  if (!isObject(objectInfo)) return { node_classes: [], model_inputs: [], file_lists: [], widgets: [], input_types: [] }
   for (const [name, info] of Object.entries(objectInfo)) {
     classes.push(name)
+    const typed: Array<readonly [string, number]> = []
     const input = isObject(info) && isObject(info["input"]) ? info["input"] : {}
     for (const section of ["required", "optional"]) {
       const specs = input[section]
       if (!isObject(specs)) continue
       for (const [inputName, spec] of Object.entries(specs)) {
-        const combo = comboOf(spec)
-        if (combo === undefined || isUpload(combo.config)) continue
-        const options = combo.options.filter((o): o is string => typeof o === "string")
-        if (!options.some(looksLikeFile) && !LOADER_NAME.test(inputName)) continue
-        const files = [...new Set(options.map(normalizePath))].sort()
-        const key = JSON.stringify(files)
-        let index = lists.get(key)
-        if (index === undefined) {
-          index = fileLists.length
-          lists.set(key, index)
-          fileLists.push(files)
-        }
-        inputs.push([name, inputName, index])
+        const files = fileListOf(inputName, spec)
+        if (files !== undefined) inputs.push([name, inputName, fileLists.index(files)])
+        const type = inputTypeOf(spec)
+        if (type !== undefined) typed.push([inputName, types.index(type)])
       }
     }
+    if (typed.length > 0) widgets.push([name, typed])
   }
-  // Lists in a stable order (by content), indexes renumbered to match.
-  const order = fileLists.map((_, i) => i).sort((a, b) => compare(JSON.stringify(fileLists[a]), JSON.stringify(fileLists[b])))
-  const renumber = new Map(order.map((old, i) => [old, i]))
+  const lists = fileLists.sorted()
+  const inputTypes = types.sorted()
   return {
     node_classes: classes.sort(compare),
-    model_inputs: inputs.map(([c, i, l]) => [c, i, renumber.get(l)!] as const)
+    model_inputs: inputs.map(([c, i, l]) => [c, i, lists.renumber(l)] as const)
       .sort((a, b) => compare(a[0], b[0]) || compare(a[1], b[1])),
-    file_lists: order.map((i) => fileLists[i]!)
+    file_lists: lists.values,
+    widgets: widgets.map(([c, typed]) => [c, typed.map(([i, t]) => [i, inputTypes.renumber(t)] as const).sort((a, b) => compare(a[0], b[0]))] as const)
+      .sort((a, b) => compare(a[0], b[0])),
+    input_types: inputTypes.values
   }
 }
 

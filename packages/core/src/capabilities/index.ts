@@ -5,6 +5,7 @@ export {
   describeMissing,
   indexSummary,
   lacksNothing,
+  lacksOnlyParams,
   type Missing,
   missingOn,
   type ModelNeed,
@@ -19,4 +20,18 @@ export {
   RunnerCapabilities
 } from "./RunnerCapabilities.js"
 export { CapabilitiesView, toCapabilitiesView } from "./View.js"
-export { CapabilitySummary, looksLikeFile, modelFileCount, normalizePath, summarize, summaryHash } from "./Summary.js"
+export { CapabilitySummary, modelFileCount, normalizePath, summarize, summaryHash } from "./Summary.js"
+export { InputType, inputTypeOf, looksLikeFile } from "./InputTypes.js"
+export { convertTo, describeType, inferType } from "./Conversion.js"
+export {
+  describeMismatch,
+  indexInputTypes,
+  type InputTypeIndex,
+  mismatchesOn,
+  parameterTypeError,
+  type ParamMismatch,
+  type ParamUse,
+  paramUses,
+  typeAt,
+  typedPrompt
+} from "./TypedParams.js"

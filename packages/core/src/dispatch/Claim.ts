@@ -22,6 +22,8 @@ import type { Workflow } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { type ClaimedWorkflow, DispatchQueue } from "./Dispatch.js"
 import { Driving, type DrivingShape } from "./Driving.js"
+import { frameNodesOf } from "./FrameOutputs.js"
+import { watching } from "./LostRunner.js"
 import { submit } from "./Submit.js"
 
 const headOf = ({ workflow_json: _, ...head }: Workflow) => head
@@ -40,7 +42,7 @@ const submitClaimed = (driving: DrivingShape, dispatch: DispatchQueue["Type"], c
       yield* Queue.offer(driving.slotFreed, undefined)
     })
   return Effect.flatMap(
-    driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json)),
+    driving.inFlight.submitting(headOf(claimed.workflow), Object.keys(claimed.workflow.workflow_json), frameNodesOf(claimed.workflow.workflow_json)),
     (recorded) => driving.fork("could not submit a workflow", Effect.ensuring(submit(claimed), after(recorded)))
   )
 }
@@ -65,7 +67,8 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
     )
     for (const c of claimed) yield* submitClaimed(driving, dispatch, c)
     if (claimed.length > 0 && claimed.length === free) continue
-    if (claimed.length > 0 || free <= 0 || (yield* driving.inFlight.all).length > 0) idleSince = undefined
+    // Waiting for a runner it gave up on to answer (LostRunner.ts) is not idle either.
+    if (claimed.length > 0 || free <= 0 || (yield* driving.inFlight.all).length > 0 || (yield* watching)) idleSince = undefined
     else {
       // Nothing claimed, nothing in flight: idle, unless the store still has unfinished work here.
       const now = yield* Clock.currentTimeMillis

@@ -30,6 +30,11 @@ export interface DispatcherOptions {
   readonly retryDelayMax: Duration.DurationInput
   /** Runners tried before a workflow fails with RunnerUnavailable. */
   readonly maxRunnersTried: number
+  /**
+   * How long a runner may stay unreachable before the workflows queued or running on it are given
+   * up: `failed` with `RunnerLost`, or retried on another runner (LostRunner.ts).
+   */
+  readonly runnerLostAfter: Duration.DurationInput
   /** A driver with no unfinished work for this long stops (closing the runner's WebSocket). */
   readonly idleAfter: Duration.DurationInput
   /** Minimum time between two reads of the runner's queue for queue positions. */
@@ -50,6 +55,7 @@ export const defaultDispatcherOptions: DispatcherOptions = {
   retryDelay: Duration.seconds(1),
   retryDelayMax: Duration.seconds(30),
   maxRunnersTried: 3,
+  runnerLostAfter: Duration.minutes(10),
   idleAfter: Duration.seconds(30),
   queueRefreshInterval: Duration.millis(250),
   runnerRefreshInterval: Duration.seconds(1)

@@ -22,6 +22,7 @@ import type { RunnerRef } from "../workflows/Workflow.js"
 import type { RunnerLease } from "./Dispatch.js"
 import type { DispatcherOptions } from "./DispatcherOptions.js"
 import { type InFlight, makeInFlight } from "./InFlight.js"
+import type { Reach } from "./LostRunner.js"
 import { Scheduler } from "./Scheduler.js"
 
 export interface DrivingShape {
@@ -43,6 +44,8 @@ export interface DrivingShape {
   readonly queueChanged: Queue.Queue<void>
   /** Compare everything in flight with the runner now (after a (re)connection). */
   readonly reconcileNow: Queue.Queue<void>
+  /** Whether the runner answers, as reconciliation last found (LostRunner.ts). */
+  readonly reach: Ref.Ref<Reach>
   /**
    * Done at the runner's first `Connected` (or `Disconnected`: the attempt failed). ComfyUI drops
    * the events of a client that is not connected, so a prompt posted before would run without a
@@ -103,6 +106,7 @@ export const makeDriving = (
       slotFreed,
       queueChanged: yield* Queue.sliding<void>(1),
       reconcileNow: yield* Queue.sliding<void>(1),
+      reach: yield* Ref.make<Reach>({ unreachableSince: undefined, watchUntil: undefined }),
       socketOpen: yield* Deferred.make<void>(),
       fork
     }

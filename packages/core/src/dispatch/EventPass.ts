@@ -9,18 +9,18 @@
  */
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
-import type { PromptHistory, RunnerEvent } from "../runners/RunnerGateway.js"
+import type { RunnerEvent } from "../runners/RunnerGateway.js"
 import type { NewWorkflowEvent } from "../workflows/WorkflowEvents.js"
 import type { Followed, Tracked } from "./InFlight.js"
 import { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
-import { seeRun, seenHistory, startRun } from "./SeenRun.js"
+import { type SeenHistory, seeRun, seenHistory, seenWhole, startRun } from "./SeenRun.js"
 
 /** A step of a batch that needs effects. */
 export type Step =
   | { readonly _tag: "Connected" | "Disconnected" | "QueueChanged" }
   | { readonly _tag: "Started"; readonly id: string; readonly at: number | null }
   /** `seen`: the end as the socket showed it, when it showed the whole run (else the history is read). */
-  | { readonly _tag: "Done"; readonly id: string; readonly leading: ReadonlyArray<NewWorkflowEvent>; readonly seen: PromptHistory | undefined }
+  | { readonly _tag: "Done"; readonly id: string; readonly leading: ReadonlyArray<NewWorkflowEvent>; readonly seen: SeenHistory | undefined }
 
 export interface Pass {
   readonly followed: ReadonlyMap<string, Followed>
@@ -64,13 +64,22 @@ export const eventPass = (
     if (list === undefined) publish.set(t.workflow.id, [data(progressPercent(next))])
     else list.push(data(progressPercent(next)))
   }
-  /** A (re)connection or an unreadable message: what was seen of the runs so far may miss something. */
+  /**
+   * A (re)connection or an unreadable message: what was seen of the runs in progress may miss
+   * something. A run seen to its terminal message is whole and stays (its end may be recorded later).
+   */
   const forgetRuns = () => {
-    for (const t of HashMap.values(tracked)) if (current(t).run !== undefined) set(t, { run: undefined })
+    for (const t of HashMap.values(tracked)) {
+      const run = current(t).run
+      if (run !== undefined && !seenWhole(run)) set(t, { run: undefined })
+    }
   }
   const see = (t: Tracked | undefined, event: RunnerEvent) => {
     const run = t === undefined ? undefined : current(t).run
-    if (t !== undefined && run !== undefined) set(t, { run: seeRun(run, event) })
+    if (t === undefined || run === undefined) return
+    const next = seeRun(run, event, t.frames)
+    // A preview leaves the run as it was: nothing to write back.
+    if (next !== run) set(t, { run: next })
   }
   for (const event of events) {
     switch (event._tag) {
@@ -119,6 +128,7 @@ export const eventPass = (
         see(t, event)
         break
       }
+      case "ImageFrame":
       case "ExecutionSuccess":
       case "ExecutionError":
       case "ExecutionInterrupted":
@@ -135,8 +145,9 @@ export const eventPass = (
           startAt.delete(event.prompt_id)
           dropped.add(start)
         }
+        // The run stays with the entry until its end is recorded: a path that records it from the
+        // history instead (reconciliation) still has the images it sent as frames.
         steps.push({ _tag: "Done", id: event.prompt_id, leading, seen: seenHistory(current(t).run) })
-        set(t, { run: undefined })
         break
       }
       default:

@@ -1,7 +1,7 @@
 /**
- * Recording how a prompt ended, from the runner's history: its output files are copied into the
- * blob store, then one store write records them with the end (completed, or failed with the
- * runner's node and exception). Steps the driver did not see (queued, started) are written in the
+ * Recording how a prompt ended, from the runner's history or from the run as the socket showed
+ * it: its outputs are brought into the blob store (Outputs.ts), then one store write records them
+ * with the end (completed, or failed with the runner's node and exception). Steps the driver did not see (queued, started) are written in the
  * same write, so a workflow whose events were missed still walks every status.
  */
 import type { AccountRepository } from "../accounts/AccountRepository.js"
@@ -9,16 +9,13 @@ import type { TierPolicy } from "../accounts/Tier.js"
 import type { Scheduler } from "./Scheduler.js"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import * as Stream from "effect/Stream"
-import type { RunnerTarget } from "../runners/Runner.js"
 import { type PromptHistory, RunnerGateway } from "../runners/RunnerGateway.js"
-import { BlobStore, isBlobBytes, outputBlobKey } from "../shared/BlobStore.js"
-import { StorageError } from "../shared/Errors.js"
-import { IdGenerator, type OutputId, type WorkflowId } from "../shared/Ids.js"
+import type { BlobStore } from "../shared/BlobStore.js"
+import type { StorageError } from "../shared/Errors.js"
+import type { IdGenerator } from "../shared/Ids.js"
 import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
 import { isTerminal, type WorkflowOutput, type WorkflowStatus } from "../workflows/Workflow.js"
 import { type NewWorkflowEvent, WorkflowEventBus } from "../workflows/WorkflowEvents.js"
@@ -27,11 +24,10 @@ import { WorkflowTransition } from "../workflows/WorkflowStatus.js"
 import { Driving } from "./Driving.js"
 import type { Phase } from "./InFlight.js"
 import { transition } from "./Lifecycle.js"
+import { keepOutputs } from "./Outputs.js"
 import { failOrRetry } from "./Retry.js"
 import { RunTimes } from "./RunTimes.js"
-
-/** An output's copy is tried three times: again after 200 ms, then after 400 ms. */
-const copyRetries = Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(2)))
+import type { SeenHistory } from "./SeenRun.js"
 
 /** A prompt's history, missing right after its end, is read again three times, 200 ms apart. */
 const historyRetries = Schedule.spaced("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))
@@ -76,36 +72,6 @@ export const endSteps = (
   }
 }
 
-/** Copies a finished prompt's output files from the runner into the blob store. */
-export const copyOutputs = (workflowId: string, runner: RunnerTarget, history: PromptHistory) =>
-  Effect.gen(function*() {
-    const gateway = yield* RunnerGateway
-    const blobs = yield* BlobStore
-    const ids = yield* IdGenerator
-    return yield* Effect.forEach(history.outputs, (file) =>
-      Effect.gen(function*() {
-        const id = (yield* ids.next) as OutputId
-        const key = outputBlobKey(workflowId, id, file.filename)
-        const download = yield* gateway.download(runner, file)
-        const content = isBlobBytes(download.content)
-          ? download.content
-          : download.content.pipe(Stream.mapError((e) => new StorageError({ message: e.message })))
-        const size = yield* blobs.put(key, content, download.content_type)
-        return {
-          id,
-          workflow_id: workflowId as WorkflowId,
-          node_id: file.node_id,
-          filename: file.filename,
-          subfolder: file.subfolder,
-          type: file.type,
-          content_type: download.content_type,
-          size,
-          blob_key: key,
-          created_at: yield* DateTime.now
-        } satisfies WorkflowOutput
-      }).pipe((copy) => retryAfterFailure(copy, copyRetries)), { concurrency: Math.min(4, history.outputs.length) })
-  })
-
 /**
  * After an end that was not recorded (interrupted, or the store failed): back to the runner's
  * side, so that reconciliation reads the history again; a workflow left `finishing` would never
@@ -122,7 +88,7 @@ const backToRunner = (id: string) => <A, E>(exit: Exit.Exit<A, E>): Effect.Effec
  */
 export const recordEnd = (
   id: string,
-  history: PromptHistory,
+  history: SeenHistory,
   leading: ReadonlyArray<NewWorkflowEvent> = [],
   noticedAt?: DateTime.Utc
 ) =>
@@ -133,20 +99,22 @@ export const recordEnd = (
     if (Option.isNone(tracked)) return
     let end: WorkflowTransition | undefined
     let outputs: ReadonlyArray<WorkflowOutput> = []
-    if (history.outcome === "success" && history.outputs.length > 0) {
-      // The runner is read only to copy from it: an end without files goes to its write without
-      // a store read first (B6). A runner cannot be deleted while it has work; a managed one
-      // that left the configuration has nothing to copy from.
-      const target = yield* driving.target
-      if (Option.isNone(target)) return
-      const copied = yield* Effect.either(copyOutputs(id, target.value, history))
-      if (Either.isRight(copied)) outputs = copied.right
-      else {
-        end = WorkflowTransition.Failed({
-          error_node: null,
-          exception_type: "OutputUnavailable",
-          exception_message: `The run succeeded but its output files could not be copied from the runner: ${copied.left.message}`
-        })
+    if (history.outcome === "success") {
+      // A runner cannot be deleted while it has work; a managed one that left the configuration
+      // has nothing to copy from.
+      const kept = yield* keepOutputs(tracked.value, history)
+      switch (kept._tag) {
+        case "NoRunner":
+          return
+        case "Following": {
+          if (leading.length > 0) yield* Effect.flatMap(WorkflowEventBus, (bus) => bus.publish(id, leading))
+          return yield* Effect.asVoid(driving.inFlight.shift(id, ["finishing"], "onRunner"))
+        }
+        case "Lost":
+          end = kept.end
+          break
+        case "Kept":
+          outputs = kept.outputs
       }
     }
     if (history.outcome === "error" && end === undefined) {
@@ -184,7 +152,7 @@ export const finish = (
   id: string,
   from: ReadonlyArray<Phase> = ["onRunner"],
   leading: ReadonlyArray<NewWorkflowEvent> = [],
-  seen?: PromptHistory
+  seen?: SeenHistory
 ): Effect.Effect<
   void,
   StorageError,

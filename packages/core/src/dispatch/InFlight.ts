@@ -16,6 +16,8 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { WorkflowHead } from "../workflows/Workflow.js"
+import type { FrameNodes } from "./FrameOutputs.js"
+import type { PostAnswer } from "./PostAnswer.js"
 import type { PromptProgress } from "./Progress.js"
 import type { SeenRun } from "./SeenRun.js"
 
@@ -29,8 +31,14 @@ export interface Tracked {
   readonly startedAt?: DateTime.Utc | undefined
   /** Completed when the submission of this entry has written what it will write. */
   readonly recorded?: Deferred.Deferred<void> | undefined
+  /** Completed with the runner's answer to the submission's post, as soon as it is known (PostAnswer.ts). */
+  readonly answered?: Deferred.Deferred<PostAnswer> | undefined
+  /** The runner's WebSocket showed the prompt's end before the answer to its post: that end's path records it. */
+  readonly endSeen?: boolean | undefined
   /** The ids of the nodes of its graph (for the overall progress), when known. */
   readonly nodes?: ReadonlyArray<string> | undefined
+  /** The nodes of its graph whose image frames may be outputs (FrameOutputs.ts), when known. */
+  readonly frames?: FrameNodes | undefined
   /** The overall progress of its run (Progress.ts), once it started. */
   readonly progress?: PromptProgress | undefined
   /** What the runner's WebSocket showed of its run (SeenRun.ts), since it started on the current connection. */
@@ -52,12 +60,17 @@ export interface InFlight {
   readonly load: Effect.Effect<number>
   /** Adds or replaces an entry. */
   readonly put: (tracked: Tracked) => Effect.Effect<void>
-  /** Starts tracking a workflow this driver is about to submit (`nodes`: its graph's node ids). */
-  readonly submitting: (workflow: WorkflowHead, nodes: ReadonlyArray<string>) => Effect.Effect<Deferred.Deferred<void>>
+  /**
+   * Starts tracking a workflow this driver is about to submit (`nodes`: its graph's node ids;
+   * `frames`: those whose image frames may be outputs).
+   */
+  readonly submitting: (workflow: WorkflowHead, nodes: ReadonlyArray<string>, frames?: FrameNodes) => Effect.Effect<Deferred.Deferred<void>>
   /** Replaces the record of an entry, keeping the rest (nothing when absent). */
   readonly refresh: (workflow: WorkflowHead) => Effect.Effect<void>
   /** Changes an entry (nothing when absent). */
   readonly update: (id: string, f: (tracked: Tracked) => Tracked) => Effect.Effect<void>
+  /** Changes an entry and returns what `f` says of it, in one step (none when absent). */
+  readonly modify: <A>(id: string, f: (tracked: Tracked) => readonly [A, Tracked]) => Effect.Effect<Option.Option<A>>
   /** Moves an entry to `to` if its phase is one of `from`; true when it did. */
   readonly shift: (id: string, from: ReadonlyArray<Phase>, to: Phase) => Effect.Effect<boolean>
   /**
@@ -103,11 +116,18 @@ export const makeInFlight = (
       count: (phase) => Effect.map(Ref.get(ref), (map) => HashMap.reduce(map, 0, (n, t) => (t.phase === phase ? n + 1 : n))),
       load: Effect.map(Ref.get(ref), loadOf),
       put: (tracked) => change((map) => [undefined, HashMap.set(map, tracked.workflow.id as string, tracked)]),
-      submitting: (workflow, nodes) =>
-        Effect.flatMap(Deferred.make<void>(), (recorded) =>
-          change((map) => [recorded, HashMap.set<string, Tracked>(map, workflow.id, { workflow, phase: "submitting", recorded, nodes })])),
+      submitting: (workflow, nodes, frames) =>
+        Effect.flatMap(Effect.zip(Deferred.make<void>(), Deferred.make<PostAnswer>()), ([recorded, answered]) =>
+          change((map) => [recorded, HashMap.set<string, Tracked>(map, workflow.id, { workflow, phase: "submitting", recorded, answered, nodes, frames })])),
       refresh: (workflow) => Ref.update(ref, (map) => HashMap.modify(map, workflow.id, (t) => ({ ...t, workflow }))),
       update: (id, f) => Ref.update(ref, (map) => HashMap.modify(map, id, f)),
+      modify: <A>(id: string, f: (tracked: Tracked) => readonly [A, Tracked]) =>
+        change((map): readonly [Option.Option<A>, HashMap.HashMap<string, Tracked>] => {
+          const current = HashMap.get(map, id)
+          if (Option.isNone(current)) return [Option.none(), map]
+          const [a, next] = f(current.value)
+          return [Option.some(a), next === current.value ? map : HashMap.set(map, id, next)]
+        }),
       shift: (id, from, to) =>
         change((map) => {
           const current = HashMap.get(map, id)

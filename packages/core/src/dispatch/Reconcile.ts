@@ -3,17 +3,22 @@
  * the store says is on this runner with the runner's `/queue` and `/history`, so that nothing
  * stays stuck after a gap in the events, a restart of the runner or a takeover from a dead
  * instance. In the queue: its position; in the history: its end; in neither: the runner lost it
- * (`RunnerLost`). Prompts of workflows cancelled while the runner could not be told are removed.
+ * (`RunnerLost`). A runner that does not answer for `runnerLostAfter` loses them too
+ * (LostRunner.ts). Prompts on the runner of workflows that are no longer its own (cancelled while
+ * the runner could not be told, given up while it did not answer) are removed from it.
  */
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import { RunnerGateway } from "../runners/RunnerGateway.js"
+import { isTerminal, runnerOf } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 import { advance } from "./Advance.js"
 import { Driving } from "./Driving.js"
 import { recordEnd } from "./Finish.js"
+import { answered, settled, unanswered } from "./LostRunner.js"
 import { observe } from "./QueuePositions.js"
 import { failOrRetry } from "./Retry.js"
 
@@ -40,8 +45,12 @@ export const reconcile = Effect.gen(function*() {
   // Only what was on the runner before its queue is read: a post answered while /queue was being
   // read is on the runner but may be missing from the snapshot, and is not lost.
   const onRunner = (yield* driving.inFlight.all).filter((t) => t.phase === "onRunner")
-  // The queue first: a prompt that leaves it in between is then found in the history.
-  const snapshot = yield* gateway.queue(runner)
+  // The queue first: a prompt that leaves it in between is then found in the history. A runner
+  // that does not answer for long is given up on (LostRunner.ts).
+  const read = yield* Effect.either(gateway.queue(runner))
+  if (Either.isLeft(read)) return yield* unanswered(read.left)
+  yield* answered
+  const snapshot = read.right
   for (const before of onRunner) {
     const id = before.workflow.id
     const current = yield* driving.inFlight.get(id)
@@ -74,14 +83,19 @@ export const reconcile = Effect.gen(function*() {
       if (end._tag === "Retried") yield* driving.inFlight.remove(id)
     }
   }
-  // Prompts of workflows cancelled while the runner could not be told.
-  for (const id of [...snapshot.running, ...snapshot.pending]) {
+  // Prompts of workflows that are no longer this runner's: cancelled while the runner could not be
+  // told, or given up while it did not answer (finished, or retried on another runner). Pending
+  // ones first: interrupting the running one first would let the runner start the next.
+  for (const id of [...snapshot.pending, ...snapshot.running]) {
     if (Option.isSome(yield* driving.inFlight.get(id))) continue
     const w = yield* repo.findById(id)
-    if (Option.isSome(w) && w.value.status === "cancelled" && (w.value.user_runner_id ?? w.value.managed_runner_id) === driving.ref.id) {
-      yield* Effect.ignore(gateway.cancel(runner, id))
+    if (Option.isSome(w) && (isTerminal(w.value.status) || runnerOf(w.value)?.id !== driving.ref.id)) {
+      yield* gateway.cancel(runner, id).pipe(
+        Effect.catchAll((e) => Effect.logWarning("could not remove a prompt from the runner", { runner_id: driving.ref.id, workflow_id: id, error: e.message }))
+      )
     }
   }
+  yield* settled
 })
 
 /**

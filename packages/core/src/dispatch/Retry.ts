@@ -8,7 +8,9 @@
  *
  * Never a second post of one attempt: the retry is one guarded transition that also drops the
  * claim and clears `submitted_at`/`prompt_id`, and the new runner's driver claims it like any new
- * work. A run is only declared lost after reconciliation found it nowhere on a runner that answers.
+ * work. A run is declared lost after reconciliation found it nowhere on a runner that answers, or
+ * once its runner has not answered for `runnerLostAfter` (LostRunner.ts): should that runner come
+ * back still holding the prompt, reconciliation removes it there.
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"

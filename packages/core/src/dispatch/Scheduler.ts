@@ -4,14 +4,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { User } from "../accounts/Account.js"
-import { describeMissing, lacksNothing, type Missing, missingOn, type Needs } from "../capabilities/Needs.js"
+import { describeMissing, lacksNothing, lacksOnlyParams, type Missing, missingOn, type Needs } from "../capabilities/Needs.js"
+import { type InputTypeIndex, parameterTypeError } from "../capabilities/TypedParams.js"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { managedRunnerTypesFor } from "../accounts/Tier.js"
 import { ManagedRunnerRepository } from "../runners/ManagedRunnerRepository.js"
 import { MIN_COMFYUI_VERSION, shownVersion, supportedComfyUI } from "../runners/ComfyUIVersion.js"
 import { managedRunnerTarget, type RunnerTarget, userRunnerTarget } from "../runners/Runner.js"
 import { RunnerRepository } from "../runners/RunnerRepository.js"
-import { MissingCapabilities, NoEligibleRunner, type RunnerLack, type StorageError } from "../shared/Errors.js"
+import { MissingCapabilities, NoEligibleRunner, type RunnerLack, type StorageError, type ValidationError } from "../shared/Errors.js"
 import { tagsMatch } from "../shared/Tags.js"
 import type { RunnerRef } from "../workflows/Workflow.js"
 import { RunnerLoad } from "./RunnerLoad.js"
@@ -57,20 +58,32 @@ export const missingCapabilities = (unsorted: ReadonlyArray<readonly [RunnerTarg
 /** Options of a choice: runners to skip (already tried), and what the workflow needs. */
 export interface ChooseOptions {
   readonly exclude?: ReadonlyArray<RunnerRef["id"]> | undefined
-  /** A runner whose capabilities are known must have all of it; unknown ones stay eligible. */
+  /**
+   * A runner whose capabilities are known must have all of it, and take its parameter values;
+   * unknown ones stay eligible unless a value does not convert to its placeholder's inferred type.
+   */
   readonly needs?: Needs | undefined
 }
 
 export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
   /**
    * The runner for a workflow with `tags`: eligible (and, with `needs`, not known to lack any
-   * of it), least in flight, ties round robin. `exclude` skips runners already tried.
+   * of it), least in flight, ties round robin. `exclude` skips runners already tried. When the
+   * only runners with every node and model do not take a parameter's value: ValidationError.
    */
   readonly choose: (
     user: Pick<User, "id" | "tier">,
     tags: ReadonlyArray<string>,
     options?: ChooseOptions
-  ) => Effect.Effect<RunnerTarget, NoEligibleRunner | MissingCapabilities | StorageError>
+  ) => Effect.Effect<RunnerTarget, NoEligibleRunner | MissingCapabilities | ValidationError | StorageError>
+  /**
+   * The widget types of every runner a workflow with `tags` may go to (undefined: not known), for
+   * describing a workflow's parameters before it is created.
+   */
+  readonly inputTypes: (
+    user: Pick<User, "id" | "tier">,
+    tags: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<InputTypeIndex | undefined>, StorageError>
   /** The runner a reference points to, if it still exists. */
   readonly resolve: (ref: RunnerRef) => Effect.Effect<Option.Option<RunnerTarget>, StorageError>
 }>() {
@@ -90,11 +103,12 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
       const capable = (eligible: ReadonlyArray<RunnerTarget>, needs: Needs) =>
         Effect.gen(function*() {
           const known = yield* capabilities.lookupAll(eligible.map((r) => r.id))
-          const checked = eligible.map((r, i) =>
-            [r, Option.match(known[i]!, { onNone: () => undefined, onSome: (k) => missingOn(k.index, needs) })] as const)
-          const able = checked.filter(([, m]) => m === undefined || lacksNothing(m)).map(([r]) => r)
+          const checked = eligible.map((r, i) => [r, missingOn(Option.getOrUndefined(known[i]!)?.index, needs)] as const)
+          const able = checked.filter(([, m]) => lacksNothing(m)).map(([r]) => r)
           if (able.length > 0) return able
-          return yield* Effect.fail(missingCapabilities(checked.map(([r, m]) => [r, m!] as const)))
+          const typeOnly = checked.filter(([, m]) => lacksOnlyParams(m)).sort(([a], [b]) => a.name.localeCompare(b.name))
+          if (typeOnly.length > 0) return yield* Effect.fail(parameterTypeError(typeOnly.flatMap(([, m]) => m.params)))
+          return yield* Effect.fail(missingCapabilities(checked))
         })
       return Scheduler.of({
         choose: (user, tags, options = {}) =>
@@ -110,6 +124,13 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
             const eligible = options.needs === undefined ? tagged : yield* capable(tagged, options.needs)
             const inFlight = new Map(candidates.map((c) => [c.target.id, c.in_flight]))
             return pickRunner(eligible, inFlight, cursor++)!
+          }),
+        inputTypes: (user, tags) =>
+          Effect.gen(function*() {
+            const candidates = yield* load.candidates(user.id, managedRunnerTypesFor(user.tier))
+            const tagged = eligibleRunners(candidates.map((c) => c.target), tags)
+            const known = yield* capabilities.lookupAll(tagged.map((r) => r.id))
+            return known.map((k) => Option.getOrUndefined(k)?.index.types)
           }),
         resolve: (ref) =>
           ref.kind === "user"

@@ -1,7 +1,9 @@
 /**
  * Submitting one claimed workflow to this driver's runner: ask the runner first if an earlier
- * claim may have posted it, upload its `$file` inputs, post the prompt (the workflow id as its
- * `prompt_id`), and record `queued` (with `uploaded` in the same write when there were no files).
+ * claim may have posted it, convert its parameters to the types of the inputs they fill on this
+ * runner (TypedParams.ts; one that does not convert ends it `invalid`), upload its `$file` inputs,
+ * post the prompt (the workflow id as its `prompt_id`), and record `queued` (with `uploaded` in
+ * the same write when there were no files).
  * A runner that does not answer is retried on the `retrySchedule`; then the workflow moves to
  * another runner, or fails with `RunnerUnavailable` (MoveAway.ts).
  */
@@ -9,7 +11,10 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
+import { describeMismatch, type InputTypeIndex, type ParamMismatch, typedPrompt } from "../capabilities/TypedParams.js"
 import { supportedComfyUI, unsupportedVersionMessage } from "../runners/ComfyUIVersion.js"
+import type { RunnerTarget } from "../runners/Runner.js"
 import { inputReference, type RunnerError, RunnerGateway } from "../runners/RunnerGateway.js"
 import { BlobStore, sanitizeFilename } from "../shared/BlobStore.js"
 import { retryAfterFailure } from "../shared/RetryAfterFailure.js"
@@ -25,11 +30,23 @@ import { awaitSocket, Driving } from "./Driving.js"
 import { recordEnd } from "./Finish.js"
 import { transition } from "./Lifecycle.js"
 import { moveAway } from "./MoveAway.js"
+import { answer } from "./PostAnswer.js"
 import { observe, stepsTo } from "./QueuePositions.js"
 
 /** A failed input: the stored upload is gone (the workflow cannot run anywhere). */
 const inputMissing = (placeholder: string) =>
   T.Failed({ error_node: null, exception_type: "InputMissing", exception_message: `The uploaded file for ${placeholder} is no longer stored` })
+
+/** A value this runner's input does not take: the workflow is invalid, as ComfyUI would have said. */
+const notConverted = (m: ParamMismatch) =>
+  T.Rejected({ error_node: m.node, exception_type: "InvalidParameter", exception_message: describeMismatch(m) })
+
+/** The runner's widget types as this instance knows them (none without the capability service). */
+const typesOf = (runner: RunnerTarget) =>
+  Effect.flatMap(Effect.serviceOption(RunnerCapabilities), Option.match({
+    onNone: () => Effect.succeed<InputTypeIndex | undefined>(undefined),
+    onSome: (c) => Effect.map(c.lookupAll([runner.id]), ([known]) => Option.getOrUndefined(known!)?.index.types)
+  }))
 
 /**
  * One attempt: where the prompt already is (`OnRunner`, `Finished`), or the uploads and the post
@@ -62,7 +79,11 @@ const attempt = (w: Workflow, resubmit: boolean) =>
           return { _tag: "Finished" as const, history: status.history }
       }
     }
-    const values = new Map(w.workflow_params)
+    // Only text and choice values are converted: without them, no lookup of the runner's types.
+    const values = w.workflow_params.filter(([p]) => !p.startsWith("$file("))
+    const typed = values.length === 0 ? Either.right(w.workflow_json) : typedPrompt(w.workflow_json, values, yield* typesOf(runner))
+    if (Either.isLeft(typed)) return { _tag: "Failed" as const, end: notConverted(typed.left) }
+    const files = new Map<string, string>()
     for (const [placeholder, key] of w.workflow_params) {
       if (!placeholder.startsWith("$file(")) continue
       const blob = yield* blobs.get(key)
@@ -72,7 +93,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
         content_type: blob.value.content_type,
         content: blob.value.stream
       })
-      values.set(placeholder, inputReference(uploaded))
+      files.set(placeholder, inputReference(uploaded))
     }
     const hadFiles = w.workflow_params.some(([p]) => p.startsWith("$file("))
     if (hadFiles) {
@@ -84,10 +105,10 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     // here, and again by the client as the request is written: it may wait for a connection, or
     // the process may be frozen, for longer than the lease has left.
     if (!driving.lease.held()) return { _tag: "LeaseLost" as const }
-    const placeholders = Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
+    const placeholders = files.size === 0 ? [] : Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
     return yield* gateway.submit(runner, {
       prompt_id: w.id,
-      prompt: substitute(w.workflow_json, placeholders, values),
+      prompt: files.size === 0 ? typed.right : substitute(typed.right, placeholders, files),
       client_id: driving.lease.clientId,
       extra_data: { wes_workflow_id: w.id },
       fence: driving.lease.held
@@ -109,6 +130,14 @@ const estimatedPosition = Effect.flatMap(Driving, (d) =>
 
 /** Submits `claimed`; the driver calls it with the workflow tracked in phase `submitting`. */
 export const submit = (claimed: ClaimedWorkflow) =>
+  Effect.flatMap(Driving, ({ inFlight }) =>
+    Effect.flatMap(inFlight.get(claimed.workflow.id), (t) => {
+      // An end seen on the WebSocket may wait for the runner's answer: there is none if this ends without one.
+      const answered = Option.isSome(t) ? t.value.answered : undefined
+      return answered === undefined ? submitting(claimed) : Effect.ensuring(submitting(claimed), Deferred.succeed(answered, "none"))
+    }))
+
+const submitting = (claimed: ClaimedWorkflow) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const gateway = yield* RunnerGateway
@@ -129,12 +158,16 @@ export const submit = (claimed: ClaimedWorkflow) =>
         }
       }))
     })
-    // A failed attempt wrote nothing: whoever waits for this submission to record a start need not wait longer.
+    // A failed attempt wrote nothing: whoever waits for this submission to record a start need not
+    // wait longer. Not a rejection: the start waits until the rejection is written, so that nothing
+    // the runner did first (it may have started the prompt before answering) is recorded.
     const attemptFailed = Effect.flatMap(driving.inFlight.get(w.id), (t) =>
       Option.isSome(t) && t.value.recorded !== undefined ? Effect.asVoid(Deferred.succeed(t.value.recorded, undefined)) : Effect.void)
     const tried = once.pipe(
       Effect.tapError((e) =>
-        e._tag === "StorageError" || e._tag === "PromptRejected"
+        e._tag === "PromptRejected"
+          ? Effect.void
+          : e._tag === "StorageError"
           ? attemptFailed
           : Effect.zipRight(
             attemptFailed,
@@ -147,7 +180,13 @@ export const submit = (claimed: ClaimedWorkflow) =>
       const e = result.left
       if (e._tag === "StorageError") return yield* Effect.fail(e)
       if (e._tag === "PromptRejected") {
-        yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        // Invalid, whatever the runner did first: an end seen meanwhile is dropped (PostAnswer.ts).
+        yield* answer(w.id, "rejected")
+        const outcome = yield* transition(w.id, [T.Rejected({ error_node: e.error_node, exception_type: e.error_type, exception_message: e.message })])
+        // Only its owner's cancel may come first; anything else would be a bug worth seeing.
+        if (outcome._tag === "Refused" && !isTerminal(outcome.status)) {
+          yield* Effect.logWarning("a prompt the runner rejected could not be recorded invalid", { workflow_id: w.id, status: outcome.status })
+        }
         return yield* driving.inFlight.remove(w.id)
       }
       return yield* moveAway(w, `runner is unreachable (${(e as RunnerError).message})`)
@@ -169,6 +208,8 @@ export const submit = (claimed: ClaimedWorkflow) =>
         yield* driving.inFlight.shift(w.id, ["submitting"], "onRunner")
         return yield* observe(w.id, r.queueNumber)
       case "Posted": {
+        // Its end came first: the end's path records every step in one write.
+        if (yield* answer(w.id, "posted")) return yield* Effect.asVoid(driving.inFlight.shift(w.id, ["submitting"], "onRunner"))
         // The runner may have started it already (its WebSocket said so while this was posting).
         const startedAt = Option.flatMap(yield* driving.inFlight.get(w.id), (t) => Option.fromNullable(t.startedAt))
         const position = Option.isSome(startedAt) ? 0 : yield* estimatedPosition

@@ -32,6 +32,7 @@ import { Driving } from "./Driving.js"
 import { eventPass } from "./EventPass.js"
 import { finish } from "./Finish.js"
 import type { Tracked } from "./InFlight.js"
+import { afterAnswer } from "./PostAnswer.js"
 import { observe } from "./QueuePositions.js"
 
 /** Events that move a prompt's progress: its graph must be known to follow them. */
@@ -116,7 +117,11 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           const before = HashMap.get(tracked, step.id)
           const publishNow = step.leading.length > 0 && Option.isSome(before) && before.value.workflow.status === "running"
           if (publishNow) yield* bus.publish(step.id, step.leading).pipe(Effect.catchAll(logged("could not publish run events")))
-          yield* driving.fork("could not record the end of a prompt", finish(step.id, ["onRunner", "submitting"], publishNow ? [] : step.leading, step.seen))
+          // While it is being submitted, after the runner's answer to the post (PostAnswer.ts).
+          yield* driving.fork(
+            "could not record the end of a prompt",
+            afterAnswer(step.id, finish(step.id, ["onRunner", "submitting"], publishNow ? [] : step.leading, step.seen))
+          )
           break
         }
       }

@@ -8,6 +8,7 @@ export { byAge, effectivePriority, orderWaiting, PriorityAging, priorityLevel, t
 export { estimateOf, type EstimateSources, estimateSources } from "./QueueEstimate.js"
 export { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
 export { type RunnerCandidate, RunnerLoad } from "./RunnerLoad.js"
-export { seenHistory, type SeenRun, seeRun, startRun } from "./SeenRun.js"
+export { FRAME_OUTPUT_LIMIT, type FrameImage, type FrameNodes, frameNodesOf, SAVE_IMAGE_WEBSOCKET, type SeenFrames } from "./FrameOutputs.js"
+export { type SeenHistory, seenHistory, type SeenRun, seeRun, startRun } from "./SeenRun.js"
 export { noEligibleRunner, Scheduler } from "./Scheduler.js"
 export { eligibleRunners, managedRunnerServes, pickRunner } from "./Scheduling.js"

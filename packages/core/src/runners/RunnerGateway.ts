@@ -130,6 +130,8 @@ export interface PromptHistory {
     readonly exception_type: string
     readonly exception_message: string
   } | null
+  /** The class of each node of the prompt as the runner stored it (node id -> `class_type`), when the history shows it. */
+  readonly classes?: Readonly<Record<string, string>> | undefined
 }
 
 /**
@@ -187,16 +189,19 @@ export type RunnerEvent =
   }
   | { readonly _tag: "ExecutionInterrupted"; readonly prompt_id: string; readonly timestamp?: number | null | undefined }
   /**
-   * A binary preview frame: type 1 (format only, no attribution) or type 4 (ComfyUI 0.3.45 and
-   * later, after the client announced `supports_preview_metadata`: prompt and node named). The
-   * image itself is not kept.
+   * A binary image frame: type 4 (ComfyUI 0.3.45 and later, after the client announced
+   * `supports_preview_metadata`) names its prompt and node; a type 1 frame is attributed by the
+   * gateway to the node the last `executing` message named (ComfyUI sends a node's frames between
+   * its `executing` and the next). A sampler's preview, or the image of a node that saves through
+   * the socket (`SaveImageWebsocket`): the driver tells them apart (FrameOutputs.ts).
    */
   | {
-    readonly _tag: "Preview"
+    readonly _tag: "ImageFrame"
     readonly prompt_id: string | null
     readonly node: string | null
+    /** `image/png` or `image/jpeg`. */
     readonly image_type: string
-    readonly size: number
+    readonly image: Uint8Array
   }
   /** `executing {node: null}`: the prompt is done and its history has been written. */
   | { readonly _tag: "PromptDone"; readonly prompt_id: string }

@@ -15,7 +15,15 @@ const record = (runnerId: string, kind: "user" | "managed", minutes: number, cla
   summary: {
     node_classes: classes,
     model_inputs: [["CheckpointLoaderSimple", "ckpt_name", 0]],
-    file_lists: [["sd_xl_base_1.0.safetensors", "sub/v1-5.ckpt"]]
+    file_lists: [["sd_xl_base_1.0.safetensors", "sub/v1-5.ckpt"]],
+    widgets: [["KSampler", [["cfg", 1], ["sampler_name", 2], ["seed", 0]]], ["ImageStitch", [["match_image_size", 3]]]],
+    // Bounds as ComfyUI sends them: 2^64 - 1 (read as a double), a fraction; numeric combo options.
+    input_types: [
+      { type: "INT", min: 0, max: 18446744073709552000 },
+      { type: "FLOAT", min: 0, max: 100.5 },
+      { type: "COMBO", options: ["euler", "dpmpp_2m", 6] },
+      { type: "BOOLEAN" }
+    ]
   },
   hash: `hash-${minutes}`,
   read_at: F.at(minutes)

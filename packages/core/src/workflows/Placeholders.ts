@@ -213,19 +213,29 @@ export const substitute = (
   workflow: JsonObject,
   placeholders: ReadonlyArray<Placeholder>,
   values: ReadonlyMap<string, string>
+): JsonObject => substituteWith(workflow, placeholders, (p) => values.get(placeholderKey(p)))
+
+/**
+ * Replaces every placeholder occurrence with the value `valueAt` gives for it there (a JSON
+ * value; undefined keeps the placeholder). The input is not modified.
+ */
+export const substituteWith = (
+  workflow: JsonObject,
+  placeholders: ReadonlyArray<Placeholder>,
+  valueAt: (p: Placeholder, at: PlaceholderLocation) => unknown
 ): JsonObject => {
   const out: Record<string, unknown> = { ...workflow }
   const copied = new Set<string>()
   for (const p of placeholders) {
-    const value = values.get(placeholderKey(p))
-    if (value === undefined) continue
-    for (const { input, node } of p.locations) {
-      const def = out[node] as JsonObject
-      if (!copied.has(node)) {
-        copied.add(node)
-        out[node] = { ...def, inputs: { ...(def["inputs"] as JsonObject) } }
+    for (const at of p.locations) {
+      const value = valueAt(p, at)
+      if (value === undefined) continue
+      const def = out[at.node] as JsonObject
+      if (!copied.has(at.node)) {
+        copied.add(at.node)
+        out[at.node] = { ...def, inputs: { ...(def["inputs"] as JsonObject) } }
       }
-      ;((out[node] as JsonObject)["inputs"] as Record<string, unknown>)[input] = value
+      ;((out[at.node] as JsonObject)["inputs"] as Record<string, unknown>)[at.input] = value
     }
   }
   return out

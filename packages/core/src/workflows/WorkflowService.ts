@@ -1,6 +1,6 @@
 /**
  * The workflow use cases as one service: create (from JSON or a template), rerun, get, list,
- * cancel, outputs, follow. Each lives in its own module under `usecases/`; this file declares
+ * cancel, outputs, follow, and the description of a definition's parameters. Each lives in its own module under `usecases/`; this file declares
  * the service and assembles it.
  */
 import * as Context from "effect/Context"
@@ -27,7 +27,9 @@ import type { TemplateRepository } from "../templates/TemplateRepository.js"
 import { makeCancelWorkflow } from "./usecases/CancelWorkflow.js"
 import { makeCreateWorkflow } from "./usecases/CreateWorkflow.js"
 import { type FollowStart, makeFollowWorkflow } from "./usecases/FollowWorkflow.js"
-import type { CreateWorkflowInput, ListWorkflowsInput, RerunWorkflowInput } from "./usecases/Inputs.js"
+import { makeDescribeParameters } from "./usecases/DescribeParameters.js"
+import type { CreateWorkflowInput, DescribeParametersInput, ListWorkflowsInput, RerunWorkflowInput } from "./usecases/Inputs.js"
+import type { WorkflowParameter } from "./ParameterView.js"
 import { makeReadWorkflows } from "./usecases/ReadWorkflows.js"
 import type { Workflow, WorkflowHead, WorkflowOutput, WorkflowSummary, WorkflowView } from "./Workflow.js"
 import type { WorkflowEvent, WorkflowEventBus } from "./WorkflowEvents.js"
@@ -41,6 +43,11 @@ type CreateError = ValidationError | NoEligibleRunner | MissingCapabilities | Ti
 export class WorkflowService extends Context.Tag("@wes/core/WorkflowService")<WorkflowService, {
   readonly create: (user: User, input: CreateWorkflowInput) => Effect.Effect<Workflow, CreateError>
   readonly rerun: (user: User, id: string, input: RerunWorkflowInput) => Effect.Effect<Workflow, CreateError>
+  /** The definition's placeholders with the types of the inputs they fill on the runners it may go to. */
+  readonly describeParameters: (
+    user: User,
+    input: DescribeParametersInput
+  ) => Effect.Effect<{ readonly parameters: ReadonlyArray<WorkflowParameter> }, ValidationError | NotFound | StorageError>
   readonly get: (user: User, id: string) => Effect.Effect<WorkflowView, NotFound | StorageError>
   readonly list: (user: User, input: ListWorkflowsInput) => Effect.Effect<Paged<WorkflowSummary>, ValidationError | StorageError>
   /** Cancels an unfinished workflow (409 `Conflict` when it already finished). */
@@ -81,8 +88,8 @@ export class WorkflowService extends Context.Tag("@wes/core/WorkflowService")<Wo
   > = Layer.effect(
     WorkflowService,
     Effect.map(
-      Effect.all([makeCreateWorkflow, makeReadWorkflows, makeCancelWorkflow, makeFollowWorkflow]),
-      ([create, read, cancel, follow]) => WorkflowService.of({ ...create, ...read, ...cancel, ...follow })
+      Effect.all([makeCreateWorkflow, makeReadWorkflows, makeCancelWorkflow, makeFollowWorkflow, makeDescribeParameters]),
+      ([create, read, cancel, follow, describe]) => WorkflowService.of({ ...create, ...read, ...cancel, ...follow, ...describe })
     )
   )
 }

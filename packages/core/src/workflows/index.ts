@@ -20,8 +20,16 @@ export {
   parsePlaceholder,
   resolveParams,
   substitute,
+  substituteWith,
   type SuppliedParam
 } from "./Placeholders.js"
+export {
+  DescribeParametersRequest,
+  describeParameters,
+  ParameterInput,
+  WorkflowParameter,
+  WorkflowParameters
+} from "./ParameterView.js"
 export {
   activeStatuses,
   refOf,
@@ -73,6 +81,7 @@ export {
 export {
   asFirstAnswered,
   type CreateWorkflowInput,
+  type DescribeParametersInput,
   type FollowStart,
   IDEMPOTENCY_WINDOW,
   type ListWorkflowsInput,

@@ -58,10 +58,12 @@ describe("capability summary", () => {
 
   it("reads an answer of an unexpected shape as no capabilities rather than failing", () => {
     expect(summarize([1, 2]).node_classes).toEqual([])
-    expect(summarize({ Weird: { input: { required: { x: "not a spec", y: [[1, 2]] } } } })).toEqual({
+    expect(summarize({ Weird: { input: { required: { x: "not a spec", y: [[1, {}]] } } } })).toEqual({
       node_classes: ["Weird"],
       model_inputs: [],
-      file_lists: []
+      file_lists: [],
+      widgets: [],
+      input_types: []
     })
   })
 })
@@ -71,11 +73,12 @@ describe("what a workflow needs, and what a runner lacks", () => {
     const needs = workflowNeeds(graph("sdxl.safetensors"))
     expect(needs.node_classes).toEqual(["CheckpointLoaderSimple", "KSampler", "LoadImage", "SaveImage"])
     const has = indexSummary(summarize(objectInfo(["sdxl.safetensors"])))
-    expect(missingOn(has, needs)).toEqual({ node_classes: [], model_files: [] })
+    expect(missingOn(has, needs)).toEqual({ node_classes: [], model_files: [], params: [] })
     const lacks = indexSummary(summarize(objectInfo(["v15.ckpt"])))
     expect(missingOn(lacks, needs)).toEqual({
       node_classes: [],
-      model_files: [{ node_class: "CheckpointLoaderSimple", input: "ckpt_name", file: "sdxl.safetensors" }]
+      model_files: [{ node_class: "CheckpointLoaderSimple", input: "ckpt_name", file: "sdxl.safetensors" }],
+      params: []
     })
   })
 
@@ -84,7 +87,8 @@ describe("what a workflow needs, and what a runner lacks", () => {
     const runner = indexSummary(summarize(objectInfo([])))
     expect(missingOn(runner, needs)).toEqual({
       node_classes: ["UltimateSDUpscale"],
-      model_files: [{ node_class: "CheckpointLoaderSimple", input: "ckpt_name", file: "sdxl.safetensors" }]
+      model_files: [{ node_class: "CheckpointLoaderSimple", input: "ckpt_name", file: "sdxl.safetensors" }],
+      params: []
     })
   })
 

@@ -4,16 +4,20 @@ import {
   TierPolicy,
   BlobStore,
   IdGenerator,
+  indexSummary,
   PromptRejected,
   PromptWithheld,
+  RunnerCapabilities,
   RunnerGateway,
   RunnerUnreachable,
   Scheduler,
   type SubmitPrompt,
+  summarize,
   WorkflowEventBus,
   WorkflowRepository
 } from "@wes/core"
 import { Fixtures } from "@wes/core/testing"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -23,6 +27,7 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { Driving, type DrivingShape } from "../../src/dispatch/Driving.js"
 import { submit } from "../../src/dispatch/Submit.js"
+import { handleEvents } from "../../src/dispatch/Track.js"
 import { drivingLayer, FakeWorkflows, headOf, runner, schedulerFor, workflowOn } from "./harness.js"
 
 const definition = { "1": { class_type: "EmptyImage", inputs: { width: 8, height: 8, batch_size: 1, color: "$text(color)" } } }
@@ -35,10 +40,11 @@ const layerFor = (
     readonly blobs?: Partial<BlobStore["Type"]>
     readonly driving?: Parameters<typeof drivingLayer>[0]
     readonly scheduler?: Layer.Layer<Scheduler>
+    readonly transition?: WorkflowRepository["Type"]["transition"]
   } = {}
 ) =>
   Layer.mergeAll(
-    Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
+    Layer.mock(WorkflowRepository, { transition: over.transition ?? store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
     Layer.mock(RunnerGateway, gateway),
     Layer.mock(BlobStore, over.blobs ?? {}),
     Layer.mock(WorkflowEventBus, {}),
@@ -114,6 +120,87 @@ describe("Submit", () => {
           error_node: "1"
         }))
     })))
+  })
+
+  describe("parameters typed by the runner's inputs", () => {
+    const switchGraph = { "1": { class_type: "Switch", inputs: { on: "$text(on)", label: "$text(on)" } } }
+    /** The runner's capabilities: `Switch.on` a BOOLEAN, `Switch.label` a STRING. */
+    const capabilities = Layer.mock(RunnerCapabilities, {
+      lookupAll: (ids) => {
+        const summary = summarize({ Switch: { input: { required: { on: ["BOOLEAN", { default: true }], label: ["STRING", {}] } } } })
+        const known = { record: { runner_id: runner.id, runner_kind: "user" as const, summary, hash: "h", read_at: Fixtures.at(0) }, index: indexSummary(summary) }
+        return Effect.succeed(ids.map((id) => (id === runner.id ? Option.some(known) : Option.none())))
+      }
+    })
+    const posting = (posted: Array<SubmitPrompt>) => ({
+      submit: (_: unknown, p: SubmitPrompt) => Effect.sync(() => posted.push(p)).pipe(Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+    })
+
+    it.effect("posts false to a BOOLEAN input as JSON false, and the same value to a STRING input as text", () => {
+      const w = workflowOn({ workflow_json: switchGraph, workflow_params: [["$text(on)", "false"]] })
+      const store = new FakeWorkflows([w])
+      const posted: Array<SubmitPrompt> = []
+      return Effect.gen(function*() {
+        yield* claimedNow(w)
+        yield* submit({ workflow: w, resubmit: false })
+        expect(posted.map((p) => p.prompt)).toEqual([{ "1": { class_type: "Switch", inputs: { on: false, label: "false" } } }])
+      }).pipe(Effect.provide(Layer.merge(layerFor(store, posting(posted)), capabilities)))
+    })
+
+    it.effect("ends a workflow invalid, posting nothing, when its runner's input does not take the value", () => {
+      const w = workflowOn({ workflow_json: switchGraph, workflow_params: [["$text(on)", "maybe"]] })
+      const store = new FakeWorkflows([w])
+      const posted: Array<SubmitPrompt> = []
+      return Effect.gen(function*() {
+        yield* claimedNow(w)
+        yield* submit({ workflow: w, resubmit: false })
+        expect(posted).toEqual([])
+        expect(store.byId.get(w.id)).toMatchObject({
+          status: "invalid",
+          error_node: "1",
+          exception_type: "InvalidParameter",
+          exception_message: 'Parameter validation failed: $on "maybe" cannot fill node "1" (Switch.on), which takes a BOOLEAN (true/false, yes/no or 1/0)'
+        })
+      }).pipe(Effect.provide(Layer.merge(layerFor(store, posting(posted)), capabilities)))
+    })
+  })
+
+  it.effect("a prompt the runner rejects after its WebSocket showed it starting is invalid: the start is not written", () => {
+    const w = workflowOn()
+    const store = new FakeWorkflows([w])
+    // The store takes its time with the rejection: a write waiting for its turn would go first.
+    const slowRejection: typeof store.transition = (request) =>
+      request.steps[0]._tag === "Rejected"
+        ? Effect.zipRight(Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow(), { discard: true }), store.transition(request))
+        : store.transition(request)
+    let handling: Fiber.RuntimeFiber<void, never> | undefined
+    let driving: DrivingShape | undefined
+    let startSeen: (id: string) => Effect.Effect<void> = () => Effect.void
+    return Effect.gen(function*() {
+      driving = yield* Driving
+      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof handleEvents>>>()
+      startSeen = (id) => Effect.provide(handleEvents([{ _tag: "ExecutionStart", prompt_id: id, timestamp: 5_000 }]), context)
+      const recorded = yield* claimedNow(w)
+      yield* submit({ workflow: w, resubmit: false })
+      // What the claim loop does once the submission returns.
+      yield* Deferred.succeed(recorded, undefined)
+      yield* Fiber.join(handling!)
+      expect(store.moves).toEqual(["Rejected"])
+      expect(store.byId.get(w.id)).toMatchObject({ status: "invalid", started_at: null, exception_type: "prompt_outputs_failed_validation" })
+    }).pipe(Effect.provide(layerFor(store, {
+      // ComfyUI started the valid part as it answered 200 with node_errors; the client took it back.
+      submit: (_, p) =>
+        Effect.gen(function*() {
+          handling = yield* Effect.fork(startSeen(p.prompt_id))
+          while (Option.flatMap(yield* driving!.inFlight.get(p.prompt_id), (t) => Option.fromNullable(t.startedAt))._tag === "None") yield* Effect.yieldNow()
+          return yield* Effect.fail(new PromptRejected({
+            runner_id: runner.id,
+            error_type: "prompt_outputs_failed_validation",
+            message: "Some outputs failed validation: node 3 (SaveImage): Required input is missing: images",
+            error_node: "3"
+          }))
+        })
+    }, { transition: slowRejection })))
   })
 
   it.effect("retries an unreachable runner with growing, capped delays (asking first whether the post arrived), then fails the workflow when no other runner can take it", () => {

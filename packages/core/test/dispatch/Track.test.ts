@@ -1,7 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
   BlobStore,
+  FRAME_OUTPUT_LIMIT,
+  frameNodesOf,
   IdGenerator,
+  isBlobBytes,
   type NewWorkflowEvent,
   RunnerGateway,
   type RunnerEvent,
@@ -17,6 +20,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Driving } from "../../src/dispatch/Driving.js"
+import { recordEnd } from "../../src/dispatch/Finish.js"
+import { answer } from "../../src/dispatch/PostAnswer.js"
 import { handleEvents } from "../../src/dispatch/Track.js"
 import { drivingLayer, FakeWorkflows, headOf, schedulerFor, workflowOn, retryLayer } from "./harness.js"
 
@@ -210,23 +215,223 @@ describe("Track", () => {
     }).pipe(Effect.provide(layerFor(store)))
   })
 
-  it.effect("a batch that starts and ends a prompt being submitted does not wait for the submission", () => {
+  it.effect("a batch that starts and ends a prompt being submitted does not wait for the submission; the end, written once, waits for the runner's answer", () => {
     const w = workflowOn({ workflow_json: graph })
     const store = new FakeWorkflows([w])
     return Effect.gen(function*() {
       const driving = yield* Driving
       // The submission never records here: a batch that waited for it would never return.
       yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
-      const handling = yield* Effect.fork(handleEvents([
+      yield* handleEvents([
         { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
         { _tag: "Executed", prompt_id: w.id, node: "2", output: null, files: [] },
         { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
         { _tag: "PromptDone", prompt_id: w.id }
-      ]))
+      ])
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(store.moves).toEqual([])
+      // The runner accepted the post: the submission leaves the end's path to write every step.
+      expect(yield* answer(w.id, "posted")).toBe(true)
       yield* eventually(() => store.status(w.id) === "completed")
-      expect(Option.isSome(yield* Fiber.poll(handling))).toBe(true)
       expect(store.moves).toEqual(["Uploaded+Queued+Started+Completed"])
     }).pipe(Effect.provide(layerFor(store)))
+  })
+
+  it.effect("the end of a prompt being submitted that the runner then rejects is not written", () => {
+    const w = workflowOn({ workflow_json: graph })
+    const store = new FakeWorkflows([w])
+    return Effect.gen(function*() {
+      const driving = yield* Driving
+      yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
+      yield* handleEvents([
+        { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+        { _tag: "ExecutionInterrupted", prompt_id: w.id, timestamp: 2_000 },
+        { _tag: "PromptDone", prompt_id: w.id }
+      ])
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(yield* answer(w.id, "rejected")).toBe(true)
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      expect(store.moves).toEqual([])
+      expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.phase)).toEqual(Option.some("submitting"))
+    }).pipe(Effect.provide(layerFor(store)))
+  })
+
+  describe("images sent as WebSocket frames", () => {
+    /** EmptyImage -> a sampler (previews) -> VAE-like decode -> SaveImageWebsocket, and a custom sink that sends frames too. */
+    const wsGraph = {
+      "1": { class_type: "EmptyImage", inputs: {} },
+      "2": { class_type: "KSampler", inputs: { latent_image: ["1", 0] } },
+      "3": { class_type: "SaveImageWebsocket", inputs: { images: ["2", 0] } },
+      "4": { class_type: "ETN_SendImageWebSocket", inputs: { images: ["2", 0] } },
+      "5": { class_type: "SaveImage", inputs: { images: ["2", 0] } }
+    }
+    const png = (n: number) => new Uint8Array([0x89, 0x50, 0x4e, 0x47, n])
+    const frame = (id: string, node: string, image: Uint8Array, image_type = "image/png"): RunnerEvent =>
+      ({ _tag: "ImageFrame", prompt_id: id, node, image_type, image })
+    const saved = { node_id: "5", filename: "saved_00001_.png", subfolder: "", type: "output" }
+
+    /** The workflow tracked as this driver's claim notes it (with the nodes whose frames may be outputs). */
+    const claimed = (w: ReturnType<typeof workflowOn>) =>
+      Effect.gen(function*() {
+        const { inFlight } = yield* Driving
+        yield* inFlight.submitting(headOf(w), Object.keys(w.workflow_json), frameNodesOf(w.workflow_json))
+        yield* inFlight.shift(w.id, ["submitting"], "onRunner")
+      })
+
+    const stores = () => {
+      const blobs = new Map<string, { readonly bytes: ReadonlyArray<Uint8Array>; readonly type: string }>()
+      return {
+        blobs,
+        layer: (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]> = {}) =>
+          layerFor(store, {
+            gateway,
+            published: [],
+            blobs: {
+              put: (key, content, type) =>
+                isBlobBytes(content)
+                  ? Effect.sync(() => blobs.set(key, { bytes: content, type })).pipe(Effect.as(content.reduce((n, c) => n + c.length, 0)))
+                  : Effect.map(Stream.runCollect(content), (chunks) => {
+                    blobs.set(key, { bytes: Array.from(chunks), type })
+                    return Array.from(chunks).reduce((n, c) => n + c.length, 0)
+                  })
+            },
+            ids: { next: Effect.sync(() => Fixtures.uuid()) }
+          })
+      }
+    }
+
+    it.effect("a SaveImageWebsocket image is an output, stored from the frame; a sampler's preview is not; a sink's frames are outputs unless it lists files", () => {
+      const w = workflowOn({ status: "queued", workflow_json: wsGraph })
+      const store = new FakeWorkflows([w])
+      const { blobs, layer } = stores()
+      return Effect.gen(function*() {
+        yield* claimed(w)
+        yield* handleEvents([
+          { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+          executing(w.id, "2"),
+          frame(w.id, "2", png(1)),
+          frame(w.id, "2", png(2), "image/jpeg"),
+          executing(w.id, "3"),
+          frame(w.id, "3", png(3)),
+          frame(w.id, "3", png(4))
+        ])
+        yield* handleEvents([
+          executing(w.id, "4"),
+          frame(w.id, "4", png(5), "image/jpeg"),
+          executing(w.id, "5"),
+          // An output node that sends previews and saves files: only its files are outputs.
+          frame(w.id, "5", png(6)),
+          { _tag: "Executed", prompt_id: w.id, node: "5", output: { images: [saved] }, files: [saved] },
+          { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+          { _tag: "PromptDone", prompt_id: w.id }
+        ])
+        yield* eventually(() => store.status(w.id) === "completed")
+        const outputs = store.requests.at(-1)!.outputs!
+        expect(outputs.map((o) => [o.node_id, o.filename, o.subfolder, o.type, o.content_type, o.size])).toEqual([
+          ["5", "saved_00001_.png", "", "output", "image/png", 1],
+          ["3", "websocket_3_00001_.png", "", "websocket", "image/png", 5],
+          ["3", "websocket_3_00002_.png", "", "websocket", "image/png", 5],
+          ["4", "websocket_4_00001_.jpg", "", "websocket", "image/jpeg", 5]
+        ])
+        // Each image stored as the bytes of its frame, under its output's key.
+        expect(outputs.slice(1).map((o) => blobs.get(o.blob_key))).toEqual([
+          { bytes: [png(3)], type: "image/png" },
+          { bytes: [png(4)], type: "image/png" },
+          { bytes: [png(5)], type: "image/jpeg" }
+        ])
+        expect(Option.isNone(yield* Effect.flatMap(Driving, (d) => d.inFlight.get(w.id)))).toBe(true)
+      }).pipe(Effect.provide(layer(store, {
+        download: () => Effect.succeed({ content_type: "image/png", content: [new Uint8Array([9])] })
+      })))
+    })
+
+    it.effect("a run whose SaveImageWebsocket images may have been missed (the socket reconnected) fails with OutputUnavailable", () => {
+      const w = workflowOn({ status: "running", workflow_json: wsGraph })
+      const store = new FakeWorkflows([w])
+      return Effect.gen(function*() {
+        yield* claimed(w)
+        yield* handleEvents([{ _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 }, executing(w.id, "3"), frame(w.id, "3", png(1))])
+        yield* handleEvents([{ _tag: "Disconnected", reason: "closed" }, { _tag: "Connected" }])
+        yield* handleEvents([{ _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 }, { _tag: "PromptDone", prompt_id: w.id }])
+        yield* eventually(() => store.status(w.id) === "failed")
+        expect(store.byId.get(w.id)).toMatchObject({ exception_type: "OutputUnavailable", exception_message: expect.stringContaining("SaveImageWebsocket node (3)") })
+      }).pipe(Effect.provide(stores().layer(store, { history: () => Effect.succeed(Option.some(success)) })))
+    })
+
+    it.effect("an inherited prompt's SaveImageWebsocket nodes come from the prompt its history shows", () => {
+      const w = workflowOn({ status: "running", workflow_json: wsGraph })
+      const store = new FakeWorkflows([w])
+      return Effect.gen(function*() {
+        // Adopted by reconciliation: its graph was not noted, and its frames went to another client.
+        yield* onRunner(w)
+        yield* handleEvents([{ _tag: "PromptDone", prompt_id: w.id }])
+        yield* eventually(() => store.status(w.id) === "failed")
+        expect(store.byId.get(w.id)).toMatchObject({ exception_type: "OutputUnavailable" })
+      }).pipe(Effect.provide(stores().layer(store, {
+        history: () => Effect.succeed(Option.some({ ...success, classes: { "1": "EmptyImage", "3": "SaveImageWebsocket" } }))
+      })))
+    })
+
+    it.effect("a history read before the socket delivered the end (reconciliation first) leaves the end to the socket, images and all", () => {
+      const w = workflowOn({ status: "running", workflow_json: wsGraph })
+      const store = new FakeWorkflows([w])
+      const { layer } = stores()
+      return Effect.gen(function*() {
+        const driving = yield* Driving
+        yield* claimed(w)
+        yield* handleEvents([{ _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 }, executing(w.id, "3"), frame(w.id, "3", png(1))])
+        // What Reconcile does with a history it found.
+        expect(yield* driving.inFlight.shift(w.id, ["onRunner"], "finishing")).toBe(true)
+        yield* recordEnd(w.id, success)
+        expect(store.moves).toEqual([])
+        expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.phase)).toEqual(Option.some("onRunner"))
+        yield* handleEvents([{ _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 }, { _tag: "PromptDone", prompt_id: w.id }])
+        yield* eventually(() => store.status(w.id) === "completed")
+        expect(store.requests.at(-1)!.outputs!.map((o) => o.filename)).toEqual(["websocket_3_00001_.png"])
+      }).pipe(Effect.provide(layer(store)))
+    })
+
+    it.effect("a run seen whole keeps its images for an end recorded from the history, even after a reconnection", () => {
+      const w = workflowOn({ status: "running", workflow_json: wsGraph })
+      const store = new FakeWorkflows([w])
+      const { layer } = stores()
+      return Effect.gen(function*() {
+        const driving = yield* Driving
+        yield* claimed(w)
+        yield* handleEvents([
+          { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+          executing(w.id, "3"),
+          frame(w.id, "3", png(1)),
+          { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+          { _tag: "Disconnected", reason: "closed" },
+          { _tag: "Connected" }
+        ])
+        expect(yield* driving.inFlight.shift(w.id, ["onRunner"], "finishing")).toBe(true)
+        yield* recordEnd(w.id, success)
+        expect(store.status(w.id)).toBe("completed")
+        expect(store.requests.at(-1)!.outputs!.map((o) => o.filename)).toEqual(["websocket_3_00001_.png"])
+      }).pipe(Effect.provide(layer(store)))
+    })
+
+    it.effect("a run that sends more images than WES keeps for one workflow fails with OutputTooLarge", () => {
+      const w = workflowOn({ status: "running", workflow_json: wsGraph })
+      const store = new FakeWorkflows([w])
+      // Only its length is read: a frame of the limit's size without allocating it.
+      const huge = Object.defineProperty(new Uint8Array(1), "length", { value: FRAME_OUTPUT_LIMIT })
+      return Effect.gen(function*() {
+        yield* claimed(w)
+        yield* handleEvents([
+          { _tag: "ExecutionStart", prompt_id: w.id, timestamp: 1_000 },
+          executing(w.id, "3"),
+          frame(w.id, "3", huge),
+          frame(w.id, "3", png(1)),
+          { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
+          { _tag: "PromptDone", prompt_id: w.id }
+        ])
+        yield* eventually(() => store.status(w.id) === "failed")
+        expect(store.byId.get(w.id)).toMatchObject({ exception_type: "OutputTooLarge", exception_message: expect.stringContaining("256 MiB") })
+      }).pipe(Effect.provide(stores().layer(store)))
+    })
   })
 
   for (

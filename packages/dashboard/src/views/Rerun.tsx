@@ -1,11 +1,11 @@
-/** Rerun: the same definition with new parameter values (only the changed ones are sent). */
+/** Rerun: the same definition with new parameter values (only the changed ones are sent), each field typed as create converts it. */
 import * as Either from "effect/Either"
 import { useState } from "preact/hooks"
 import { api } from "../api.js"
-import { appendParams, fieldOf, ParamFields, type ParamValues, placeholderKey, placeholdersOf } from "../params.js"
+import { appendParams, describeParams, fieldOf, ParamFields, type ParamValues, placeholderKey, placeholdersOf } from "../params.js"
 import { navigate } from "../router.js"
 import type { WorkflowDetailJson, WorkflowSummaryJson } from "../types.js"
-import { ErrorBox } from "../ui.js"
+import { ErrorBox, useLoad } from "../ui.js"
 
 export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetailJson; readonly finished: boolean }) => {
   const found = placeholdersOf(workflow.workflow_json)
@@ -17,6 +17,7 @@ export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetai
   const [values, setValues] = useState<ParamValues>(initial)
   const [error, setError] = useState<unknown>(undefined)
   const [busy, setBusy] = useState(false)
+  const described = useLoad(() => describeParams({ workflow_json: workflow.workflow_json, tags: workflow.tags }), workflow.id)
   const submit = async (e: Event) => {
     e.preventDefault()
     const changed = Object.fromEntries(Object.entries(values).filter(([field, value]) => value !== initial[field]))
@@ -39,7 +40,9 @@ export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetai
         A new workflow with the same definition, name and tags; parameters left as they are keep this workflow's values
         {finished && placeholders.some((p) => p.kind === "file") ? " (files must be picked again: the uploads were deleted when it finished)" : ""}.
       </p>
-      <ParamFields placeholders={placeholders} values={values} filesOptional={!finished} onChange={(f, v) => setValues({ ...values, [f]: v })} />
+      <ParamFields placeholders={placeholders} values={values} types={described.data ?? new Map()} filesOptional={!finished}
+        onChange={(f, v) => setValues({ ...values, [f]: v })} />
+      <ErrorBox error={described.error} />
       <button type="submit" disabled={busy}>Rerun</button>
       <ErrorBox error={error} />
     </form>

@@ -1,19 +1,22 @@
 /**
  * Submit a workflow: drop or pick an API-format JSON file, or choose a template; the form for its
- * placeholders is rendered from the definition; it is sent as multipart exactly like the API
- * takes it, and the new workflow opens with live progress.
+ * placeholders is rendered from the definition, each field typed as the server will convert its
+ * value (described again when the tags change: they select the runners); it is sent as multipart
+ * exactly like the API takes it, and the new workflow opens with live progress.
  */
 import * as Either from "effect/Either"
 import { useEffect, useState } from "preact/hooks"
 import { api, ApiError } from "../api.js"
-import { appendParams, ParamFields, type ParamValues, type Placeholder, placeholdersOf } from "../params.js"
+import { appendParams, describeParams, ParamFields, type ParamValues, type Placeholder, placeholdersOf, valuesToSend } from "../params.js"
 import { navigate } from "../router.js"
 import type { TemplateJson, TemplateListItemJson, WorkflowSummaryJson } from "../types.js"
 import { ErrorBox, Section, useLoad } from "../ui.js"
 
 type Source =
-  | { readonly kind: "file"; readonly file: File; readonly text: string }
+  | { readonly kind: "file"; readonly file: File; readonly text: string; readonly definition: unknown }
   | { readonly kind: "template"; readonly template: TemplateJson }
+
+const tagList = (tags: string): ReadonlyArray<string> => tags.split(",").map((t) => t.trim()).filter((t) => t !== "")
 
 export const Submit = (props: { readonly templateId: string | undefined }) => {
   const templates = useLoad(() => api<{ templates: ReadonlyArray<TemplateListItemJson> }>("/v1/template?per_page=100"), "templates")
@@ -25,6 +28,21 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
   const [error, setError] = useState<unknown>(undefined)
   const [busy, setBusy] = useState(false)
   const [dragging, setDragging] = useState(false)
+  /** The tags as last committed (the field's change event), which the types are described for. */
+  const [committedTags, setCommittedTags] = useState("")
+  const described = useLoad(
+    () =>
+      source === undefined
+        ? Promise.resolve(new Map())
+        : describeParams({
+          ...(source.kind === "file" ? { workflow_json: source.definition } : { template_id: source.template.id }),
+          tags: tagList(committedTags)
+        }),
+    `${source?.kind === "file" ? source.text : source?.template.id}\u0000${committedTags}`
+  )
+  // A definition the server cannot describe is refused by create too, with the same message shown
+  // on submit; until then its fields are plain text.
+  const types = described.data ?? new Map()
 
   const use = (next: Source, definition: unknown, defaultName: string) => {
     const found = placeholdersOf(definition)
@@ -44,7 +62,7 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
     } catch (e) {
       return setError(new Error(`${file.name} is not valid JSON (${e instanceof Error ? e.message : String(e)})`))
     }
-    use({ kind: "file", file, text }, definition, file.name.replace(/\.json$/i, ""))
+    use({ kind: "file", file, text, definition }, definition, file.name.replace(/\.json$/i, ""))
   }
   const pickTemplate = async (id: string) => {
     if (id === "") return setSource(undefined)
@@ -65,7 +83,7 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
     if (source.kind === "file") form.append("workflow_json", new Blob([source.text], { type: "application/json" }), source.file.name)
     else form.append("template_id", source.template.id)
     if (tags.trim() !== "") form.append("tags", tags)
-    appendParams(form, values)
+    appendParams(form, valuesToSend(placeholders, types, values))
     setBusy(true)
     try {
       const created = await api<WorkflowSummaryJson>("/v1/workflow", { method: "POST", body: form })
@@ -102,9 +120,9 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
           </div>
           <div class="field">
             <label for="wf-tags">Tags (comma-separated, optional)</label>
-            <input id="wf-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+            <input id="wf-tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} onChange={(e) => setCommittedTags(e.currentTarget.value)} />
           </div>
-          <ParamFields placeholders={placeholders} values={values} onChange={(f, v) => setValues({ ...values, [f]: v })} />
+          <ParamFields placeholders={placeholders} values={values} types={types} onChange={(f, v) => setValues({ ...values, [f]: v })} />
           <button class="primary" type="submit" disabled={busy}>Submit workflow</button>
         </form>
       )}

@@ -8,7 +8,7 @@ import { RealComfyUI } from "@wes/runner-client/testing"
 import { afterEach, describe, expect, it } from "vitest"
 import { readJson } from "../harness.js"
 import { addRunner, createUser, createWorkflow, type Instance, killAll, startInstance, TestDatabase, type TestUser } from "../instances.js"
-import { blurChain, comfyHistory, comfyMessages, setup, unique, waitStatus } from "./suite.js"
+import { blurChain, comfyHistory, comfyMessages, onComfyUI, setup, unique, waitStatus } from "./suite.js"
 
 let db: TestDatabase | undefined
 let comfy: RealComfyUI | undefined
@@ -21,7 +21,7 @@ afterEach(async () => {
   comfy = undefined
 })
 
-describe.skipIf(setup === undefined)("WES restarted while ComfyUI runs its prompt", () => {
+describe.skipIf(setup === undefined)(onComfyUI("WES restarted while ComfyUI runs its prompt"), () => {
   it("a graceful restart and a crash of the only instance: each prompt ends completed, posted to ComfyUI once", async () => {
     const database = (db = await TestDatabase.create())
     const [real, first] = await Promise.all([RealComfyUI.start(setup!), startInstance("A", database.url())])

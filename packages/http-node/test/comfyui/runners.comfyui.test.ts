@@ -7,9 +7,9 @@ import { RealComfyUI } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { readJson, type RunnerJson, workflowForm } from "../harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, startInstance } from "../instances.js"
-import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, setup, smoke, unique, waitStatus } from "./suite.js"
+import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, onComfyUI, setup, smoke, unique, waitStatus } from "./suite.js"
 
-describe.skipIf(setup === undefined)("WES with two real ComfyUI processes", () => {
+describe.skipIf(setup === undefined)(onComfyUI("WES with two real ComfyUI processes"), () => {
   let alpha: RealComfyUI
   let beta: RealComfyUI
   let wes: Instance

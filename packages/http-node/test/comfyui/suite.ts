@@ -1,7 +1,8 @@
 /**
  * Shared pieces of the real-ComfyUI suites (`pnpm test:comfyui`): WES runs as `wes serve` child
  * processes (instances.ts) and is driven over its HTTP API only; ComfyUI is an unmodified
- * 0.3.64 on the CPU (RealComfyUI), checked through its own HTTP API. Waits are generous: a
+ * one on the CPU (RealComfyUI), 0.3.64 or 0.3.45 by the vitest project (`setup.version`; each
+ * suite's title names it), checked through its own HTTP API. Waits are generous: a
  * ComfyUI on two shared cores is slow under load, and every wait is for a condition.
  */
 import { execFile } from "node:child_process"
@@ -9,12 +10,15 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { ComfyUISetup, RealComfyUI } from "@wes/runner-client/testing"
-import { comfyUISetup } from "../../../runner-client/test/comfyui/context.js"
+import { comfyUISetup, onComfyUI } from "../../../runner-client/test/comfyui/context.js"
 import { readJson, type WorkflowDetailJson } from "../harness.js"
 import { type Instance, poll, TERMINAL, type TestUser } from "../instances.js"
 
 /** The ComfyUI setup of this run; undefined when the machine has none (the suites skip). */
 export const setup: ComfyUISetup | undefined = comfyUISetup()
+
+/** A suite's title with the ComfyUI version it runs against: `<title> (ComfyUI 0.3.45)`. */
+export { onComfyUI }
 
 /** Bound of every wait on ComfyUI work (a CPU ComfyUI under load). */
 export const SLOW = 120_000

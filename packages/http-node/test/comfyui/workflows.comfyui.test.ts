@@ -1,15 +1,16 @@
 /**
- * WES against an unmodified ComfyUI 0.3.64, as a user meets it: `wes serve` (memory store) and
- * one ComfyUI on the CPU, driven only over WES's HTTP API and checked on ComfyUI's own API:
- * parameters, uploaded inputs (pixels checked), outputs of several kinds, the SSE progress of a
- * real run, cancel while queued and while running, prompts ComfyUI rejects, a node that raises,
- * and a runner registered under ComfyUI's `/api` prefix.
+ * WES against an unmodified ComfyUI (0.3.64 and 0.3.45), as a user meets it: `wes serve` (memory
+ * store) and one ComfyUI on the CPU, driven only over WES's HTTP API and checked on ComfyUI's own API:
+ * parameters (a BOOLEAN set false and true), uploaded inputs (pixels checked), outputs of several
+ * kinds (files, a video, images sent over the WebSocket by the bundled SaveImageWebsocket, loaded
+ * with its whitelist flag), the SSE progress of a real run, cancel while queued and while running,
+ * prompts ComfyUI rejects, a node that raises, and a runner registered under ComfyUI's `/api` prefix.
  */
-import { RealComfyUI, solidPng } from "@wes/runner-client/testing"
+import { RealComfyUI, solidPng, WEBSOCKET_IMAGE_SAVE } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { json, readJson, workflowForm } from "../harness.js"
 import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, subscribe, type TestUser } from "../instances.js"
-import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, imageColours, setup, SLOW, smoke, unique, waitStatus } from "./suite.js"
+import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, imageColours, onComfyUI, setup, SLOW, smoke, unique, waitStatus } from "./suite.js"
 
 interface OutputJson {
   readonly id: string
@@ -21,13 +22,16 @@ interface OutputJson {
   readonly size: number
 }
 
-describe.skipIf(setup === undefined)("WES over its HTTP API on a real ComfyUI", () => {
+describe.skipIf(setup === undefined)(onComfyUI("WES over its HTTP API on a real ComfyUI"), () => {
   let comfy: RealComfyUI
   let wes: Instance
   let user: TestUser
 
   beforeAll(async () => {
-    ;[comfy, wes] = await Promise.all([RealComfyUI.start(setup!), startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })])
+    ;[comfy, wes] = await Promise.all([
+      RealComfyUI.start(setup!, { args: WEBSOCKET_IMAGE_SAVE }),
+      startInstance("wes", DATABASE_URL, { WES_STORAGE: "memory" })
+    ])
     user = await createUser(wes)
     await addRunner(wes, user, "comfyui", comfy.url)
   })
@@ -61,6 +65,32 @@ describe.skipIf(setup === undefined)("WES over its HTTP API on a real ComfyUI", 
     expect(output).toMatchObject({ node_id: "3", filename: "text_00001_.png", subfolder: token, type: "output", content_type: "image/png" })
     const image = await imageColours(setup!, (await download(w.id, output!)).bytes)
     expect([image.width, image.height]).toEqual([48, 40])
+  })
+
+  it("sends a $text value for a BOOLEAN input as a boolean: false and true both take effect (ImageStitch.match_image_size)", async () => {
+    const { token, color } = unique()
+    // 64 x 64 beside 32 x 32: matched sizes scale the second to 64 x 64 (128 wide); unmatched pad it (96 wide).
+    const stitch = {
+      "1": { class_type: "EmptyImage", inputs: { width: 64, height: 64, batch_size: 1, color } },
+      "2": { class_type: "EmptyImage", inputs: { width: 32, height: 32, batch_size: 1, color: color ^ 0xffffff } },
+      "3": { class_type: "ImageStitch", inputs: { image1: ["1", 0], image2: ["2", 0], direction: "right", match_image_size: "$text(match)", spacing_width: 0, spacing_color: "white" } },
+      "4": { class_type: "SaveImage", inputs: { images: ["3", 0], filename_prefix: `${token}/stitch` } }
+    }
+    for (const [match, width] of [["false", 96], ["true", 128]] as const) {
+      const w = await createWorkflow(wes, user, stitch, { $match: match })
+      expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+      const prompt = (await comfyHistory(comfy, w.id))!["prompt"] as [number, string, Record<string, { inputs: Record<string, unknown> }>]
+      expect(prompt[2]["3"]!.inputs["match_image_size"]).toBe(match === "true")
+      const [output] = await outputsOf(w.id)
+      const image = await imageColours(setup!, (await download(w.id, output!)).bytes)
+      expect([image.width, image.height]).toEqual([width, 64])
+    }
+    // A value the BOOLEAN input does not take is refused at create, naming the parameter, the node and the type.
+    const refused = await wes.fetch("/v1/workflow", { method: "POST", headers: user.auth, body: workflowForm({ name: "e2e", $match: "maybe" }, stitch) })
+    expect(refused.status).toBe(400)
+    expect((await readJson<{ message: string }>(refused)).message).toBe(
+      'Parameter validation failed: $match "maybe" cannot fill node "3" (ImageStitch.match_image_size), which takes a BOOLEAN (true/false, yes/no or 1/0)'
+    )
   })
 
   it("uploads a $file input that LoadImage reads: the ImageInvert output has the inverted pixels", async () => {
@@ -111,6 +141,46 @@ describe.skipIf(setup === undefined)("WES over its HTTP API on a real ComfyUI", 
       expect(image).toMatchObject({ format: o.content_type === "image/webp" ? "WEBP" : "PNG", width: 32, height: 24 })
       expect(image.colours).toEqual([[32 * 24, [(color >> 16) & 0xff, (color >> 8) & 0xff, color & 0xff]]])
     }
+  })
+
+  it("keeps the images SaveImageWebsocket sends over the WebSocket (no file on the runner) as PNG outputs", async () => {
+    const { color } = unique()
+    const w = await createWorkflow(wes, user, {
+      "1": { class_type: "EmptyImage", inputs: { width: 40, height: 24, batch_size: 2, color } },
+      "2": { class_type: "SaveImageWebsocket", inputs: { images: ["1", 0] } }
+    })
+    expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+    // ComfyUI's history lists nothing for the node: the images exist only as the frames WES kept.
+    expect((await comfyHistory(comfy, w.id))!["outputs"]).toEqual({})
+    const outputs = await outputsOf(w.id)
+    expect(outputs.map((o) => [o.node_id, o.filename, o.type, o.content_type])).toEqual([
+      ["2", "websocket_2_00001_.png", "websocket", "image/png"],
+      ["2", "websocket_2_00002_.png", "websocket", "image/png"]
+    ])
+    for (const o of outputs) {
+      const file = await download(w.id, o)
+      expect(file.type).toBe("image/png")
+      expect(file.bytes.length).toBe(o.size)
+      const image = await imageColours(setup!, file.bytes)
+      expect(image).toMatchObject({ format: "PNG", width: 40, height: 24 })
+      expect(image.colours).toEqual([[40 * 24, [(color >> 16) & 0xff, (color >> 8) & 0xff, color & 0xff]]])
+    }
+  })
+
+  it("keeps a SaveVideo output as video/mp4", async () => {
+    const { token, color } = unique()
+    const w = await createWorkflow(wes, user, {
+      "1": { class_type: "EmptyImage", inputs: { width: 32, height: 32, batch_size: 3, color } },
+      "2": { class_type: "CreateVideo", inputs: { images: ["1", 0], fps: 6 } },
+      "3": { class_type: "SaveVideo", inputs: { video: ["2", 0], filename_prefix: `${token}/clip`, format: "auto", codec: "auto" } }
+    })
+    expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+    const [output, ...more] = await outputsOf(w.id)
+    expect(more).toEqual([])
+    expect(output).toMatchObject({ node_id: "3", filename: "clip_00001_.mp4", subfolder: token, type: "output", content_type: "video/mp4" })
+    const file = await download(w.id, output!)
+    expect(file.type).toBe("video/mp4")
+    expect(Buffer.from(file.bytes).toString("latin1", 4, 8)).toBe("ftyp")
   })
 
   it("streams the real run over SSE: statuses, executing per node with the overall percent, the output, done", async () => {

@@ -82,6 +82,7 @@ export class FakeComfyUI {
   private httpFailure: number | undefined
   private httpDelayMs = 0
   private upgradeDelayMs = 0
+  private answerAfter: "started" | "finished" | undefined
   private refusing: "close" | "reset" | undefined
   private objectInfo: ObjectInfoOptions
   private version: string
@@ -212,7 +213,7 @@ export class FakeComfyUI {
     }
   }
 
-  /** Resolves once `predicate` holds (checked on every queue change), or rejects after `timeoutMs`. */
+  /** Resolves once `predicate` holds (checked on every queue change and WebSocket connection or close), or rejects after `timeoutMs`. */
   waitUntil(predicate: () => boolean, timeoutMs = 10_000, what = "condition"): Promise<void> {
     if (predicate()) return Promise.resolve()
     return new Promise((resolve, reject) => {
@@ -360,6 +361,28 @@ export class FakeComfyUI {
     this.upgradeDelayMs = 0
   }
 
+  /**
+   * The 200 answer of each `POST /prompt` goes out only once the prompt it queued has left the
+   * pending queue (`started`: its `execution_start` is sent first) or has finished (`finished`:
+   * its history is written and `executing {node: null}` sent first), or was deleted. An idle
+   * ComfyUI starts a prompt as it answers, so its WebSocket may say so before the answer
+   * arrives; this makes the answer lose that race every time. `undefined` ends it.
+   */
+  answerPromptsAfter(stage: "started" | "finished" | undefined): void {
+    this.answerAfter = stage
+  }
+
+  private answerReady(promptId: string): Promise<void> {
+    const stage = this.answerAfter
+    if (stage === undefined) return Promise.resolve()
+    const pending = () => this.queue.heap.some((item) => item[1] === promptId)
+    return this.waitUntil(
+      () => !pending() && (stage === "started" || this.queue.running?.[1] !== promptId),
+      60_000,
+      `${promptId} to be ${stage} before answering its POST /prompt`
+    )
+  }
+
   /** Requires these headers on every request and upgrade (401 without them); `{}` to stop. */
   requireHeaders(headers: Readonly<Record<string, string>>): void {
     this.requiredHeaders = headers
@@ -486,6 +509,7 @@ export class FakeComfyUI {
         jobsApi: this.jobsApi,
         nodeReplacements: this.replacements,
         maxUploadBytes: this.maxUploadBytes(),
+        mimeTypes: this.options.mimeTypes ?? "system",
         loaded: (name) => this.objectInfo.nodes === undefined || this.objectInfo.nodes.includes(name),
         objectInfo: this.objectInfo
       },
@@ -528,7 +552,8 @@ export class FakeComfyUI {
         capped(this.prompts, this.logLimit(), submission)
         this.options.onSubmission?.(submission)
       },
-      recordUpload: (entry) => capped(this.uploadLog, this.logLimit(), { ...entry, at: Date.now() })
+      recordUpload: (entry) => capped(this.uploadLog, this.logLimit(), { ...entry, at: Date.now() }),
+      answerReady: (promptId) => this.answerReady(promptId)
     }
   }
 
@@ -591,6 +616,8 @@ export class FakeComfyUI {
     const sid = url.searchParams.get("clientId") || crypto.randomUUID().replace(/-/g, "")
     capped(this.connectionLog, this.logLimit(), { client_id: sid, headers, at: Date.now() })
     this.hub.attach(ws, sid)
+    // `waitUntil` conditions on connections are checked when one closes too.
+    ws.on("close", () => this.changed())
     this.hub.sendJson("status", { status: this.queueInfo(), sid }, sid)
     if (this.executor.clientId === sid && this.executor.lastNodeId !== undefined) {
       this.hub.sendJson("executing", { node: this.executor.lastNodeId }, sid)

@@ -42,6 +42,12 @@ export interface FakeComfyUIOptions {
   readonly nodeReplacements?: ReadonlyArray<NodeReplace>
   /** Request body limit in bytes (default 100 MiB, ComfyUI's `--max-upload-size`); larger bodies get 413. */
   readonly maxUploadBytes?: number
+  /**
+   * The content types `/view` answers, from Python's `mimetypes` on the runner's machine: `system`
+   * (default; a machine with `/etc/mime.types`) or `builtin` (Python 3.11's own table, as in a slim
+   * container image: no type for `.flac`, `.mkv`, `.ogg`, `.m4a`, `.glb`).
+   */
+  readonly mimeTypes?: "system" | "builtin"
   /** History cap (default 10000, as ComfyUI). */
   readonly maxHistory?: number
   /** Entries kept per log (default 10000, oldest dropped first). */

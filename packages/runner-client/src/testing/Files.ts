@@ -40,6 +40,7 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".mov": "video/quicktime",
   ".mkv": "video/x-matroska",
   ".flac": "audio/flac",
+  ".m4a": "audio/mp4",
   ".wav": "audio/x-wav",
   ".mp3": "audio/mpeg",
   ".ogg": "audio/ogg",
@@ -50,11 +51,30 @@ const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".safetensors": "application/octet-stream"
 }
 
+/**
+ * Python 3.11's own `mimetypes` table where it differs from a machine's `/etc/mime.types` (absent
+ * from slim container images): these extensions get no type (`application/octet-stream`) or another.
+ */
+const BUILTIN_ONLY: Readonly<Record<string, string | undefined>> = {
+  ".flac": undefined,
+  ".mkv": undefined,
+  ".ogg": undefined,
+  ".m4a": undefined,
+  ".glb": undefined,
+  ".opus": "audio/opus"
+}
+
+/**
+ * Which table Python's `mimetypes` has on the runner's machine: `system` (with `/etc/mime.types`)
+ * or `builtin` (Python's own, as in a slim container image). ComfyUI adds `image/webp` to both.
+ */
+export type MimeTypes = "system" | "builtin"
+
 /** Types a browser would render or run: `/view` serves them as downloads. */
 const DANGEROUS = new Set([".html", ".htm", ".js", ".mjs", ".css", ".xhtml", ".svg", ".xml"])
 
 /** What `/view` answers for a file: Content-Type and Content-Disposition. */
-export const viewHeaders = (filename: string): Record<string, string> => {
+export const viewHeaders = (filename: string, mimeTypes: MimeTypes = "system"): Record<string, string> => {
   const ext = path.extname(filename).toLowerCase()
   const safe = filename.replace(/\\/g, "\\\\").replace(/"/g, "\\\"")
   if (DANGEROUS.has(ext)) {
@@ -66,7 +86,7 @@ export const viewHeaders = (filename: string): Record<string, string> => {
     }
   }
   return {
-    "content-type": CONTENT_TYPES[ext] ?? "application/octet-stream",
+    "content-type": (mimeTypes === "builtin" && ext in BUILTIN_ONLY ? BUILTIN_ONLY[ext] : CONTENT_TYPES[ext]) ?? "application/octet-stream",
     "content-disposition": `filename="${safe}"`,
     "x-content-type-options": "nosniff"
   }

@@ -1,37 +1,19 @@
 /**
  * The fake's node catalogue: model-free ComfyUI nodes (comfyui-protocol.md section 10) with their
- * real inputs and bounds, plus `FakeSleep`, a fake-only node that reports progress while it waits.
+ * real inputs and bounds (video and audio in MediaNodes.ts), plus `FakeSleep`, a fake-only node
+ * that reports progress while it waits.
  */
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { type FileStore, sha256 } from "./Files.js"
+import { MEDIA_NODES } from "./MediaNodes.js"
+import { combo, image, int, isImage, isMask, mask, MAX_SIZE, saveTarget } from "./NodeHelpers.js"
 import type { FakeImage, FakeMask, InputSpec, NodeContext, NodeDef, NodeResult } from "./NodeTypes.js"
 import { inspectImage, solidPng } from "./Png.js"
 import { animatedWebp } from "./Webp.js"
 import { PyError, pyStr } from "./Python.js"
 
 const MAX_RESOLUTION = 16384
-/** Python's `sys.maxsize` (2**63 - 1; a double rounds it up by one). */
-const MAX_SIZE = 2 ** 63 - 1
-
-const isImage = (v: unknown): v is FakeImage =>
-  typeof v === "object" && v !== null && (v as { kind?: unknown }).kind === "IMAGE"
-const isMask = (v: unknown): v is FakeMask =>
-  typeof v === "object" && v !== null && (v as { kind?: unknown }).kind === "MASK"
-
-const pyTypeOf = (v: unknown): string =>
-  v === null || v === undefined ? "NoneType" : typeof v === "string" ? "str" : typeof v === "number" ? "int" :
-    typeof v === "boolean" ? "bool" : Array.isArray(v) ? "list" : "dict"
-
-const image = (v: unknown): FakeImage => {
-  if (isImage(v)) return v
-  throw new PyError("AttributeError", `'${pyTypeOf(v)}' object has no attribute 'shape'`)
-}
-
-const mask = (v: unknown): FakeMask => {
-  if (isMask(v)) return v
-  throw new PyError("AttributeError", `'${pyTypeOf(v)}' object has no attribute 'reshape'`)
-}
 
 /** How a fake value looks when printed (e.g. by PreviewAny or in `current_inputs`). */
 export const describeValue = (v: unknown): string => {
@@ -40,33 +22,7 @@ export const describeValue = (v: unknown): string => {
   return pyStr(v)
 }
 
-const int = (d: number, min?: number, max?: number, extra?: Record<string, unknown>): InputSpec => ({
-  type: "INT",
-  default: d,
-  ...(min === undefined ? {} : { min }),
-  ...(max === undefined ? {} : { max }),
-  step: 1,
-  ...(extra === undefined ? {} : { extra })
-})
-
-const combo = (options: ReadonlyArray<string>): InputSpec => ({ type: "COMBO", options: () => Promise.resolve(options) })
-
 const UPSCALE_METHODS = ["nearest-exact", "bilinear", "area", "bicubic", "lanczos"]
-
-/** `compute_vars` of `folder_paths.get_save_image_path`. */
-const computeVars = (prefix: string, img: FakeImage): string => {
-  const now = new Date()
-  const two = (n: number) => String(n).padStart(2, "0")
-  return prefix
-    .replaceAll("%width%", String(img.width))
-    .replaceAll("%height%", String(img.height))
-    .replaceAll("%year%", String(now.getFullYear()))
-    .replaceAll("%month%", two(now.getMonth() + 1))
-    .replaceAll("%day%", two(now.getDate()))
-    .replaceAll("%hour%", two(now.getHours()))
-    .replaceAll("%minute%", two(now.getMinutes()))
-    .replaceAll("%second%", two(now.getSeconds()))
-}
 
 const pngText = (ctx: NodeContext): Record<string, string> => {
   const text: Record<string, string> = { prompt: JSON.stringify(ctx.prompt) }
@@ -82,9 +38,7 @@ const saveImages = async (
   type: "output" | "temp",
   ctx: NodeContext
 ): Promise<NodeResult> => {
-  const target = await ctx.files.saveImagePath(type, computeVars(prefix, img)).catch((e: unknown) => {
-    throw new PyError("Exception", e instanceof Error ? e.message : String(e))
-  })
+  const target = await saveTarget(ctx, type, prefix, img)
   const images: Array<{ filename: string; subfolder: string; type: string }> = []
   let counter = target.counter
   for (let b = 0; b < img.batch; b++) {
@@ -282,9 +236,7 @@ const CATALOGUE: ReadonlyArray<NodeDef> = [
     outputNode: true,
     run: async (i, ctx) => {
       const img = image(i.images)
-      const target = await ctx.files.saveImagePath("output", computeVars(pyStr(i.filename_prefix), img)).catch((e: unknown) => {
-        throw new PyError("Exception", e instanceof Error ? e.message : String(e))
-      })
+      const target = await saveTarget(ctx, "output", pyStr(i.filename_prefix), img)
       const file = `${target.filename}_${String(target.counter).padStart(5, "0")}_.webp`
       await fs.writeFile(path.join(target.folder, file), animatedWebp(img.width, img.height, img.color, img.batch, 1000 / Number(i.fps)))
       await ctx.files.saved(target, target.counter + 1)
@@ -292,9 +244,11 @@ const CATALOGUE: ReadonlyArray<NodeDef> = [
     }
   },
   {
+    // Loaded by ComfyUI from custom_nodes/ (with `--whitelist-custom-nodes websocket_image_save.py`
+    // when custom nodes are disabled): each image, full size, is a PNG preview of a progress step.
     name: "SaveImageWebsocket",
     displayName: "SaveImageWebsocket",
-    category: "api node/image",
+    category: "api/image",
     description: "",
     pythonModule: "custom_nodes.websocket_image_save",
     required: { images: { type: "IMAGE" } },
@@ -303,12 +257,11 @@ const CATALOGUE: ReadonlyArray<NodeDef> = [
     isChanged: () => Promise.resolve(`${Date.now()}:${Math.random()}`),
     run: async (i, ctx) => {
       const img = image(i.images)
-      for (let b = 0; b < img.batch; b++) {
-        await ctx.progress(b, img.batch, solidPng(Math.min(img.width, 64), Math.min(img.height, 64), img.color))
-      }
+      for (let b = 0; b < img.batch; b++) await ctx.progress(b, img.batch, solidPng(img.width, img.height, img.color))
       return { outputs: [] }
     }
   },
+  ...MEDIA_NODES,
   primitive("PrimitiveString", "STRING", { type: "STRING", default: "" }),
   primitive("PrimitiveStringMultiline", "STRING", { type: "STRING", default: "", multiline: true }),
   primitive("PrimitiveInt", "INT", { type: "INT", default: 0, min: -MAX_SIZE, max: MAX_SIZE, step: 1 }),

@@ -37,7 +37,7 @@ export const solidPng = (
   height: number,
   color: number,
   text: Readonly<Record<string, string>> = {}
-): Buffer => {
+): Buffer<ArrayBuffer> => {
   const w = Math.max(1, Math.min(MAX_WRITTEN_SIDE, Math.round(width)))
   const h = Math.max(1, Math.min(MAX_WRITTEN_SIDE, Math.round(height)))
   const row = Buffer.alloc(1 + w * 3)

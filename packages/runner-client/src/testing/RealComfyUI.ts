@@ -1,7 +1,8 @@
 /**
  * An unmodified ComfyUI for integration tests, installed and started by a setup script with the
  * interface of `shared/comfyui/setup.sh` (`install DIR`; `start DIR PORT` prints the pid once
- * `/system_stats` answers, the log goes to `DIR/comfyui-PORT.log`). Each instance runs on a free
+ * `/system_stats` answers, the log goes to `DIR/comfyui-PORT.log`; `COMFYUI_VERSION` picks the
+ * version, `COMFYUI_EXTRA_ARGS` adds ComfyUI flags). Each instance runs on a free
  * port of 127.0.0.1; `kill` and `restart` reproduce a crash, `close` stops it for good. No
  * ComfyUI outlives the process that started it: they are killed when it exits, a detached
  * watchdog kills each one within a second of that process dying by a signal (ComfyUI runs in
@@ -16,30 +17,48 @@ import { createServer } from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 
-/** Where ComfyUI comes from: the setup script and the directory it installs into. */
+/** Where ComfyUI comes from: the setup script, the version it installs and the directory it installs into. */
 export interface ComfyUISetup {
   readonly script: string
+  /** `COMFYUI_VERSION` of the setup script ("0.3.64", "0.3.45"). */
+  readonly version: string
   readonly dir: string
   /** Where each started pid is recorded as an empty file named after it (optional). */
   readonly pidDir?: string | undefined
 }
 
+/** The version the setup script installs when none is named; it alone lives in the base directory. */
+export const DEFAULT_COMFYUI_VERSION = "0.3.64"
+
 /**
- * `<root>/../shared/comfyui/setup.sh` (the machine's ComfyUI source lives beside the clone), with
- * the install directory `$WES_COMFYUI_DIR` or `~/.cache/wes-comfyui`; undefined when there is no script.
+ * `<root>/../shared/comfyui/setup.sh` (the machine's ComfyUI source lives beside the clone) for
+ * `version`, installed in `$WES_COMFYUI_DIR` (default `~/.cache/wes-comfyui`) for the default
+ * version and beside it, in `<that directory>-<version>`, for any other; undefined when there is no script.
  */
-export const locateComfyUISetup = (root: string, env: NodeJS.ProcessEnv = process.env): ComfyUISetup | undefined => {
+export const locateComfyUISetup = (
+  root: string,
+  version: string = DEFAULT_COMFYUI_VERSION,
+  env: NodeJS.ProcessEnv = process.env
+): ComfyUISetup | undefined => {
   const script = path.resolve(root, "..", "shared", "comfyui", "setup.sh")
   if (!fs.existsSync(script)) return undefined
-  return { script, dir: env["WES_COMFYUI_DIR"] ?? path.join(os.homedir(), ".cache", "wes-comfyui") }
+  const base = env["WES_COMFYUI_DIR"] ?? path.join(os.homedir(), ".cache", "wes-comfyui")
+  return { script, version, dir: version === DEFAULT_COMFYUI_VERSION ? base : `${base}-${version}` }
+}
+
+/** The setup script's environment: the version, and ComfyUI's extra flags (no others leak in). */
+const scriptEnv = (setup: ComfyUISetup, args: ReadonlyArray<string>): NodeJS.ProcessEnv => {
+  const blank = args.find((a) => a === "" || /\s/.test(a))
+  if (blank !== undefined) throw new Error(`ComfyUI argument ${JSON.stringify(blank)}: setup.sh splits COMFYUI_EXTRA_ARGS at spaces`)
+  return { ...process.env, COMFYUI_VERSION: setup.version, COMFYUI_EXTRA_ARGS: args.join(" ") }
 }
 
 const failure = (script: string, args: ReadonlyArray<string>, why: string, stderr: string) =>
   new Error(`${path.basename(script)} ${args.join(" ")} failed (${why}):\n${stderr.slice(-3000)}`)
 
-const run = (script: string, args: ReadonlyArray<string>, timeoutMs: number): Promise<string> =>
+const run = (script: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<string> =>
   new Promise((resolve, reject) => {
-    execFile("bash", [script, ...args], { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile("bash", [script, ...args], { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error === null) resolve(stdout)
       else reject(failure(script, args, error.message, stderr))
     })
@@ -61,9 +80,9 @@ const watchdog = (group: number): void => {
  * joins: signals to the test's group (Ctrl-C) do not reach it, and a watchdog kills the group if
  * this process dies, from the first moment (ComfyUI exists seconds before the script prints its pid).
  */
-const startDetached = (script: string, args: ReadonlyArray<string>, timeoutMs: number): Promise<string> =>
+const startDetached = (script: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<string> =>
   new Promise((resolve, reject) => {
-    const child = spawn("bash", [script, ...args], { detached: true, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn("bash", [script, ...args], { env, detached: true, stdio: ["ignore", "pipe", "pipe"] })
     if (child.pid !== undefined) watchdog(child.pid)
     let stdout = ""
     let stderr = ""
@@ -80,9 +99,21 @@ const startDetached = (script: string, args: ReadonlyArray<string>, timeoutMs: n
     })
   })
 
-/** Installs ComfyUI into `setup.dir` (does nothing when it is installed already). */
+/** Installs ComfyUI `setup.version` into `setup.dir` (does nothing when it is installed already). */
 export const installComfyUI = async (setup: ComfyUISetup): Promise<void> => {
-  await run(setup.script, ["install", setup.dir], 15 * 60_000)
+  await run(setup.script, ["install", setup.dir], scriptEnv(setup, []), 15 * 60_000)
+}
+
+/** The flags that load ComfyUI's bundled `SaveImageWebsocket` node (custom nodes are disabled by the setup script). */
+export const WEBSOCKET_IMAGE_SAVE: ReadonlyArray<string> = ["--whitelist-custom-nodes", "websocket_image_save.py"]
+
+/** How one ComfyUI is started. */
+export interface RealComfyUIOptions {
+  /**
+   * More ComfyUI flags, one word each, e.g. `["--whitelist-custom-nodes", "websocket_image_save.py"]`
+   * to load its bundled SaveImageWebsocket node (kept on `restart`).
+   */
+  readonly args?: ReadonlyArray<string>
 }
 
 const freePort = () =>
@@ -150,15 +181,20 @@ export const killRecorded = async (pidDir: string): Promise<number> => {
 export class RealComfyUI {
   private constructor(
     private readonly setup: ComfyUISetup,
+    private readonly env: NodeJS.ProcessEnv,
     readonly port: number,
     private current: number | undefined
   ) {}
 
-  /** Starts ComfyUI on a free port (another port if the chosen one is taken meanwhile). */
-  static async start(setup: ComfyUISetup): Promise<RealComfyUI> {
+  /**
+   * Starts ComfyUI on a free port (another port if the chosen one is taken meanwhile); fails if it
+   * is not `setup.version`.
+   */
+  static async start(setup: ComfyUISetup, options: RealComfyUIOptions = {}): Promise<RealComfyUI> {
+    const env = scriptEnv(setup, options.args ?? [])
     for (let attempt = 1; ; attempt++) {
       const port = await freePort()
-      const comfy = new RealComfyUI(setup, port, undefined)
+      const comfy = new RealComfyUI(setup, env, port, undefined)
       try {
         await comfy.launch()
         return comfy
@@ -166,6 +202,11 @@ export class RealComfyUI {
         if (attempt >= 3 || !String(e).includes("already in use")) throw e
       }
     }
+  }
+
+  /** The ComfyUI version running (`setup.version`: each start checks `/system_stats` says so). */
+  get version(): string {
+    return this.setup.version
   }
 
   /** `http://127.0.0.1:<port>`. */
@@ -193,7 +234,7 @@ export class RealComfyUI {
   }
 
   private async launch(): Promise<void> {
-    const out = await startDetached(this.setup.script, ["start", this.setup.dir, String(this.port)], 5 * 60_000)
+    const out = await startDetached(this.setup.script, ["start", this.setup.dir, String(this.port)], this.env, 5 * 60_000)
     const pid = Number(out.trim().split("\n").at(-1))
     if (!Number.isInteger(pid) || pid <= 0) throw new Error(`setup.sh start printed no pid: ${out}`)
     this.current = pid
@@ -201,6 +242,12 @@ export class RealComfyUI {
     if (this.setup.pidDir !== undefined) {
       fs.mkdirSync(this.setup.pidDir, { recursive: true })
       fs.writeFileSync(path.join(this.setup.pidDir, String(pid)), "")
+    }
+    const stats = await (await fetch(`${this.url}/system_stats`)).json() as { system?: { comfyui_version?: unknown } }
+    const version = stats.system?.comfyui_version
+    if (version !== this.setup.version) {
+      await this.stop("SIGKILL")
+      throw new Error(`${this.setup.dir} runs ComfyUI ${String(version)}, not ${this.setup.version}`)
     }
   }
 

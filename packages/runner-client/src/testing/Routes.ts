@@ -7,7 +7,7 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { Executor } from "./Executor.js"
-import { annotated, type FileStore, isFileType, parseMultipart, viewHeaders, within } from "./Files.js"
+import { annotated, type FileStore, isFileType, type MimeTypes, parseMultipart, viewHeaders, within } from "./Files.js"
 import type { ObjectInfoOptions } from "./FakeOptions.js"
 import { cancelMany, cancelOne, getJob, listJobs } from "./Jobs.js"
 import { applyReplacements, type NodeReplace, replacementsAnswer } from "./NodeReplacements.js"
@@ -48,6 +48,7 @@ export interface RouteHost {
     /** Newer servers' node replacements, by deprecated class; undefined: no `/node_replacements`. */
     readonly nodeReplacements: ReadonlyMap<string, ReadonlyArray<NodeReplace>> | undefined
     readonly maxUploadBytes: number
+    readonly mimeTypes: MimeTypes
     /** Whether a catalogue class is loaded. */
     readonly loaded: (nodeClass: string) => boolean
     readonly objectInfo: ObjectInfoOptions
@@ -65,6 +66,8 @@ export interface RouteHost {
   freeMemory(): void
   recordSubmission(entry: { prompt_id: string | null; client_id: string | null; status: number; error_type: string | null; body: unknown }): void
   recordUpload(entry: { name: string | null; subfolder: string; type: string; size: number; overwrite: boolean; status: number }): void
+  /** Resolves when the 200 answer of a queued prompt may go out (at once, unless `answerPromptsAfter`). */
+  answerReady(promptId: string): Promise<void>
 }
 
 export const json = (value: unknown, status = 200): Reply => ({
@@ -172,6 +175,7 @@ const postPrompt = async (host: RouteHost, req: RouteRequest): Promise<Reply> =>
     throw e
   }
   record(200, promptId, null)
+  await host.answerReady(promptId)
   return json({ prompt_id: promptId, number, node_errors: valid.nodeErrors })
 }
 
@@ -267,7 +271,7 @@ const view = async (host: RouteHost, req: RouteRequest): Promise<Reply> => {
   const file = path.join(dir, name)
   const stat = await fs.stat(file).catch(() => undefined)
   if (stat === undefined || !stat.isFile()) return empty(404)
-  return { status: 200, headers: viewHeaders(name), body: await fs.readFile(file) }
+  return { status: 200, headers: viewHeaders(name, host.settings.mimeTypes), body: await fs.readFile(file) }
 }
 
 const MODEL_FOLDERS = [

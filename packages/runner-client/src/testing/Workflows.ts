@@ -37,3 +37,30 @@ export const textWorkflow = (text: string): Graph => ({
   "1": { class_type: "PrimitiveString", inputs: { value: text } },
   "2": { class_type: "PreviewAny", inputs: { source: ["1", 0] } }
 })
+
+/** EmptyImage -> SaveImageWebsocket: each image of the batch arrives as a binary frame, no file (real ComfyUI: whitelist the node). */
+export const websocketImageWorkflow = (options: {
+  readonly width?: number
+  readonly height?: number
+  readonly color?: number
+  readonly batch?: number
+} = {}): Graph => ({
+  "1": {
+    class_type: "EmptyImage",
+    inputs: { width: options.width ?? 64, height: options.height ?? 64, batch_size: options.batch ?? 1, color: options.color ?? 255 }
+  },
+  "2": { class_type: "SaveImageWebsocket", inputs: { images: ["1", 0] } }
+})
+
+/** EmptyImage -> CreateVideo -> SaveVideo: an `.mp4` under the history's `images`, with `animated: [true]`. */
+export const videoWorkflow = (options: { readonly prefix?: string; readonly frames?: number; readonly color?: number } = {}): Graph => ({
+  "1": { class_type: "EmptyImage", inputs: { width: 32, height: 32, batch_size: options.frames ?? 3, color: options.color ?? 255 } },
+  "2": { class_type: "CreateVideo", inputs: { images: ["1", 0], fps: 6 } },
+  "3": { class_type: "SaveVideo", inputs: { video: ["2", 0], filename_prefix: options.prefix ?? "wes/video", format: "auto", codec: "auto" } }
+})
+
+/** EmptyAudio -> SaveAudio: a `.flac` under the history's `audio` (ComfyUI 0.3.64 with torchaudio; the fake). */
+export const audioWorkflow = (options: { readonly prefix?: string; readonly seconds?: number } = {}): Graph => ({
+  "1": { class_type: "EmptyAudio", inputs: { duration: options.seconds ?? 0.5, sample_rate: 44100, channels: 1 } },
+  "2": { class_type: "SaveAudio", inputs: { audio: ["1", 0], filename_prefix: options.prefix ?? "wes/audio" } }
+})

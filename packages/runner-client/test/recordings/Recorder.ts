@@ -41,6 +41,18 @@ const PLACEHOLDER_KEYS: Readonly<Record<string, string>> = {
   number: "<number>"
 }
 
+/** A file's signature: its first four bytes, with the brand of RIFF (WEBP) and ISO media (`ftyp`, whose first four are a size). */
+const fileMagic = (bytes: Buffer): string => {
+  if (bytes.toString("latin1", 4, 8) === "ftyp") return "....ftyp"
+  return bytes.subarray(0, 4).toString("latin1") + (bytes.toString("latin1", 8, 12) === "WEBP" ? "....WEBP" : "")
+}
+
+/** An image as a client reads it: `PNG <width>x<height>`, or its signature. */
+const imageShape = (image: Buffer): string =>
+  image.toString("latin1", 1, 4) === "PNG" && image.toString("latin1", 12, 16) === "IHDR"
+    ? `PNG ${image.readUInt32BE(16)}x${image.readUInt32BE(20)}`
+    : fileMagic(image)
+
 export class Session {
   readonly exchanges: Array<Exchange> = []
   readonly frames: Array<unknown> = []
@@ -68,10 +80,8 @@ export class Session {
     const ws = new WebSocket(`${this.base.replace(/^http/, "ws")}/ws?clientId=${encodeURIComponent(this.clientId)}`)
     this.socket = ws
     ws.on("message", (data, isBinary) => {
-      if (isBinary) {
-        const b = Buffer.from(data as Buffer)
-        this.frames.push({ binary: b.readUInt32BE(0), bytes: "<image>" })
-      } else {
+      if (isBinary) this.frames.push(this.binaryFrame(Buffer.from(data as Buffer)))
+      else {
         const frame = JSON.parse(String(data)) as Frame
         this.received.push(frame)
         this.frames.push(this.normalise(frame))
@@ -84,6 +94,20 @@ export class Session {
     })
     if (options.featureFlags === true) ws.send(JSON.stringify({ type: "feature_flags", data: { supports_preview_metadata: true } }))
     await this.until("the first frame", (frames) => frames.length > (options.featureFlags === true ? 1 : 0))
+  }
+
+  /**
+   * A binary frame: its type, its header (type 1: the image format; type 4: the metadata,
+   * normalised) and its image as clients read it (format and size; encoders differ in the bytes).
+   */
+  private binaryFrame(b: Buffer): unknown {
+    const type = b.readUInt32BE(0)
+    if (type === 1) return { binary: 1, format: b.readUInt32BE(4), image: imageShape(b.subarray(8)) }
+    if (type === 4) {
+      const length = b.readUInt32BE(4)
+      return { binary: 4, metadata: this.normalise(JSON.parse(b.toString("utf8", 8, 8 + length))), image: imageShape(b.subarray(8 + length)) }
+    }
+    return { binary: type, bytes: "<bytes>" }
   }
 
   /** Waits (at most `timeoutMs`) until `predicate` holds over the JSON frames received. */
@@ -130,8 +154,8 @@ export class Session {
       json = JSON.parse(bytes.toString("utf8")) as unknown
       answer = this.normalise(json)
     } else {
-      // Files: their signature is what a client relies on (PNG, RIFF....WEBP); sizes differ between encoders.
-      answer = bytes.length === 0 ? "" : { magic: bytes.subarray(0, 4).toString("latin1") + (bytes.toString("latin1", 8, 12) === "WEBP" ? "....WEBP" : "") }
+      // Files: their signature is what a client relies on (PNG, RIFF....WEBP, ....ftyp of MP4); sizes differ between encoders.
+      answer = bytes.length === 0 ? "" : { magic: fileMagic(bytes) }
     }
     this.exchanges.push({
       request: `${method} ${this.normalisePath(path)}`,

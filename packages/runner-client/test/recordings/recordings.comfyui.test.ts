@@ -1,24 +1,26 @@
 /**
  * The recordings checked against the real ComfyUI: each scenario is run on a fresh, unmodified
- * ComfyUI and must give the stored recording again, so a change in what ComfyUI sends is noticed
- * (and the fake's test, which compares the fake with the same recordings, stays meaningful).
+ * ComfyUI (with its bundled SaveImageWebsocket node loaded) and must give the stored recording
+ * again, so a change in what ComfyUI sends is noticed (and the fake's test, which compares the fake
+ * with the same recordings, stays meaningful).
  * `WES_RECORD=1 pnpm test:comfyui` rewrites the recordings instead.
  */
-import { RealComfyUI } from "@wes/runner-client/testing"
+import { RealComfyUI, WEBSOCKET_IMAGE_SAVE } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { comfyUISetup } from "../comfyui/context.js"
+import { comfyUISetup, comfyUIVersion } from "../comfyui/context.js"
 import { record, scenarios } from "./scenarios.js"
-import { readRecording, RECORDED_VERSION, writeRecording } from "./stored.js"
+import { readRecording, writeRecording } from "./stored.js"
 
 const setup = comfyUISetup()
+const version = comfyUIVersion()
 const rewrite = process.env["WES_RECORD"] === "1"
 
-describe.skipIf(setup === undefined)(`ComfyUI ${RECORDED_VERSION} recordings`, () => {
+describe.skipIf(setup === undefined)(`ComfyUI ${version} recordings`, () => {
   let comfy: RealComfyUI
   beforeAll(async () => {
-    comfy = await RealComfyUI.start(setup!)
+    comfy = await RealComfyUI.start(setup!, { args: WEBSOCKET_IMAGE_SAVE })
     const stats = await (await fetch(`${comfy.url}/system_stats`)).json() as { system: { comfyui_version: string } }
-    expect(stats.system.comfyui_version).toBe(RECORDED_VERSION)
+    expect(stats.system.comfyui_version).toBe(version)
   })
   afterAll(async () => {
     await comfy?.close()
@@ -28,8 +30,8 @@ describe.skipIf(setup === undefined)(`ComfyUI ${RECORDED_VERSION} recordings`, (
     it(`${scenario.name}: ComfyUI still sends what is recorded`, async () => {
       const recording = await record(comfy.url, scenario)
       const settle = scenario.settle ?? ((r) => r)
-      if (rewrite) writeRecording(recording)
-      else expect(settle(recording)).toEqual(settle(readRecording(scenario.name)))
+      if (rewrite) writeRecording(version, recording)
+      else expect(settle(recording)).toEqual(settle(readRecording(version, scenario.name)))
     })
   }
 })

@@ -56,11 +56,15 @@ export const nodeShape = (info: unknown): unknown => {
   return { name: info["name"], input: sections, output: info["output"], output_node: info["output_node"] }
 }
 
-/** The node classes of the fake's catalogue that ComfyUI 0.3.64 has too (FakeSleep and SaveImageWebsocket are not built in). */
+/**
+ * The node classes of the fake's catalogue that ComfyUI 0.3.64 has too (the recordings' ComfyUI
+ * loads its bundled SaveImageWebsocket: `WEBSOCKET_IMAGE_SAVE`). Not FakeSleep (the fake's own),
+ * nor EmptyAudio and SaveAudio (they need torchaudio, which the recordings' install lacks).
+ */
 export const SHARED_NODE_CLASSES: ReadonlyArray<string> = [
   "EmptyImage", "ImageInvert", "ImageScale", "MaskToImage", "ImageBlur", "SolidMask", "LoadImage", "SaveImage", "PreviewImage",
   "SaveAnimatedWEBP", "PrimitiveString", "PrimitiveStringMultiline", "PrimitiveInt", "PrimitiveFloat", "PrimitiveBoolean",
-  "StringConcatenate", "PreviewAny"
+  "StringConcatenate", "PreviewAny", "SaveImageWebsocket", "CreateVideo", "SaveVideo"
 ]
 
 /**
@@ -190,6 +194,34 @@ export const scenarios: ReadonlyArray<Scenario> = [
       await s.request("GET", viewPath(animated.history, animated.id, "2"))
       const preview = await runToEnd(s, "preview", { "1": images, "2": { class_type: "PreviewImage", inputs: { images: ["1", 0] } } })
       await s.request("GET", viewPath(preview.history, preview.id, "2", 1))
+    }
+  },
+  {
+    name: "video",
+    run: async (s) => {
+      const { id, history } = await runToEnd(s, "A", {
+        "1": empty(0x2468ac, 32, 3),
+        "2": { class_type: "CreateVideo", inputs: { images: ["1", 0], fps: 6 } },
+        "3": { class_type: "SaveVideo", inputs: { video: ["2", 0], filename_prefix: `${s.run}/clip`, format: "auto", codec: "auto" } }
+      })
+      await s.request("GET", viewPath(history, id, "3"))
+    }
+  },
+  {
+    // SaveImageWebsocket: each image a binary frame while the node runs (type 4, with metadata, to
+    // a client that announced it reads them), no file, nothing in the history's outputs.
+    name: "websocket-image",
+    featureFlags: true,
+    run: async (s) => {
+      await runToEnd(s, "A", { "1": empty(0x13579b, 40, 2), "2": { class_type: "SaveImageWebsocket", inputs: { images: ["1", 0] } } })
+    }
+  },
+  {
+    // The same to a client that announced nothing: type 1 frames (PNG), named only by their place
+    // between `executing` messages.
+    name: "websocket-image-legacy",
+    run: async (s) => {
+      await runToEnd(s, "A", { "1": empty(0x2a4c6e, 24, 2), "2": { class_type: "SaveImageWebsocket", inputs: { images: ["1", 0] } } })
     }
   },
   {

@@ -6,12 +6,12 @@
 import { describe, expect, it } from "vitest"
 import type { Recording } from "./Recorder.js"
 import { scenarios } from "./scenarios.js"
-import { readRecording } from "./stored.js"
+import { FAKE_VERSION, readRecording } from "./stored.js"
 
 type Message = { readonly type: string; readonly data: Record<string, unknown> }
 
 const cancel = scenarios.find((s) => s.name === "cancel")!
-const stored = readRecording("cancel")
+const stored = readRecording(FAKE_VERSION, "cancel")
 
 /** The stored run as if the interrupt had been noticed at node `k` (nodes 1..k-1 executed). */
 const interruptedAt = (k: number, executed: ReadonlyArray<string>): Recording => {

@@ -26,7 +26,6 @@ import { TemplateRepository } from "../../templates/TemplateRepository.js"
 import { findPlaceholders, isParamField, placeholderKey, type ResolvedParam, resolveParams, type SuppliedParam } from "../Placeholders.js"
 import { priorityLevel } from "../../dispatch/Ordering.js"
 import { assignTo, Priority, refOf, type Workflow } from "../Workflow.js"
-import { validateWorkflowJson } from "../WorkflowJson.js"
 import { WorkflowRepository } from "../WorkflowRepository.js"
 import {
   asFirstAnswered,
@@ -36,6 +35,7 @@ import {
   type UploadedFile
 } from "./Inputs.js"
 import { checkWebhookUrl } from "../../webhooks/Webhook.js"
+import { definitionOf } from "./Definition.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 const decodePriority = Schema.decodeUnknownEither(Priority)
@@ -173,18 +173,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       const prior = yield* priorRequest(user, input.idempotency_key)
       if (Option.isSome(prior)) return prior.value
       const name = yield* requireText("name", input.name, 1, NAME_MAX)
-      const hasJson = input.workflow_json !== undefined
-      const hasTemplate = input.template_id !== undefined && input.template_id !== ""
-      if (hasJson && hasTemplate) {
-        return yield* Effect.fail(ValidationError.field("template_id", "send either workflow_json or template_id, not both"))
-      }
-      if (!hasJson && !hasTemplate) return yield* Effect.fail(ValidationError.field("workflow_json", "is required"))
-      const definition = hasJson
-        ? input.workflow_json
-        : yield* (isUuid(input.template_id!) ? templates.findForUser(user.id, input.template_id!) : Effect.succeedNone).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.template()), onSome: (t) => Effect.succeed(t.body) }))
-        )
-      const workflow_json = yield* validateWorkflowJson(definition)
+      const workflow_json = yield* definitionOf(templates, user, input)
       const tags = yield* (input.tags === undefined || typeof input.tags === "string" ? parseTagList(input.tags) : normalizeTags(input.tags))
       if (tags.length > MAX_TAGS) return yield* Effect.fail(ValidationError.field("tags", `at most ${MAX_TAGS} tags are allowed`))
       const params = input.params ?? []

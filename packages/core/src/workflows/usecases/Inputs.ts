@@ -37,6 +37,13 @@ export interface RerunWorkflowInput {
   readonly webhook_url?: string | undefined
 }
 
+/** What `POST /v1/workflow/parameters` describes: a definition (exactly one of the two) and the tags it would be created with. */
+export interface DescribeParametersInput {
+  readonly workflow_json?: unknown
+  readonly template_id?: string | undefined
+  readonly tags?: ReadonlyArray<string> | undefined
+}
+
 export interface ListWorkflowsInput extends PageInput {
   readonly status?: string | undefined
   readonly tag?: string | undefined

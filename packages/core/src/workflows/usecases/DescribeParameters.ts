@@ -1,0 +1,29 @@
+/**
+ * Describe a workflow's parameters before creating it: each placeholder, the inputs it fills and
+ * the type each takes on the runners the workflow may go to (what create converts values to).
+ */
+import * as Effect from "effect/Effect"
+import type { User } from "../../accounts/Account.js"
+import { Scheduler } from "../../dispatch/Scheduler.js"
+import { ValidationError } from "../../shared/Errors.js"
+import { MAX_TAGS, normalizeTags } from "../../shared/Tags.js"
+import { TemplateRepository } from "../../templates/TemplateRepository.js"
+import { describeParameters } from "../ParameterView.js"
+import { findPlaceholders } from "../Placeholders.js"
+import { definitionOf } from "./Definition.js"
+import type { DescribeParametersInput } from "./Inputs.js"
+
+export const makeDescribeParameters = Effect.gen(function*() {
+  const templates = yield* TemplateRepository
+  const scheduler = yield* Scheduler
+  const describe = (user: User, input: DescribeParametersInput) =>
+    Effect.gen(function*() {
+      const graph = yield* definitionOf(templates, user, input)
+      const placeholders = yield* findPlaceholders(graph)
+      const tags = yield* normalizeTags(input.tags ?? [])
+      if (tags.length > MAX_TAGS) return yield* Effect.fail(ValidationError.field("tags", `at most ${MAX_TAGS} tags are allowed`))
+      const parameters = describeParameters(graph, placeholders, yield* scheduler.inputTypes(user, tags))
+      return { parameters }
+    })
+  return { describeParameters: describe }
+})
