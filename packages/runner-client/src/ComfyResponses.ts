@@ -280,7 +280,9 @@ export const JobAnswer = Schema.Struct({
   id: Schema.String,
   status: Schema.Literal("pending", "in_progress", "completed", "failed", "cancelled"),
   outputs: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
-  execution_status: Schema.optional(Schema.NullOr(HistoryStatus))
+  execution_status: Schema.optional(Schema.NullOr(HistoryStatus)),
+  /** The prompt as queued: `{prompt, extra_data}`. */
+  workflow: Schema.optional(Schema.Struct({ prompt: Schema.optional(Schema.Unknown) }))
 })
 
 /** The 404 of `GET /api/jobs/{id}` for an id the runner does not know (a route it lacks answers 404 too, without it). */
@@ -297,6 +299,10 @@ export const jobStatus = (job: typeof JobAnswer.Type): PromptStatus => {
     case "in_progress":
       return { _tag: "Running" }
     default:
-      return { _tag: "Finished", history: toPromptHistory({ outputs: job.outputs, status: job.execution_status }) }
+      // As a history entry: the graph sits where a queue item has it.
+      return {
+        _tag: "Finished",
+        history: toPromptHistory({ outputs: job.outputs, status: job.execution_status, prompt: [null, job.id, job.workflow?.prompt] })
+      }
   }
 }
