@@ -42,9 +42,9 @@ describe("the node:http service", () => {
     expect(await (await fetch(`${backend.url}/swatches/${id}`)).json()).toEqual({ id, status: "completed", error: null })
     // The route followed the workflow's events to the end.
     expect(logs.filter((l) => l.startsWith(`swatch ${id}: `)).at(-1)).toContain("done")
-    // What reached ComfyUI: the parameters substituted into the team's workflow.
+    // What reached ComfyUI: the parameters substituted into the team's workflow, as the INTs EmptyImage declares.
     const body = fake.submissions.at(-1)?.body as { prompt: Record<string, { inputs: Record<string, unknown> }> }
-    expect(body.prompt["1"]!.inputs).toMatchObject({ width: "48", height: "48", color: String(0xff8800) })
+    expect(body.prompt["1"]!.inputs).toMatchObject({ width: 48, height: 48, color: 0xff8800 })
   })
 
   it("answers WES's typed errors with HTTP statuses", async () => {

@@ -51,10 +51,11 @@ describe("workflows/thumbnail.json", () => {
     expect(inspectImage(thumb.bytes)).toMatchObject({ format: "PNG", width: 200, height: 150, color: 0x336699 })
     expect(inspectImage(files.get("negative_00001_.png")!.bytes)).toMatchObject({ width: 200, height: 150, color: 0xcc9966 })
 
-    // What ComfyUI received: the uploaded photo wired into LoadImage, the parameters substituted.
+    // What ComfyUI received: the uploaded photo wired into LoadImage, the parameters substituted
+    // with the types the runner declares for their inputs (INT width as a number).
     const prompt = (h.comfyui.submissions.at(-1)!.body as { prompt: Record<string, { inputs: Record<string, unknown> }> }).prompt
     expect(prompt["1"]!.inputs["image"]).toMatch(/^wes\/.*photo\.png$/)
-    expect(prompt["2"]!.inputs).toMatchObject({ width: "200", upscale_method: "lanczos", height: 0 })
+    expect(prompt["2"]!.inputs).toMatchObject({ width: 200, upscale_method: "lanczos", height: 0 })
   })
 
   it("uses the parameters' defaults and streams progress until done", async () => {
