@@ -22,7 +22,7 @@
  * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`,
  * `profileStart`, `profileStop`).
  */
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServer from "effect/unstable/http/HttpServer"
 import {
   AccountRepository,
   AccountService,
@@ -43,7 +43,7 @@ import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -102,9 +102,9 @@ const store = Layer.effect(
   Effect.map(AccountRepository, (repo) =>
     AccountRepository.of({
       ...repo,
-      findTokenByHash: (hash) => Effect.zipRight(Effect.sync(() => counters.tokenLookups++), repo.findTokenByHash(hash)),
+      findTokenByHash: (hash) => Effect.andThen(Effect.sync(() => counters.tokenLookups++), repo.findTokenByHash(hash)),
       recordTokenUse: (uses) =>
-        Effect.zipRight(Effect.sync(() => {
+        Effect.andThen(Effect.sync(() => {
           counters.tokenUseWrites++
           counters.tokenUseRows += uses.length
         }), repo.recordTokenUse(uses))
@@ -137,7 +137,7 @@ const bypassed = Layer.effect(
 ).pipe(Layer.provideMerge(core))
 const services = env("BENCH_AUTH", "tokens") === "bypass" ? bypassed : core
 
-const rateLimit = Either.getOrThrow(parseRateLimit(env("BENCH_RATE_LIMIT", "off")))
+const rateLimit = Result.getOrThrow(parseRateLimit(env("BENCH_RATE_LIMIT", "off")))
 const http = httpLayer({
   port: Number(env("BENCH_PORT", "0")),
   host: "127.0.0.1",
@@ -236,7 +236,7 @@ const main = async () => {
     /** Starts the dispatcher now (with BENCH_DISPATCH=off): a burn-down of work stored before. */
     startDispatcher: () => {
       if (dispatcher !== undefined) return false
-      dispatcher = runtime.runFork(Effect.scoped(Effect.zipRight(Layer.build(Dispatcher.layer({ concurrencyPerRunner: 16 })), Effect.never)))
+      dispatcher = runtime.runFork(Effect.scoped(Effect.andThen(Layer.build(Dispatcher.layer({ concurrencyPerRunner: 16 })), Effect.never)))
       return true
     },
     /** Stops the dispatcher started by startDispatcher (between waves of work: B6). */

@@ -7,10 +7,10 @@
  *   3. follows the workflow's server-sent events with a progress bar,
  *   4. downloads the output.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpApiClient from "@effect/platform/HttpApiClient"
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as FetchHttpClient from "effect/unstable/http/FetchHttpClient"
+import * as HttpApiClient from "effect/unstable/httpapi/HttpApiClient"
+import * as HttpClient from "effect/unstable/http/HttpClient"
+import * as HttpClientRequest from "effect/unstable/http/HttpClientRequest"
 import { WesApi } from "@wes/http-node"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"

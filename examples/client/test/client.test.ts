@@ -4,10 +4,10 @@
  * ComfyUI: the client registers it, submits a workflow with a file, follows the events and
  * downloads a PNG.
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
-import * as HttpApiClient from "@effect/platform/HttpApiClient"
-import * as HttpClient from "@effect/platform/HttpClient"
-import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as FetchHttpClient from "effect/unstable/http/FetchHttpClient"
+import * as HttpApiClient from "effect/unstable/httpapi/HttpApiClient"
+import * as HttpClient from "effect/unstable/http/HttpClient"
+import * as HttpClientRequest from "effect/unstable/http/HttpClientRequest"
 import { jsonLoggerLayer, loadConfig, serverLayer, WesApi } from "@wes/http-node"
 import { FakeComfyUI, inspectImage, solidPng } from "@wes/runner-client/testing"
 import * as ConfigProvider from "effect/ConfigProvider"

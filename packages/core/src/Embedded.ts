@@ -21,7 +21,7 @@ import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -210,7 +210,7 @@ const idOf = (user: WesUserRef) => (typeof user === "string" ? user : user.id)
 const parseJson = (value: unknown) => {
   if (typeof value !== "string") return Effect.succeed(value)
   const bounds = checkJsonText(value, "workflow_json")
-  if (Either.isLeft(bounds)) return Effect.fail(bounds.left)
+  if (Result.isFailure(bounds)) return Effect.fail(bounds.left)
   return Effect.try({
     try: () => JSON.parse(value) as unknown,
     catch: (e) =>
@@ -265,7 +265,7 @@ const iterate = <A, E, R>(runtime: ManagedRuntime.ManagedRuntime<R, unknown>, st
         if (pull === undefined) {
           const opened = await runtime.runPromise(Scope.make())
           scope = opened
-          pull = await runtime.runPromise(Scope.extend(Stream.toPull(stream), opened))
+          pull = await runtime.runPromise(Scope.provide(Stream.toPull(stream), opened))
         }
         const exit = await runtime.runPromise(Effect.exit(pull))
         if (Exit.isSuccess(exit)) {
@@ -361,7 +361,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
       asUser(ref, (user, workflows) =>
         Effect.map(workflows.list(user, input), (page) => ({ workflows: page.items.map((w) => encodeSummary(w)), total: page.total }))),
     cancelWorkflow: (ref, id) =>
-      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.zipRight(workflows.get(user, id)), Effect.map((w) => encodeDetail(toDetail(w))))),
+      asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.andThen(workflows.get(user, id)), Effect.map((w) => encodeDetail(toDetail(w))))),
     follow: (ref, id, options = {}) =>
       iterate(
         runtime,
@@ -374,7 +374,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
       asUser(ref, (user, workflows) =>
         workflows.follow(user, id).pipe(
           Effect.flatMap(Stream.runDrain),
-          Effect.zipRight(workflows.get(user, id)),
+          Effect.andThen(workflows.get(user, id)),
           Effect.map((w) => encodeDetail(toDetail(w)))
         )),
     outputs: (ref, id) => asUser(ref, (user, workflows) => Effect.map(workflows.outputs(user, id), (all) => all.map((o) => encodeOutput(o)))),

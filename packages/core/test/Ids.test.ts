@@ -3,7 +3,7 @@ import { uuidV7 } from "../src/shared/Ids.js"
 import { it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { describe, expect } from "vitest"
 
 const ids = IdGeneratorLive.pipe(Layer.provide(CryptoWeb))

@@ -8,7 +8,7 @@ import {
   substitute,
   type SuppliedParam
 } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
 const graph: JsonObject = {
@@ -19,21 +19,21 @@ const graph: JsonObject = {
   "5": { class_type: "CLIPTextEncode", inputs: { text: "$text(prompt)", clip: ["4", 1] } }
 }
 
-const found = (g: JsonObject): ReadonlyArray<Placeholder> => Either.getOrThrow(findPlaceholders(g))
+const found = (g: JsonObject): ReadonlyArray<Placeholder> => Result.getOrThrow(findPlaceholders(g))
 const text = (field: string, t: string): SuppliedParam<string> => ({ field, value: { _tag: "Text", text: t } })
 const file = (field: string, f: string): SuppliedParam<string> => ({ field, value: { _tag: "File", file: f } })
-const failureOf = <A>(r: Either.Either<A, { message: string; details: ReadonlyArray<{ field: string; message: string }> }>) => {
-  if (Either.isRight(r)) throw new Error("expected a failure")
+const failureOf = <A>(r: Result.Result<A, { message: string; details: ReadonlyArray<{ field: string; message: string }> }>) => {
+  if (Result.isSuccess(r)) throw new Error("expected a failure")
   return r.left
 }
 
 describe("placeholders: parsing", () => {
   it("parses each form", () => {
-    expect(parsePlaceholder("$text(prompt)")).toEqual(Either.right({ kind: "text", name: "prompt", default: undefined, options: [] }))
-    expect(parsePlaceholder("$text(seed, 42)")).toEqual(Either.right({ kind: "text", name: "seed", default: "42", options: [] }))
-    expect(parsePlaceholder("$text(note, a, b)")).toEqual(Either.right({ kind: "text", name: "note", default: "a, b", options: [] }))
-    expect(parsePlaceholder("$file(photo)")).toEqual(Either.right({ kind: "file", name: "photo", default: undefined, options: [] }))
-    expect(parsePlaceholder("#choice(s, a, b)")).toEqual(Either.right({ kind: "choice", name: "s", default: "a", options: ["a", "b"] }))
+    expect(parsePlaceholder("$text(prompt)")).toEqual(Result.succeed({ kind: "text", name: "prompt", default: undefined, options: [] }))
+    expect(parsePlaceholder("$text(seed, 42)")).toEqual(Result.succeed({ kind: "text", name: "seed", default: "42", options: [] }))
+    expect(parsePlaceholder("$text(note, a, b)")).toEqual(Result.succeed({ kind: "text", name: "note", default: "a, b", options: [] }))
+    expect(parsePlaceholder("$file(photo)")).toEqual(Result.succeed({ kind: "file", name: "photo", default: undefined, options: [] }))
+    expect(parsePlaceholder("#choice(s, a, b)")).toEqual(Result.succeed({ kind: "choice", name: "s", default: "a", options: ["a", "b"] }))
   })
 
   it("ignores strings that are not placeholders", () => {
@@ -41,18 +41,18 @@ describe("placeholders: parsing", () => {
   })
 
   it("rejects malformed placeholders with a reason", () => {
-    expect(parsePlaceholder("$text(a b)")).toEqual(Either.left(expect.stringContaining("must be 1-255 characters")))
-    expect(parsePlaceholder("$text()")).toEqual(Either.left(expect.stringContaining("must be 1-255 characters")))
-    expect(parsePlaceholder("$text(x")).toEqual(Either.left('$text(...) must end with ")"'))
-    expect(parsePlaceholder("$file(x, y)")).toEqual(Either.left("$file(x) takes no default"))
-    expect(parsePlaceholder("#choice(x, a, , b)")).toEqual(Either.left(expect.stringContaining("empty option")))
-    expect(parsePlaceholder("#choice(x, a, a)")).toEqual(Either.left(expect.stringContaining("option twice")))
+    expect(parsePlaceholder("$text(a b)")).toEqual(Result.fail(expect.stringContaining("must be 1-255 characters")))
+    expect(parsePlaceholder("$text()")).toEqual(Result.fail(expect.stringContaining("must be 1-255 characters")))
+    expect(parsePlaceholder("$text(x")).toEqual(Result.fail('$text(...) must end with ")"'))
+    expect(parsePlaceholder("$file(x, y)")).toEqual(Result.fail("$file(x) takes no default"))
+    expect(parsePlaceholder("#choice(x, a, , b)")).toEqual(Result.fail(expect.stringContaining("empty option")))
+    expect(parsePlaceholder("#choice(x, a, a)")).toEqual(Result.fail(expect.stringContaining("option twice")))
   })
 
   it("accepts names of 255 characters of [A-Za-z0-9_-] and rejects 256", () => {
     const name = "a_B-9".repeat(51)
-    expect(Either.isRight(parsePlaceholder(`$text(${name})`)!)).toBe(true)
-    expect(Either.isLeft(parsePlaceholder(`$text(${name}x)`)!)).toBe(true)
+    expect(Result.isSuccess(parsePlaceholder(`$text(${name})`)!)).toBe(true)
+    expect(Result.isFailure(parsePlaceholder(`$text(${name}x)`)!)).toBe(true)
   })
 })
 
@@ -94,7 +94,7 @@ describe("placeholders: validating supplied parameters", () => {
   const required = [file("$photo", "p.png"), text("$prompt", "a cat"), text("#model", "sdxl")]
 
   it("resolves supplied values, defaults and choices", () => {
-    const r = Either.getOrThrow(resolveParams(ps, required))
+    const r = Result.getOrThrow(resolveParams(ps, required))
     expect(r.map((x) => [placeholderKey(x.placeholder), x.value])).toEqual([
       ["$file(photo)", { _tag: "Upload", file: "p.png" }],
       ["$text(prompt)", { _tag: "Value", value: "a cat" }],
@@ -125,7 +125,7 @@ describe("placeholders: validating supplied parameters", () => {
   })
 
   it("accepts any value for a choice declared without options", () => {
-    expect(Either.isRight(resolveParams(ps, [...required.slice(0, 2), text("#model", "anything.safetensors")]))).toBe(true)
+    expect(Result.isSuccess(resolveParams(ps, [...required.slice(0, 2), text("#model", "anything.safetensors")]))).toBe(true)
   })
 
   it("rejects a placeholder with no value and no default on create", () => {
@@ -146,7 +146,7 @@ describe("placeholders: validating supplied parameters", () => {
       ["#choice(sampler)", "dpmpp_2m"],
       ["#choice(model)", "sdxl"]
     ] as const
-    const r = Either.getOrThrow(resolveParams(ps, [text("$prompt", "a dog")], original))
+    const r = Result.getOrThrow(resolveParams(ps, [text("$prompt", "a dog")], original))
     expect(r.map((x) => x.value)).toEqual([
       { _tag: "Value", value: "inputs/w/photo/p.png" },
       { _tag: "Value", value: "a dog" },

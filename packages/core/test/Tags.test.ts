@@ -1,9 +1,9 @@
 import { normalizeTags, parseTagList, tagsMatch, ValidationError } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
-const ok = <A>(e: Either.Either<A, ValidationError>): A => Either.getOrThrowWith(e, (err) => err)
-const err = <A>(e: Either.Either<A, ValidationError>): ValidationError => Either.getLeft(e).pipe((o) => {
+const ok = <A>(e: Result.Result<A, ValidationError>): A => Result.getOrThrowWith(e, (err) => err)
+const err = <A>(e: Result.Result<A, ValidationError>): ValidationError => Result.getLeft(e).pipe((o) => {
   if (o._tag === "None") throw new Error("expected an error")
   return o.value
 })

@@ -2,7 +2,7 @@ import { defaultTierTable, TierPolicy } from "@wes/core"
 import { it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import { describe, expect } from "vitest"
 
@@ -25,17 +25,17 @@ describe("tier policy", () => {
   })
 
   it("allows reaching a limit exactly and refuses one past it, naming the limit and its value", () => {
-    expect(Either.isRight(policy.check("free", "templates", 9))).toBe(true)
+    expect(Result.isSuccess(policy.check("free", "templates", 9))).toBe(true)
     const past = policy.check("free", "templates", 10)
-    expect(Either.isLeft(past) && past.left).toMatchObject({
+    expect(Result.isFailure(past) && past.left).toMatchObject({
       _tag: "TierLimitExceeded",
       limit: "templates",
       value: 10,
       message: "Template limit exceeded: the free tier allows 10 templates"
     })
-    expect(Either.isRight(policy.check("free", "workflow_params", 0, 10))).toBe(true)
+    expect(Result.isSuccess(policy.check("free", "workflow_params", 0, 10))).toBe(true)
     const params = policy.check("free", "workflow_params", 0, 11)
-    expect(Either.isLeft(params) && params.left.message).toBe(
+    expect(Result.isFailure(params) && params.left.message).toBe(
       "Workflow parameter limit exceeded: the free tier allows 10 parameters per workflow"
     )
   })
@@ -43,14 +43,14 @@ describe("tier policy", () => {
   it("names every limit in its message", () => {
     for (const limit of ["active_workflows", "workflows_per_day", "templates", "runners", "workflow_params"] as const) {
       const r = policy.check("pro", limit, defaultTierTable.pro[limit])
-      expect(Either.isLeft(r) && r.left.message).toContain(String(defaultTierTable.pro[limit]))
+      expect(Result.isFailure(r) && r.left.message).toContain(String(defaultTierTable.pro[limit]))
     }
   })
 
   it("gives managed runners to pro and plus only", () => {
-    expect(Either.isLeft(policy.requireManagedAccess("free"))).toBe(true)
-    expect(policy.requireManagedAccess("pro")).toEqual(Either.right(["pro"]))
-    expect(policy.requireManagedAccess("plus")).toEqual(Either.right(["pro", "plus"]))
+    expect(Result.isFailure(policy.requireManagedAccess("free"))).toBe(true)
+    expect(policy.requireManagedAccess("pro")).toEqual(Result.succeed(["pro"]))
+    expect(policy.requireManagedAccess("plus")).toEqual(Result.succeed(["pro", "plus"]))
   })
 
   const withEnv = (env: Record<string, string>) =>

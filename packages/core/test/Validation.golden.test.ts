@@ -17,7 +17,7 @@ import {
   type ValidationError
 } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
@@ -79,9 +79,9 @@ const FILE = fileURLToPath(new URL("golden/validation.json", import.meta.url))
 const decode = (schema: string, input: unknown): Golden["error"] => {
   const decoder = DECODERS[schema]
   if (decoder === undefined) throw new Error(`no request schema ${schema}`)
-  return Either.match(Effect.runSync(Effect.either(decoder(input))), {
-    onLeft: (e) => ({ message: e.message, details: e.details }),
-    onRight: () => "accepted" as const
+  return Result.match(Effect.runSync(Effect.result(decoder(input))), {
+    onFailure: (e) => ({ message: e.message, details: e.details }),
+    onSuccess: () => "accepted" as const
   })
 }
 

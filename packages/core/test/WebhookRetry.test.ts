@@ -17,7 +17,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ref from "effect/Ref"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { describe, expect } from "vitest"
 
 const answered = (status: number): SendResult => ({ _tag: "Answered", status, body: "" })
@@ -35,7 +35,7 @@ describe("webhook retries", () => {
     Effect.gen(function*() {
       const times = yield* Ref.make<Array<number>>([])
       const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.update(times, (ts) => [...ts, now])).pipe(
-        Effect.zipRight(Effect.flatMap(Ref.get(times), (ts) => (ts.length < 10 ? Effect.fail("500") : Effect.void)))
+        Effect.andThen(Effect.flatMap(Ref.get(times), (ts) => (ts.length < 10 ? Effect.fail("500") : Effect.void)))
       )
       const fiber = yield* Effect.fork(Effect.retry(attempt, webhookRetrySchedule(options)))
       for (let i = 0; i < 400; i++) yield* TestClock.adjust("1 second")

@@ -1,5 +1,5 @@
 import { parseWorkflowJson, UI_FORMAT_MESSAGE, validateWorkflowJson } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
 const smoke = {
@@ -10,13 +10,13 @@ const smoke = {
 
 const message = (u: unknown, field?: string) => {
   const r = validateWorkflowJson(u, field)
-  if (Either.isRight(r)) throw new Error("expected a rejection")
+  if (Result.isSuccess(r)) throw new Error("expected a rejection")
   return r.left
 }
 
 describe("workflow JSON", () => {
   it("accepts ComfyUI API format", () => {
-    expect(Either.getOrThrow(validateWorkflowJson(smoke))).toBe(smoke)
+    expect(Result.getOrThrow(validateWorkflowJson(smoke))).toBe(smoke)
   })
 
   it("rejects the UI (editor) format with a message that says to export in API format", () => {
@@ -67,8 +67,8 @@ describe("workflow JSON", () => {
   })
 
   it("parses JSON text and reports invalid JSON as such", () => {
-    expect(Either.isRight(parseWorkflowJson(JSON.stringify(smoke)))).toBe(true)
+    expect(Result.isSuccess(parseWorkflowJson(JSON.stringify(smoke)))).toBe(true)
     const r = parseWorkflowJson("{not json")
-    expect(Either.isLeft(r) && r.left.message.startsWith("workflow_json: is not valid JSON")).toBe(true)
+    expect(Result.isFailure(r) && r.left.message.startsWith("workflow_json: is not valid JSON")).toBe(true)
   })
 })

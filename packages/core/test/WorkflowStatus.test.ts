@@ -2,7 +2,7 @@ import { applyTransition } from "../src/workflows/WorkflowStatus.js"
 import { type TransitionTag, transitions, type Workflow, WorkflowStatus, WorkflowTransition } from "@wes/core"
 import { Fixtures } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
 const now = DateTime.unsafeMake("2026-11-21T10:00:00Z")
@@ -37,43 +37,43 @@ const sample: { readonly [T in TransitionTag]: WorkflowTransition } = {
 describe("workflow state machine", () => {
   it("walks the happy path, setting the fields of each step", () => {
     let w = inState("accepted")
-    w = Either.getOrThrow(apply(w, sample.Uploaded))
+    w = Result.getOrThrow(apply(w, sample.Uploaded))
     expect(w.status).toBe("uploaded")
-    w = Either.getOrThrow(apply(w, sample.Queued))
+    w = Result.getOrThrow(apply(w, sample.Queued))
     expect([w.status, w.prompt_id, w.queue_number]).toEqual(["queued", "p", 2])
-    w = Either.getOrThrow(apply(w, sample.QueueMoved))
+    w = Result.getOrThrow(apply(w, sample.QueueMoved))
     expect([w.status, w.queue_number]).toEqual(["queued", 1])
     const startedAt = DateTime.unsafeMake("2026-11-21T09:59:00Z")
-    w = Either.getOrThrow(apply(w, WorkflowTransition.Started({ at: startedAt })))
+    w = Result.getOrThrow(apply(w, WorkflowTransition.Started({ at: startedAt })))
     expect([w.status, w.started_at, w.queue_number, w.completed_at]).toEqual(["running", startedAt, 0, null])
-    w = Either.getOrThrow(apply(w, sample.Completed))
+    w = Result.getOrThrow(apply(w, sample.Completed))
     expect([w.status, w.completed_at, w.updated_at]).toEqual(["completed", now, now])
     expect([w.error_node, w.exception_type, w.exception_message]).toEqual([null, null, null])
   })
 
   it("records failure details and completed_at on failed", () => {
-    const w = Either.getOrThrow(apply(inState("running"), sample.Failed))
+    const w = Result.getOrThrow(apply(inState("running"), sample.Failed))
     expect(w).toMatchObject({ status: "failed", completed_at: now, ...failure })
   })
 
   it("keeps the runner's reason on invalid", () => {
-    const w = Either.getOrThrow(apply(inState("uploaded"), sample.Rejected))
+    const w = Result.getOrThrow(apply(inState("uploaded"), sample.Rejected))
     expect(w).toMatchObject({ status: "invalid", completed_at: now, exception_type: "prompt_outputs_failed_validation" })
   })
 
   it("cancels from every unfinished state and sets completed_at", () => {
     for (const s of ["accepted", "uploaded", "queued", "running"] as const) {
-      const w = Either.getOrThrow(apply(inState(s), sample.Cancelled))
+      const w = Result.getOrThrow(apply(inState(s), sample.Cancelled))
       expect([w.status, w.completed_at]).toEqual(["cancelled", now])
     }
   })
 
   it("moves a workflow to another runner only before it is queued", () => {
-    const w = Either.getOrThrow(apply(inState("uploaded", { submitted_at: now }), sample.Reassigned))
+    const w = Result.getOrThrow(apply(inState("uploaded", { submitted_at: now }), sample.Reassigned))
     expect(w.user_runner_id).toBeNull()
     expect(w.managed_runner_id).not.toBeNull()
     expect([w.dispatch_attempts, w.submitted_at]).toEqual([1, null])
-    expect(Either.isLeft(apply(inState("queued"), sample.Reassigned))).toBe(true)
+    expect(Result.isFailure(apply(inState("queued"), sample.Reassigned))).toBe(true)
   })
 
   it("allows exactly the moves of the table and rejects every other with a typed error", () => {
@@ -81,8 +81,8 @@ describe("workflow state machine", () => {
       for (const tag of Object.keys(sample) as Array<TransitionTag>) {
         const r = apply(inState(status), sample[tag])
         const allowed = transitions[tag].from.includes(status)
-        expect([status, tag, Either.isRight(r)]).toEqual([status, tag, allowed])
-        if (Either.isLeft(r)) {
+        expect([status, tag, Result.isSuccess(r)]).toEqual([status, tag, allowed])
+        if (Result.isFailure(r)) {
           expect(r.left).toMatchObject({ _tag: "IllegalTransition", from: status, event: tag })
         }
       }
@@ -92,7 +92,7 @@ describe("workflow state machine", () => {
   it("keeps terminal states final, even when the runner later reports success", () => {
     for (const status of ["completed", "cancelled", "invalid", "failed"] as const) {
       for (const tag of Object.keys(sample) as Array<TransitionTag>) {
-        expect(Either.isLeft(apply(inState(status), sample[tag]))).toBe(true)
+        expect(Result.isFailure(apply(inState(status), sample[tag]))).toBe(true)
       }
     }
   })

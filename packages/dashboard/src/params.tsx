@@ -6,18 +6,18 @@
  * BOOLEAN is a checkbox, an INT or FLOAT a number field with its bounds, a COMBO a select.
  */
 import { findPlaceholders, type Placeholder, placeholderKey } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { postJson } from "./api.js"
 import type { InputTypeJson, WorkflowParameterJson } from "./types.js"
 
 export { type Placeholder, placeholderKey }
 
 /** The placeholders of a definition, or the message saying why they cannot be read. */
-export const placeholdersOf = (workflow: unknown): Either.Either<ReadonlyArray<Placeholder>, string> => {
+export const placeholdersOf = (workflow: unknown): Result.Result<ReadonlyArray<Placeholder>, string> => {
   if (typeof workflow !== "object" || workflow === null || Array.isArray(workflow)) {
-    return Either.left("The file is not a JSON object (a ComfyUI API-format workflow maps node ids to nodes)")
+    return Result.fail("The file is not a JSON object (a ComfyUI API-format workflow maps node ids to nodes)")
   }
-  return Either.mapLeft(findPlaceholders(workflow as Parameters<typeof findPlaceholders>[0]), (e) => e.message)
+  return Result.mapLeft(findPlaceholders(workflow as Parameters<typeof findPlaceholders>[0]), (e) => e.message)
 }
 
 export const fieldOf = (p: Placeholder): string => (p.kind === "choice" ? `#${p.name}` : `$${p.name}`)

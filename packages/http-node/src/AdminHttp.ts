@@ -6,7 +6,7 @@ import * as Schema from "effect/Schema"
 import { WesApi } from "./Api.js"
 
 /** `issueToken` takes the body as sent (it decodes it itself): the decoded timestamp goes back to its text. */
-const tokenRequestAsSent = Schema.encode(IssueTokenRequest)
+const tokenRequestAsSent = Schema.encodeEffect(IssueTokenRequest)
 
 export const adminHttp = group(WesApi, "admin", (handlers) =>
   Effect.gen(function*() {

@@ -2,13 +2,13 @@
  * The /v1 API (and the operator's /admin/v1) as one HttpApi declaration: it gives the server its
  * routes, the OpenAPI document and a typed client. Bodies and errors are the contract's.
  */
-import * as HttpApi from "@effect/platform/HttpApi"
-import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
-import * as OpenApi from "@effect/platform/OpenApi"
+import * as HttpApi from "effect/unstable/httpapi/HttpApi"
+import * as HttpApiEndpoint from "effect/unstable/httpapi/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/unstable/httpapi/HttpApiGroup"
+import * as HttpApiMiddleware from "effect/unstable/httpapi/HttpApiMiddleware"
+import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
+import * as HttpApiSecurity from "effect/unstable/httpapi/HttpApiSecurity"
+import * as OpenApi from "effect/unstable/httpapi/OpenApi"
 import {
   ApiTokenView,
   CreateManagedRunnerRequest,
@@ -57,23 +57,23 @@ import {
 import { JsonDocument, ParamFields, TextField } from "./Forms.js"
 
 /** The authenticated caller of a /v1 request. */
-export class CurrentUser extends Context.Tag("@wes/http-node/CurrentUser")<CurrentUser, Principal>() {}
+export class CurrentUser extends Context.Service<CurrentUser, Principal>()("@wes/http-node/CurrentUser") {}
 
 /** Bearer API tokens (`wes_...`), with the contract's three 401 messages. */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  failure: Schema.Union(Unauthorized, Unavailable),
+  failure: Schema.Union([Unauthorized, Unavailable]),
   provides: CurrentUser,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
 /** The operator's token (`WES_ADMIN_TOKEN`); without it configured, /admin/v1 answers 404. */
 export class AdminAuthentication extends HttpApiMiddleware.Tag<AdminAuthentication>()("AdminAuthentication", {
-  failure: Schema.Union(Unauthorized, NotFoundStatus),
+  failure: Schema.Union([Unauthorized, NotFoundStatus]),
   security: { adminBearer: HttpApiSecurity.bearer }
 }) {}
 
 const Id = Schema.Struct({
-  id: Schema.String.annotations({ description: "UUID", jsonSchema: { type: "string", format: "uuid" } })
+  id: Schema.String.annotate({ description: "UUID", jsonSchema: { type: "string", format: "uuid" } })
 })
 
 const intParam = (min: number, max: number | undefined, message: string) =>
@@ -81,7 +81,7 @@ const intParam = (min: number, max: number | undefined, message: string) =>
     Schema.int(),
     Schema.greaterThanOrEqualTo(min),
     Schema.lessThanOrEqualTo(max ?? Number.MAX_SAFE_INTEGER)
-  ).annotations({ message: () => ({ message, override: true }) })
+  ).annotate({ message: () => ({ message, override: true }) })
 
 /** `page` (default 1, minimum 1) and `per_page` (default 10, 1-100). */
 export const PageParams = Schema.Struct({
@@ -98,11 +98,11 @@ const created = { status: 201 } as const
 const strict = { errors: "all", onExcessProperty: "error" } as const
 
 /** A JSON body, decoded strictly. */
-const json = <A, I>(schema: Schema.Schema<A, I>) => schema.annotations({ parseOptions: strict })
+const json = <A, I>(schema: Schema.Schema<A, I>) => schema.annotate({ parseOptions: strict })
 
 /** A multipart form (see Forms.ts), decoded strictly. */
 const form = <A, I, R>(schema: Schema.Schema<A, I, R>, description: string) =>
-  HttpApiSchema.Multipart(schema.annotations({ description, parseOptions: strict }))
+  HttpApiSchema.Multipart(schema.annotate({ description, parseOptions: strict }))
 
 const PARAMS_DOC = "Dynamic parameters: a field `$<name>` (text, or a file part) feeds `$text(<name>)` or `$file(<name>)`; " +
   "a field `#<name>` (text) feeds `#choice(<name>)`. Maximum 50 MB per request."
@@ -113,33 +113,33 @@ const WEBHOOK_URL_DOC = "Send this workflow's webhooks (status queued, running a
   "your default endpoint; signed with your webhook secret, so PUT /v1/webhook first."
 
 export const CreateWorkflowForm = form(Schema.Struct({
-  name: TextField.annotations({ description: "1-200 characters" }),
-  workflow_json: Schema.optional(JsonDocument.annotations({ description: `${JSON_DOC}: the workflow in ComfyUI API format` })),
-  template_id: Schema.optional(TextField.annotations({ description: "Start from this template instead of workflow_json" })),
-  tags: Schema.optional(TextField.annotations({ description: "Comma-separated tags; used to select a runner" })),
-  priority: Schema.optional(Priority.annotations({
+  name: TextField.annotate({ description: "1-200 characters" }),
+  workflow_json: Schema.optional(JsonDocument.annotate({ description: `${JSON_DOC}: the workflow in ComfyUI API format` })),
+  template_id: Schema.optional(TextField.annotate({ description: "Start from this template instead of workflow_json" })),
+  tags: Schema.optional(TextField.annotate({ description: "Comma-separated tags; used to select a runner" })),
+  priority: Schema.optional(Priority.annotate({
     description: "low, normal (the default) or high, up to the tier's max_priority; on its runner higher priorities go first"
   })),
-  webhook_url: Schema.optional(TextField.annotations({ description: WEBHOOK_URL_DOC }))
+  webhook_url: Schema.optional(TextField.annotate({ description: WEBHOOK_URL_DOC }))
 }, ParamFields), PARAMS_DOC)
 
 export const RerunWorkflowForm = form(
   Schema.Struct({
-    webhook_url: Schema.optional(TextField.annotations({ description: `${WEBHOOK_URL_DOC} Not sent: the original's.` }))
+    webhook_url: Schema.optional(TextField.annotate({ description: `${WEBHOOK_URL_DOC} Not sent: the original's.` }))
   }, ParamFields),
   `Dynamic parameters; those not sent keep the original's values. ${PARAMS_DOC}`
 )
 
 export const CreateTemplateForm = form(Schema.Struct({
-  name: TextField.annotations({ description: "1-100 characters" }),
-  description: TextField.annotations({ description: "1-500 characters" }),
-  body: JsonDocument.annotations({ description: `${JSON_DOC}: the workflow definition` })
+  name: TextField.annotate({ description: "1-100 characters" }),
+  description: TextField.annotate({ description: "1-500 characters" }),
+  body: JsonDocument.annotate({ description: `${JSON_DOC}: the workflow definition` })
 }), "A template: a reusable workflow definition.")
 
 export const UpdateTemplateForm = form(Schema.Struct({
   name: Schema.optional(TextField),
   description: Schema.optional(TextField),
-  body: Schema.optional(JsonDocument.annotations({ description: JSON_DOC }))
+  body: Schema.optional(JsonDocument.annotate({ description: JSON_DOC }))
 }), "Omitted fields keep their values.")
 
 /** `Last-Event-ID`: resume after this event (blank: from now). */
@@ -147,15 +147,15 @@ const LastEventId = Schema.transform(
   Schema.String.pipe(Schema.pattern(/^\s*(\d{1,15})?\s*$/, { message: () => "must be a non-negative integer (an event id)" })),
   Schema.UndefinedOr(Schema.Number),
   { strict: true, decode: (s) => (s.trim() === "" ? undefined : Number(s.trim())), encode: (n) => (n === undefined ? "" : String(n)) }
-).annotations({ description: "Resume after this event id (what the stream sent as `id:`)" })
+).annotate({ description: "Resume after this event id (what the stream sent as `id:`)" })
 
-const sse = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })).annotations({
+const sse = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })).annotate({
   description: "Server-sent events: `status`, `queue`, `progress`, `executing`, `output`, then `done`. " +
     "`id:` is the workflow's event sequence; send `Last-Event-ID` to resume."
 })
 
 const fileBody = Schema.Uint8ArrayFromSelf.pipe(HttpApiSchema.withEncoding({ kind: "Uint8Array", contentType: "application/octet-stream" }))
-  .annotations({ description: "The output file, with its content type" })
+  .annotate({ description: "The output file, with its content type" })
 
 export class UserGroup extends HttpApiGroup.make("user")
   .add(HttpApiEndpoint.get("get", "/v1/user").addSuccess(CurrentUserView)
@@ -201,7 +201,7 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
   .middleware(Authentication)
 {}
 
-const WebhookUrl = Schema.Struct({ url: Schema.String.annotations({ description: "http(s) URL receiving the webhooks" }) })
+const WebhookUrl = Schema.Struct({ url: Schema.String.annotate({ description: "http(s) URL receiving the webhooks" }) })
 
 export class WebhookGroup extends HttpApiGroup.make("webhook")
   .add(HttpApiEndpoint.put("put", "/v1/webhook").setPayload(json(WebhookUrl)).addSuccess(WebhookView).addError(BadRequest)

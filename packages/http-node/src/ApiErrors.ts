@@ -5,7 +5,7 @@
  * included. Handlers fail with core's errors as they are; the server encodes each with the one
  * declared schema for its status, so the mapping to the contract is written here once.
  */
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
 import {
   Conflict,
   FieldIssue,
@@ -27,42 +27,42 @@ export class BadRequestError extends Schema.Class<BadRequestError>("BadRequest")
   status: Schema.Literal(400),
   message: Schema.String,
   details: Schema.optional(Schema.Array(FieldIssue))
-}, HttpApiSchema.annotations({ status: 400, description: "The request is invalid; `details` names the fields." })) {}
+}, HttpApiSchema.annotate({ status: 400, description: "The request is invalid; `details` names the fields." })) {}
 
 export class UnauthorizedError extends Schema.Class<UnauthorizedError>("Unauthorized")({
   status: Schema.Literal(401),
-  message: Schema.Literal("Missing authorization header", "Invalid token", "Token has expired")
-}, HttpApiSchema.annotations({ status: 401, description: "Missing, invalid or expired token." })) {}
+  message: Schema.Literals(["Missing authorization header", "Invalid token", "Token has expired"])
+}, HttpApiSchema.annotate({ status: 401, description: "Missing, invalid or expired token." })) {}
 
 export class ForbiddenError extends Schema.Class<ForbiddenError>("Forbidden")({
   status: Schema.Literal(403),
   message: Schema.String
-}, HttpApiSchema.annotations({ status: 403, description: "A tier limit or permission; the message names it." })) {}
+}, HttpApiSchema.annotate({ status: 403, description: "A tier limit or permission; the message names it." })) {}
 
 export class NotFoundError extends Schema.Class<NotFoundError>("NotFound")({
   status: Schema.Literal(404),
   message: Schema.String
-}, HttpApiSchema.annotations({ status: 404, description: "Missing, or not the caller's." })) {}
+}, HttpApiSchema.annotate({ status: 404, description: "Missing, or not the caller's." })) {}
 
 export class MethodNotAllowedError extends Schema.Class<MethodNotAllowedError>("MethodNotAllowed")({
   status: Schema.Literal(405),
   message: Schema.String
-}, HttpApiSchema.annotations({ status: 405, description: "The path exists, but not with this method; see Allow." })) {}
+}, HttpApiSchema.annotate({ status: 405, description: "The path exists, but not with this method; see Allow." })) {}
 
 export class ConflictError extends Schema.Class<ConflictError>("Conflict")({
   status: Schema.Literal(409),
   message: Schema.String
-}, HttpApiSchema.annotations({ status: 409, description: "The resource's state does not allow this." })) {}
+}, HttpApiSchema.annotate({ status: 409, description: "The resource's state does not allow this." })) {}
 
 export class RateLimitedError extends Schema.Class<RateLimitedError>("TooManyRequests")({
   status: Schema.Literal(429),
   message: Schema.Literal("Rate limit exceeded")
-}, HttpApiSchema.annotations({ status: 429, description: "Rate limit exceeded; see Retry-After." })) {}
+}, HttpApiSchema.annotate({ status: 429, description: "Rate limit exceeded; see Retry-After." })) {}
 
 export class HeadersTooLargeError extends Schema.Class<HeadersTooLargeError>("RequestHeaderFieldsTooLarge")({
   status: Schema.Literal(431),
   message: Schema.String
-}, HttpApiSchema.annotations({
+}, HttpApiSchema.annotate({
   status: 431,
   description: "The request line and headers exceed 16 KB (answered by the HTTP parser, before any route)."
 })) {}
@@ -70,12 +70,12 @@ export class HeadersTooLargeError extends Schema.Class<HeadersTooLargeError>("Re
 export class InternalError extends Schema.Class<InternalError>("InternalServerError")({
   status: Schema.Literal(500),
   message: Schema.String
-}, HttpApiSchema.annotations({ status: 500, description: "An unexpected error." })) {}
+}, HttpApiSchema.annotate({ status: 500, description: "An unexpected error." })) {}
 
 export class UnavailableError extends Schema.Class<UnavailableError>("ServiceUnavailable")({
   status: Schema.Literal(503),
   message: Schema.String
-}, HttpApiSchema.annotations({ status: 503, description: "A dependency (the store) is unavailable; retry later." })) {}
+}, HttpApiSchema.annotate({ status: 503, description: "A dependency (the store) is unavailable; retry later." })) {}
 
 /**
  * The declared error of one status: on the wire `body` (its class's JSON), as a value either the
@@ -87,12 +87,12 @@ const declared = <B extends Schema.Schema.AnyNoContext, const C extends Readonly
   causes: C,
   toBody: (cause: Schema.Schema.Type<C[number]>) => Schema.Schema.Type<B>
 ) => {
-  const isBody = Schema.is(Schema.typeSchema(body))
-  return Schema.transform(body, Schema.Union(Schema.typeSchema(body), ...causes.map((c) => Schema.typeSchema(c))), {
+  const isBody = Schema.is(Schema.toType(body))
+  return Schema.transform(body, Schema.Union([Schema.toType(body), ...causes.map((c) => Schema.toType(c))]), {
     strict: false,
     decode: (b) => b,
     encode: (e) => (isBody(e) ? e : toBody(e as Schema.Schema.Type<C[number]>))
-  }).annotations(HttpApiSchema.annotations({ status }))
+  }).annotate(HttpApiSchema.annotate({ status }))
 }
 
 /**

@@ -1,5 +1,5 @@
 /** The two bearer-token middlewares: users (/v1) and the operator (/admin/v1). */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
 import { AccountService, bearerToken } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

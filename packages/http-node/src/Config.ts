@@ -6,7 +6,7 @@ import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { parseRateLimit, parseTrustProxy, type RateLimitSettings } from "./RateLimit.js"
@@ -89,9 +89,9 @@ export interface WesConfig {
 /** The shortest accepted WES_ADMIN_TOKEN. */
 export const ADMIN_TOKEN_MIN_LENGTH = 32
 
-const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Either.Either<A, string>) =>
+const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Result.Result<A, string>) =>
   Config.mapOrFail(config, (value) =>
-    Either.mapLeft(parse(value), (message) => ConfigError.InvalidData([name], message)))
+    Result.mapLeft(parse(value), (message) => ConfigError.InvalidData([name], message)))
 
 export const WesConfig: Config.Config<WesConfig> = Config.all({
   port: Config.port("WES_PORT").pipe(Config.withDefault(8080)),
@@ -152,11 +152,11 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
 }).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, webhookAllowPrivate, ...rest }) =>
   // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
   Option.isNone(storage) && Option.isSome(rest.databaseUrl)
-    ? Either.left(ConfigError.InvalidData(
+    ? Result.fail(ConfigError.InvalidData(
       ["WES_STORAGE"],
       "DATABASE_URL is set but WES_STORAGE is not: set WES_STORAGE=postgres to use the database, or WES_STORAGE=memory to run without it"
     ))
-    : Either.right<WesConfig>({
+    : Result.right<WesConfig>({
       ...rest,
       storage: Option.getOrElse(storage, () => "memory" as const),
       runnerDenyPrivate: Option.match(runnerAllowPrivate, {

@@ -3,8 +3,8 @@
  * files only, read once at startup from the package's `dist`; the page is a client of /v1 and adds
  * no route to the API's declaration. Unbuilt (a checkout before `pnpm build`), `/` says so.
  */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"

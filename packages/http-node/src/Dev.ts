@@ -43,7 +43,7 @@ const demoTemplate = () => {
 
 /** Starts the simulated runner and the demo account once the server listens at `base`. */
 export const devLayer = (base: string): Layer.Layer<never, never, AccountService | RunnerService | TemplateService> =>
-  Layer.scopedDiscard(Effect.gen(function*() {
+  Layer.effectDiscard(Effect.gen(function*() {
     const fake = yield* FakeComfyUI.scoped()
     const accounts = yield* AccountService
     const runners = yield* RunnerService

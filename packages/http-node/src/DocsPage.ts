@@ -3,7 +3,7 @@
  * document (so it cannot drift from it). No script and no CDN: it works offline and costs a few
  * kilobytes, where a bundled JavaScript viewer costs megabytes of memory in every process.
  */
-import * as OpenApi from "@effect/platform/OpenApi"
+import * as OpenApi from "effect/unstable/httpapi/OpenApi"
 import { WesApi } from "./Api.js"
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }

@@ -52,14 +52,14 @@ export const FilePart = Schema.declare((u: unknown): u is FormFile => u instance
 })
 
 /** A text field (a file sent in its place is refused). */
-export const TextField = Schema.String.annotations({ message: () => ({ message: "must be a text field, not a file", override: true }) })
+export const TextField = Schema.String.annotate({ message: () => ({ message: "must be a text field, not a file", override: true }) })
 
 /**
  * A JSON document, as a file part or (for `curl -F 'field=<json>'`) a text field, parsed. The
  * part's bytes are read here; a file that cannot be read back is a defect (500), not a 400. A
  * document over `JSON_MAX_BYTES` or nested deeper than `JSON_MAX_DEPTH` is refused before parsing.
  */
-export const JsonDocument = Schema.transformOrFail(Schema.Union(FilePart, Schema.String), Schema.Unknown, {
+export const JsonDocument = Schema.transformOrFail(Schema.Union([FilePart, Schema.String]), Schema.Unknown, {
   strict: true,
   decode: (part, _, ast) =>
     Effect.flatMap(typeof part === "string" ? Effect.succeed(part) : Effect.orDie(part.text), (text) => {
@@ -78,8 +78,8 @@ export const JsonDocument = Schema.transformOrFail(Schema.Union(FilePart, Schema
 
 /** `$name` / `#name`: a dynamic parameter (text, or a file for `$file(...)`); the use case matches them to placeholders. */
 export const ParamFields = Schema.Record({
-  key: Schema.TemplateLiteral(Schema.Literal("$", "#"), Schema.String),
-  value: Schema.Union(Schema.String, FilePart)
+  key: Schema.TemplateLiteral([Schema.Literals(["$", "#"]), Schema.String]),
+  value: Schema.Union([Schema.String, FilePart])
 })
 
 /** The dynamic parameters of a decoded form (its `$`/`#` fields), in the order sent, as the use cases take them. */

@@ -14,8 +14,8 @@
  * of chunks, close, rename), not through @effect/platform's FileSystem, whose every call costs a
  * dozen steps of Effect's runtime. Reads stream through FileSystem (with an offset past the header).
  */
-import * as FileSystem from "@effect/platform/FileSystem"
-import * as Path from "@effect/platform/Path"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
 import { BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -114,7 +114,7 @@ export const makeFsBlobStore = (root: string) =>
             }
             const written = (isBlobBytes(content)
               ? write([header(contentType), ...sized(content)])
-              : Effect.zipRight(
+              : Effect.andThen(
                 write([header(contentType)]),
                 Stream.runForEachChunk(content, (chunk) => write(sized(Chunk.toReadonlyArray(chunk))))
               )).pipe(Effect.map(() => size))
@@ -159,14 +159,14 @@ export const makeFsBlobStore = (root: string) =>
           if (!copied) return false
           // A file from before the header keeps its type beside it.
           yield* io("copy", () => nodeFs.copyFile(source.meta, target.meta).catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)))).pipe(
-            Effect.zipRight(io("copy", () => nodeFs.rename(temp, target.file))),
+            Effect.andThen(io("copy", () => nodeFs.rename(temp, target.file))),
             Effect.tapError(() => remove(temp))
           )
           return true
         }),
       delete: (key) =>
         Effect.flatMap(locate(key), ({ file, meta }) =>
-          Effect.zipRight(
+          Effect.andThen(
             io("delete", () => nodeFs.rm(file, { force: true })),
             // A type file exists only beside a blob written before the header.
             remove(meta)

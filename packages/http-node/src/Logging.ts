@@ -3,7 +3,7 @@
  * (never the query string), status, duration, request id and (once authenticated) user id;
  * headers, and so tokens, are never logged.
  */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
 import { httpDuration, httpRequests } from "@wes/core"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"

@@ -3,7 +3,7 @@
  *   HTTP edge (httpLayer) -> use cases + dispatcher (@wes/core) -> store (memory | PostgreSQL,
  *   blobs in the store or in WES_BLOB_DIR) + runner gateway (@wes/runner-client) + platform.
  */
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServer from "effect/unstable/http/HttpServer"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import {
   Dispatcher,
@@ -101,7 +101,7 @@ export const serverLayer = (config: WesConfig) => {
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
-  const started = Layer.scopedDiscard(Effect.gen(function*() {
+  const started = Layer.effectDiscard(Effect.gen(function*() {
     const { address } = yield* HttpServer.HttpServer
     const port = address._tag === "TcpAddress" ? address.port : config.port
     yield* Effect.logInfo("wes serve listening", {

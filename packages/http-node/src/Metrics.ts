@@ -5,8 +5,8 @@
  * the store first, at most once per `STATUS_TTL` however many scrapers ask; the process's memory
  * and CPU (ProcessMetrics.ts) at every scrape.
  */
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import { bearerToken, observeWorkflowStatuses } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -75,7 +75,7 @@ export const metricsRoute = (token: Option.Option<Redacted.Redacted<string>>) =>
     // A failed read keeps the last figures: the store error is counted (wes_store_errors_total)
     // and logged, and the rest of the scrape still answers (it matters most during an outage).
     const statuses = yield* Effect.cachedWithTTL(
-      observeWorkflowStatuses.pipe(Effect.catchAll((e) => Effect.logWarning("metrics: could not count workflows by status", { error: e.message }))),
+      observeWorkflowStatuses.pipe(Effect.catch((e) => Effect.logWarning("metrics: could not count workflows by status", { error: e.message }))),
       STATUS_TTL
     )
     const handler = Effect.gen(function*() {

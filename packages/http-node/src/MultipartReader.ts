@@ -9,8 +9,8 @@
  * No synchronous filesystem call runs on a request; chunks are kept as node delivered them (each
  * is its own buffer), not copied.
  */
-import * as FileSystem from "@effect/platform/FileSystem"
-import * as Path from "@effect/platform/Path"
+import * as FileSystem from "effect/FileSystem"
+import * as Path from "effect/Path"
 import { StorageError, ValidationError } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -42,16 +42,16 @@ export const defaultMultipartLimits: MultipartLimits = {
   memoryBudget: 1024 * 1024
 }
 
-export class MultipartReader extends Context.Tag("@wes/http-node/MultipartReader")<MultipartReader, {
+export class MultipartReader extends Context.Service<MultipartReader, {
   /**
    * The request's form. Fails with a 400 (`ValidationError`) naming what is wrong, or a 500
    * (`InternalError`) when a part cannot be written to disk; spilled parts live until the scope closes.
    */
   readonly read: (request: IncomingMessage) => Effect.Effect<FormRecord, ValidationError | InternalError, Scope.Scope>
-}>() {
+}>()("@wes/http-node/MultipartReader") {
   /** Spills into a temporary directory made now and removed when the layer closes. */
   static layer = (limits: Partial<MultipartLimits> = {}): Layer.Layer<MultipartReader, never, FileSystem.FileSystem | Path.Path> =>
-    Layer.scoped(MultipartReader, make({ ...defaultMultipartLimits, ...limits }))
+    Layer.effect(MultipartReader, make({ ...defaultMultipartLimits, ...limits }))
 }
 
 // RFC 9110 media type parameters: `; name=token` or `; name="quoted string"`. multipasta throws on
@@ -158,7 +158,7 @@ const make = (limits: MultipartLimits) =>
           )
         )
         if (parsed._tag === "StoreFailed") {
-          return yield* Effect.zipRight(
+          return yield* Effect.andThen(
             Effect.logError("could not store an upload", { error: String(parsed.error) }),
             Effect.fail(new InternalError({ status: 500, message: "The upload could not be stored" }))
           )
@@ -190,7 +190,7 @@ type Parsed =
  * written to disk ends the parse as `StoreFailed` (logged and answered 500 by the caller).
  */
 const parse = (request: IncomingMessage, limits: MultipartLimits, spill: () => string): Effect.Effect<Parsed, ValidationError> =>
-  Effect.async<Parsed, ValidationError>((resume) => {
+  Effect.callback<Parsed, ValidationError>((resume) => {
     const parts: Array<Part | { readonly _tag: "Field"; readonly field: string; readonly value: string }> = []
     const seen = new Set<string>()
     const writers = new Set<NodeFs.WriteStream>()

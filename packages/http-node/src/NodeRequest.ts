@@ -3,12 +3,12 @@
  * request log's record of it. The server reads a route's body as the route declares it
  * (edge/Bodies.ts) before the handler runs; the body getters here read it with the same bounds.
  */
-import * as Cookies from "@effect/platform/Cookies"
-import type * as Headers from "@effect/platform/Headers"
-import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
-import * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as UrlParams from "@effect/platform/UrlParams"
+import * as Cookies from "effect/unstable/http/Cookies"
+import type * as Headers from "effect/unstable/http/Headers"
+import * as HttpIncomingMessage from "effect/unstable/http/HttpIncomingMessage"
+import * as HttpServerError from "effect/unstable/http/HttpServerError"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import * as UrlParams from "effect/unstable/http/UrlParams"
 import * as Effect from "effect/Effect"
 import * as Inspectable from "effect/Inspectable"
 import * as Option from "effect/Option"
@@ -98,6 +98,6 @@ export class NodeRequest extends Inspectable.Class implements HttpServerRequest.
     )
   }
   toJSON(): unknown {
-    return { _id: "@effect/platform/HttpServerRequest", method: this.method, url: this.originalUrl }
+    return { _id: "effect/unstable/http/HttpServerRequest", method: this.method, url: this.originalUrl }
   }
 }

@@ -11,15 +11,15 @@
  * On shutdown it stops taking connections, closes idle ones, lets in-flight requests finish for
  * `shutdownGrace`, then closes what is left.
  */
-import * as Cookies from "@effect/platform/Cookies"
-import type * as Etag from "@effect/platform/Etag"
-import * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import type * as HttpPlatform from "@effect/platform/HttpPlatform"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerError from "@effect/platform/HttpServerError"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Cookies from "effect/unstable/http/Cookies"
+import type * as Etag from "effect/unstable/http/Etag"
+import * as HttpApp from "effect/unstable/http/HttpEffect"
+import type * as HttpMiddleware from "effect/unstable/http/HttpMiddleware"
+import type * as HttpPlatform from "effect/unstable/http/HttpPlatform"
+import * as HttpServer from "effect/unstable/http/HttpServer"
+import * as HttpServerError from "effect/unstable/http/HttpServerError"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import type * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Cause from "effect/Cause"
@@ -75,7 +75,7 @@ const write = (request: NodeRequest, response: HttpServerResponse.HttpServerResp
       const raw = body.body
       if (isNodeBody(raw)) return Effect.sync(() => raw.writeTo(res))
       if (raw instanceof Readable) {
-        return Effect.async<void, unknown>((resume) => {
+        return Effect.callback<void, unknown>((resume) => {
           pipeline(raw, res, (error) => resume(error === undefined || error === null ? Effect.void : Effect.fail(error)))
           return Effect.sync(() => raw.destroy())
         })
@@ -83,7 +83,7 @@ const write = (request: NodeRequest, response: HttpServerResponse.HttpServerResp
       return Effect.sync(() => void res.end(raw as string | Uint8Array))
     }
     case "Stream": {
-      const drained = Effect.async<void>((resume) => {
+      const drained = Effect.callback<void>((resume) => {
         const go = () => {
           res.off("drain", go).off("close", go)
           resume(Effect.void)
@@ -100,12 +100,12 @@ const write = (request: NodeRequest, response: HttpServerResponse.HttpServerResp
         Effect.matchCauseEffect({
           onSuccess: () => Effect.sync(() => void res.end()),
           // The head is out: all the client can be told is that the body stopped short.
-          onFailure: (cause) => Effect.zipRight(Effect.sync(() => res.destroy()), Effect.failCause(cause))
+          onFailure: (cause) => Effect.andThen(Effect.sync(() => res.destroy()), Effect.failCause(cause))
         })
       )
     }
     case "FormData":
-      return Effect.sync(() => res.destroy()).pipe(Effect.zipRight(Effect.dieMessage("FormData response bodies are not supported")))
+      return Effect.sync(() => res.destroy()).pipe(Effect.andThen(Effect.dieMessage("FormData response bodies are not supported")))
   }
 }
 
@@ -123,12 +123,12 @@ const handled = (app: HttpApp.Default<unknown>, middleware: HttpMiddleware.HttpM
   const served = middleware === undefined ? app : middleware(app)
   return served.pipe(
     Effect.flatMap(answer),
-    Effect.catchAllCause((cause) =>
+    Effect.catchCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.void
         : Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
-          Effect.zipRight(answer(response), Cause.isEmptyType(rest) ? Effect.void : Effect.logError("request failed", rest)))),
-    Effect.catchAllCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("could not answer a request", cause)))
+          Effect.andThen(answer(response), Cause.isEmptyType(rest) ? Effect.void : Effect.logError("request failed", rest)))),
+    Effect.catchCause((cause) => (Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logError("could not answer a request", cause)))
   )
 }
 
@@ -138,7 +138,7 @@ const make = (server: Server, options: NodeServerOptions) =>
     // Made before the listener, so closed after it: requests still running then are interrupted.
     const requests = yield* FiberSet.make<void>()
     yield* Effect.acquireRelease(
-      Effect.async<void, HttpServerError.ServeError>((resume) => {
+      Effect.callback<void, HttpServerError.ServeError>((resume) => {
         const onError = (cause: unknown) => resume(Effect.fail(new HttpServerError.ServeError({ cause })))
         server.once("error", onError)
         server.listen(options.port, options.host, () => {
@@ -147,7 +147,7 @@ const make = (server: Server, options: NodeServerOptions) =>
         })
       }),
       () =>
-        Effect.async<void>((resume) => {
+        Effect.callback<void>((resume) => {
           server.close(() => resume(Effect.void))
           server.closeIdleConnections()
           // A backstop that must not keep the process alive by itself.
@@ -197,4 +197,4 @@ export const layer = (
   evaluate: () => Server,
   options: NodeServerOptions
 ): Layer.Layer<HttpServer.HttpServer | HttpPlatform.HttpPlatform | Etag.Generator | NodeContext.NodeContext, HttpServerError.ServeError, MultipartReader> =>
-  Layer.merge(Layer.scoped(HttpServer.HttpServer, Effect.suspend(() => make(evaluate(), options))), NodeHttpServer.layerContext)
+  Layer.merge(Layer.effect(HttpServer.HttpServer, Effect.suspend(() => make(evaluate(), options))), NodeHttpServer.layerContext)

@@ -4,12 +4,12 @@
  * resume. State is one small entry per recently seen IP, kept in least-recently-used order: idle
  * entries are swept as requests arrive and the map never holds more than `maxEntries`.
  */
-import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpMiddleware from "effect/unstable/http/HttpMiddleware"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 
 export interface RateLimitSettings {
@@ -31,15 +31,15 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 
  * Parses `WES_RATE_LIMIT`: `off`, or `<requests>/<window>` such as `40/10s`, `100/1m`, `5/500ms`
  * (the cooldown equals the window).
  */
-export const parseRateLimit = (value: string): Either.Either<RateLimitSettings | "off", string> => {
+export const parseRateLimit = (value: string): Result.Result<RateLimitSettings | "off", string> => {
   const v = value.trim().toLowerCase()
-  if (v === "off" || v === "false" || v === "0") return Either.right("off")
+  if (v === "off" || v === "false" || v === "0") return Result.succeed("off")
   const m = /^(\d+)\s*\/\s*(\d+)\s*(ms|s|m|h)$/.exec(v)
-  if (m === null) return Either.left(`WES_RATE_LIMIT must be "off" or like "40/10s" (got ${JSON.stringify(value)})`)
+  if (m === null) return Result.fail(`WES_RATE_LIMIT must be "off" or like "40/10s" (got ${JSON.stringify(value)})`)
   const limit = Number(m[1])
   const windowMs = Number(m[2]) * UNITS[m[3]!]!
-  if (limit < 1 || windowMs < 1) return Either.left("WES_RATE_LIMIT needs at least 1 request per window")
-  return Either.right({ limit, windowMs, cooldownMs: windowMs, maxEntries: DEFAULT_MAX_ENTRIES })
+  if (limit < 1 || windowMs < 1) return Result.fail("WES_RATE_LIMIT needs at least 1 request per window")
+  return Result.succeed({ limit, windowMs, cooldownMs: windowMs, maxEntries: DEFAULT_MAX_ENTRIES })
 }
 
 export type RateDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number }
@@ -102,15 +102,15 @@ export const makeRateLimiter = (settings: RateLimitSettings): RateLimiter => {
 }
 
 /** `WES_TRUST_PROXY`: how many proxies in front of WES append to `X-Forwarded-For`. */
-export const parseTrustProxy = (value: string | undefined): Either.Either<number, string> => {
-  if (value === undefined) return Either.right(0)
+export const parseTrustProxy = (value: string | undefined): Result.Result<number, string> => {
+  if (value === undefined) return Result.succeed(0)
   const v = value.trim().toLowerCase()
-  if (v === "" || v === "false" || v === "0" || v === "off") return Either.right(0)
-  if (v === "true" || v === "on" || v === "yes") return Either.right(1)
+  if (v === "" || v === "false" || v === "0" || v === "off") return Result.succeed(0)
+  if (v === "true" || v === "on" || v === "yes") return Result.succeed(1)
   const n = Number(v)
   return Number.isInteger(n) && n > 0 && n <= 10
-    ? Either.right(n)
-    : Either.left(`WES_TRUST_PROXY must be true, false or a number of proxies (got ${JSON.stringify(value)})`)
+    ? Result.succeed(n)
+    : Result.fail(`WES_TRUST_PROXY must be true, false or a number of proxies (got ${JSON.stringify(value)})`)
 }
 
 const normalizeIp = (ip: string): string => (ip.startsWith("::ffff:") ? ip.slice(7) : ip)

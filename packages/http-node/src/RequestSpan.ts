@@ -4,10 +4,10 @@
  * with the method, path, route and status code. No header is recorded (they carry tokens). Only
  * used when a tracer exports spans (Server.ts), and never for probes and scrapes.
  */
-import * as HttpServerError from "@effect/platform/HttpServerError"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as HttpTraceContext from "@effect/platform/HttpTraceContext"
+import * as HttpServerError from "effect/unstable/http/HttpServerError"
+import type * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
+import * as HttpTraceContext from "effect/unstable/http/HttpTraceContext"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 

@@ -15,7 +15,7 @@ import {
   RunnerUnreachable
 } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as dns from "node:dns/promises"
@@ -132,7 +132,7 @@ export const denyPrivateProbe = (resolve: Resolver = systemResolver): Layer.Laye
     check: (runner) =>
       check(resolve)(runner).pipe(
         Effect.mapError((message) => new RunnerProbeFailed({ message })),
-        Effect.zipRight(inner.check(runner))
+        Effect.andThen(inner.check(runner))
       )
   })))
 
@@ -142,19 +142,19 @@ export const denyPrivateGateway = (resolve: Resolver = systemResolver): Layer.La
     const guard = (runner: RunnerTarget) =>
       check(resolve)(runner).pipe(Effect.mapError((message) => new RunnerUnreachable({ runner_id: runner.id, message })))
     return RunnerGateway.of({
-      probe: (runner) => Effect.zipRight(guard(runner), inner.probe(runner)),
-      nodeReplacements: (runner) => Effect.zipRight(guard(runner), inner.nodeReplacements(runner)),
-      objectInfo: (runner) => Effect.zipRight(guard(runner), inner.objectInfo(runner)),
-      uploadInput: (runner, file) => Effect.zipRight(guard(runner), inner.uploadInput(runner, file)),
-      submit: (runner, prompt) => Effect.zipRight(guard(runner), inner.submit(runner, prompt)),
-      queue: (runner) => Effect.zipRight(guard(runner), inner.queue(runner)),
-      history: (runner, promptId) => Effect.zipRight(guard(runner), inner.history(runner, promptId)),
-      status: (runner, promptId) => Effect.zipRight(guard(runner), inner.status(runner, promptId)),
-      cancel: (runner, promptId) => Effect.zipRight(guard(runner), inner.cancel(runner, promptId)),
-      download: (runner, file) => Effect.zipRight(guard(runner), inner.download(runner, file)),
+      probe: (runner) => Effect.andThen(guard(runner), inner.probe(runner)),
+      nodeReplacements: (runner) => Effect.andThen(guard(runner), inner.nodeReplacements(runner)),
+      objectInfo: (runner) => Effect.andThen(guard(runner), inner.objectInfo(runner)),
+      uploadInput: (runner, file) => Effect.andThen(guard(runner), inner.uploadInput(runner, file)),
+      submit: (runner, prompt) => Effect.andThen(guard(runner), inner.submit(runner, prompt)),
+      queue: (runner) => Effect.andThen(guard(runner), inner.queue(runner)),
+      history: (runner, promptId) => Effect.andThen(guard(runner), inner.history(runner, promptId)),
+      status: (runner, promptId) => Effect.andThen(guard(runner), inner.status(runner, promptId)),
+      cancel: (runner, promptId) => Effect.andThen(guard(runner), inner.cancel(runner, promptId)),
+      download: (runner, file) => Effect.andThen(guard(runner), inner.download(runner, file)),
       events: (runner, clientId) =>
-        Effect.flatMap(Effect.either(check(resolve)(runner)), (checked) =>
-          Either.isRight(checked)
+        Effect.flatMap(Effect.result(check(resolve)(runner)), (checked) =>
+          Result.isSuccess(checked)
             ? inner.events(runner, clientId)
             // Said once, as a socket that could not open; nothing follows while the address is refused.
             : Effect.tap(

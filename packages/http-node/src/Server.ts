@@ -3,11 +3,11 @@
  * request log, routes, OpenAPI, docs, dashboard) -> handlers -> use cases (@wes/core) -> store + runner
  * gateway + platform services.
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpServer from "@effect/platform/HttpServer"
-import type { ServeError } from "@effect/platform/HttpServerError"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import * as OpenApi from "@effect/platform/OpenApi"
+import * as HttpApiBuilder from "effect/unstable/httpapi/HttpApiBuilder"
+import type * as HttpServer from "effect/unstable/http/HttpServer"
+import type { ServeError } from "effect/unstable/http/HttpServerError"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
+import * as OpenApi from "effect/unstable/httpapi/OpenApi"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import type { StoreServices, UseCaseServices } from "@wes/core"
 import type * as Duration from "effect/Duration"

@@ -7,13 +7,13 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-export class Shutdown extends Context.Tag("@wes/http-node/Shutdown")<Shutdown, {
+export class Shutdown extends Context.Service<Shutdown, {
   /** Completes when shutdown begins. */
   readonly signal: Deferred.Deferred<void>
   readonly isShuttingDown: Effect.Effect<boolean>
-}>() {
+}>()("@wes/http-node/Shutdown") {
   /** Completes the signal when its scope closes (place it so it closes before the listener). */
-  static layer: Layer.Layer<Shutdown> = Layer.scoped(
+  static layer: Layer.Layer<Shutdown> = Layer.effect(
     Shutdown,
     Effect.gen(function*() {
       const signal = yield* Deferred.make<void>()

@@ -12,7 +12,7 @@
  * later; it resumes with Last-Event-ID, from the log. One timer writes keep-alives to all. When
  * the server stops, every stream ends before the listener closes, so clients reconnect elsewhere.
  */
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import { type FollowStart, READ_BATCH, type StorageError, type WorkflowEvent, WorkflowEventBus, sseSubscribers } from "@wes/core"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
@@ -75,15 +75,15 @@ interface Topic {
   feed: Fiber.RuntimeFiber<void> | undefined
 }
 
-export class SseHub extends Context.Tag("@wes/http-node/SseHub")<SseHub, {
+export class SseHub extends Context.Service<SseHub, {
   /** The answer of a subscribe request: the workflow's events from `start` on, ending after `done`. */
   readonly response: (workflowId: string, start: FollowStart) => HttpServerResponse.HttpServerResponse
   /** Follows a workflow onto `out` (what the response's body does once its head is written). */
   readonly attach: (out: SseOut, workflowId: string, start: FollowStart) => void
   /** Open connections and followed workflows (for tests and metrics). */
   readonly stats: Effect.Effect<{ readonly clients: number; readonly workflows: number }>
-}>() {
-  static layer = (options: SseHubOptions): Layer.Layer<SseHub, never, WorkflowEventBus> => Layer.scoped(SseHub, make(options))
+}>()("@wes/http-node/SseHub") {
+  static layer = (options: SseHubOptions): Layer.Layer<SseHub, never, WorkflowEventBus> => Layer.effect(SseHub, make(options))
 }
 
 const make = (options: SseHubOptions) =>
@@ -171,7 +171,7 @@ const make = (options: SseHubOptions) =>
       bus.subscribe(topic.workflowId, topic.seen).pipe(
         Stream.takeUntil((e) => e.type === "done"),
         Stream.runForEachChunk((chunk) => Effect.sync(() => broadcast(topic, chunk))),
-        Effect.catchAll((e: StorageError) => Effect.logWarning("event stream failed", { workflow_id: topic.workflowId, error: e.message })),
+        Effect.catch((e: StorageError) => Effect.logWarning("event stream failed", { workflow_id: topic.workflowId, error: e.message })),
         Effect.ensuring(Effect.sync(() => {
           if (topics.get(topic.workflowId) === topic) topics.delete(topic.workflowId)
           for (const client of topic.clients) end(client)
@@ -221,8 +221,8 @@ const make = (options: SseHubOptions) =>
       if (client.cursor < joined.seen) {
         client.catchingUp = true
         runTask(catchUp(joined, client).pipe(
-          Effect.catchAll((e) =>
-            Effect.zipRight(
+          Effect.catch((e) =>
+            Effect.andThen(
               Effect.logWarning("event stream failed", { workflow_id: workflowId, error: e.message }),
               Effect.sync(() => end(client))
             ))

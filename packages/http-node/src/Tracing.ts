@@ -11,12 +11,12 @@
  *   OTEL_SERVICE_NAME                   the resource's service.name (default `wes`)
  *   OTEL_SDK_DISABLED=true              off, whatever else is set
  */
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as FetchHttpClient from "effect/unstable/http/FetchHttpClient"
 import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "@effect/opentelemetry/OtlpTracer"
+import * as OtlpTracer from "effect/unstable/observability/OtlpTracer"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 
@@ -29,19 +29,19 @@ export interface TracingConfig {
 }
 
 /** `key=value,key2=value2` (values percent-decoded), as the OTLP exporter specification reads it. */
-export const parseOtlpHeaders = (s: string): Either.Either<Record<string, string>, string> => {
+export const parseOtlpHeaders = (s: string): Result.Result<Record<string, string>, string> => {
   const headers: Record<string, string> = {}
   for (const part of s.split(",")) {
     if (part.trim() === "") continue
     const eq = part.indexOf("=")
-    if (eq <= 0) return Either.left(`OTEL_EXPORTER_OTLP_HEADERS: "${part.trim()}" is not key=value`)
+    if (eq <= 0) return Result.fail(`OTEL_EXPORTER_OTLP_HEADERS: "${part.trim()}" is not key=value`)
     try {
       headers[part.slice(0, eq).trim()] = decodeURIComponent(part.slice(eq + 1).trim())
     } catch {
-      return Either.left(`OTEL_EXPORTER_OTLP_HEADERS: the value of "${part.slice(0, eq).trim()}" is not percent-encoded`)
+      return Result.fail(`OTEL_EXPORTER_OTLP_HEADERS: the value of "${part.slice(0, eq).trim()}" is not percent-encoded`)
     }
   }
-  return Either.right(headers)
+  return Result.succeed(headers)
 }
 
 const httpUrl = (name: string) =>
@@ -58,7 +58,7 @@ export const TracingConfig: Config.Config<Option.Option<TracingConfig>> = Config
   protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(Config.withDefault("http/protobuf" as const)),
   headers: Config.string("OTEL_EXPORTER_OTLP_HEADERS").pipe(
     Config.withDefault(""),
-    Config.mapOrFail((s) => Either.mapLeft(parseOtlpHeaders(s), (m) => ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_HEADERS"], m)))
+    Config.mapOrFail((s) => Result.mapLeft(parseOtlpHeaders(s), (m) => ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_HEADERS"], m)))
   ),
   serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("wes"))
 }).pipe(Config.map(({ base, disabled, headers, protocol, serviceName, traces }) => {

@@ -23,7 +23,7 @@ export const webhookDeliveryLayer = (options: WebhookDeliveryOptions): Layer.Lay
   const owner = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   const defaults = defaultDelivererOptions(owner)
   const timeoutMs = Duration.toMillis(options.timeout)
-  return Layer.scopedDiscard(Effect.forkScoped(runDeliverer({
+  return Layer.effectDiscard(Effect.forkScoped(runDeliverer({
     ...defaults,
     concurrency: options.concurrency ?? defaults.concurrency,
     pollInterval: options.pollInterval ?? defaults.pollInterval,

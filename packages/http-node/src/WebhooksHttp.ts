@@ -13,10 +13,10 @@ import { type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
 import { webhookRefusal } from "./WebhookSenderNode.js"
 
 /** Checks a webhook URL for the server's address policy; the URL (normalized) or a 400. */
-export class WebhookUrlCheck extends Context.Tag("@wes/http-node/WebhookUrlCheck")<
+export class WebhookUrlCheck extends Context.Service<
   WebhookUrlCheck,
   (field: string, url: string) => Effect.Effect<string, ValidationError>
->() {}
+>()("@wes/http-node/WebhookUrlCheck") {}
 
 export const webhookUrlCheckLayer = (options: { readonly denyPrivate: boolean; readonly resolve?: Resolver | undefined }) =>
   Layer.succeed(WebhookUrlCheck, (field, url) =>
@@ -36,7 +36,7 @@ export const workflowWebhookUrlCheck = Effect.gen(function*() {
   return (user: User, url: string | undefined): Effect.Effect<void, ValidationError | StorageError> =>
     url === undefined || url === ""
       ? Effect.void
-      : Effect.zipRight(
+      : Effect.andThen(
         check("webhook_url", url),
         webhooks.requireEndpoint(user).pipe(Effect.catchTag("NotFound", () =>
           Effect.fail(ValidationError.field("webhook_url", "webhooks are signed with your webhook secret: set up one first with PUT /v1/webhook"))))

@@ -1,6 +1,6 @@
 /** /v1/workflow: create, describe parameters, list, get, rerun, cancel, subscribe (SSE) and outputs. */
 import { group } from "./edge/ApiGroups.js"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import { toDetail, WebhookService, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
@@ -20,7 +20,7 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
     return handlers
       .handle("create", ({ payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
-          Effect.zipRight(checkUrl(user, payload.webhook_url), workflows.create(user, {
+          Effect.andThen(checkUrl(user, payload.webhook_url), workflows.create(user, {
             name: payload.name,
             workflow_json: payload.workflow_json,
             template_id: payload.template_id,
@@ -37,7 +37,7 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
       .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.get(user, path.id), toDetail)))
       .handle("rerun", ({ path, payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
-          Effect.zipRight(
+          Effect.andThen(
             checkUrl(user, payload.webhook_url),
             workflows.rerun(user, path.id, {
               params: paramsOf(payload),

@@ -47,7 +47,7 @@ const serve = () => {
     context.storage = config.storage
     return yield* Layer.launch(serverLayer(config))
   }).pipe(
-    Effect.catchAllCause((cause) =>
+    Effect.catchCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause)
         : Effect.sync(() => {

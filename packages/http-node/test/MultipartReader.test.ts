@@ -109,7 +109,7 @@ describe("MultipartReader", () => {
       const big = bytes(300_000, 3)
       const scope = yield* Scope.make()
       const form = yield* read(body([{ name: "$a", filename: "a.bin", bytes: bytes(60_000) }, { name: "$b", filename: "b.bin", bytes: big }])).pipe(
-        Scope.extend(scope)
+        Scope.provide(scope)
       )
       // The first part fits the budget; the second does not and goes to disk.
       expect(spilled(root)).toHaveLength(1)

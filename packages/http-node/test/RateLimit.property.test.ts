@@ -5,7 +5,7 @@
  * opens at the first request after the previous window; the request that goes over and every
  * request in the following cooldown are refused; nothing is ever forgotten.
  */
-import * as fc from "effect/FastCheck"
+import * as fc from "effect/testing/FastCheck"
 import { describe, expect, it } from "vitest"
 import { defaultRateLimit, makeRateLimiter, type RateDecision, type RateLimitSettings } from "../src/RateLimit.js"
 

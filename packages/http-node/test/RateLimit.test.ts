@@ -1,4 +1,4 @@
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeRateLimiter, parseRateLimit, parseTrustProxy } from "../src/RateLimit.js"
 import { startServer, type TestServer } from "./harness.js"
@@ -46,14 +46,14 @@ describe("rate limiter", () => {
   })
 
   it("parses WES_RATE_LIMIT and WES_TRUST_PROXY", () => {
-    expect(parseRateLimit("40/10s")).toEqual(Either.right({ limit: 40, windowMs: 10_000, cooldownMs: 10_000, maxEntries: 100_000 }))
-    expect(parseRateLimit("100/1m")).toEqual(Either.right(expect.objectContaining({ limit: 100, windowMs: 60_000 })))
-    expect(parseRateLimit("off")).toEqual(Either.right("off"))
-    expect(Either.isLeft(parseRateLimit("fast"))).toBe(true)
-    expect(parseTrustProxy(undefined)).toEqual(Either.right(0))
-    expect(parseTrustProxy("true")).toEqual(Either.right(1))
-    expect(parseTrustProxy("2")).toEqual(Either.right(2))
-    expect(Either.isLeft(parseTrustProxy("maybe"))).toBe(true)
+    expect(parseRateLimit("40/10s")).toEqual(Result.succeed({ limit: 40, windowMs: 10_000, cooldownMs: 10_000, maxEntries: 100_000 }))
+    expect(parseRateLimit("100/1m")).toEqual(Result.succeed(expect.objectContaining({ limit: 100, windowMs: 60_000 })))
+    expect(parseRateLimit("off")).toEqual(Result.succeed("off"))
+    expect(Result.isFailure(parseRateLimit("fast"))).toBe(true)
+    expect(parseTrustProxy(undefined)).toEqual(Result.succeed(0))
+    expect(parseTrustProxy("true")).toEqual(Result.succeed(1))
+    expect(parseTrustProxy("2")).toEqual(Result.succeed(2))
+    expect(Result.isFailure(parseTrustProxy("maybe"))).toBe(true)
   })
 })
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest"
 import { loadConfig } from "../src/Config.js"
 
 const load = (env: Record<string, string>) =>
-  Effect.runPromise(Effect.either(Effect.withConfigProvider(loadConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runPromise(Effect.result(Effect.withConfigProvider(loadConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
 describe("WES_CAPABILITY_REFRESH", () => {
   it("defaults to 5 minutes, takes a duration, and refuses less than 10 seconds naming the variable", async () => {

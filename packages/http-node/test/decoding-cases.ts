@@ -3,10 +3,10 @@
  * field of its body, query and headers with a value that field's own schema rejects, and bodies
  * with a field they do not declare. A route added later is covered without touching this file.
  */
-import * as HttpApi from "@effect/platform/HttpApi"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpApi from "effect/unstable/httpapi/HttpApi"
+import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
@@ -31,7 +31,7 @@ const fileOf = (text: string) => new FormFile("f", "f.json", "application/json",
 const FORM_CANDIDATES: ReadonlyArray<Value> = [{ _tag: "file", text: "{}" }, { _tag: "text", value: "{not json" }, { _tag: "file", text: "{not json" }]
 
 /** Whether `schema` rejects `input`. */
-const rejects = (ast: AST.AST, input: unknown) => Either.isLeft(Schema.decodeUnknownEither(Schema.make(ast))(input))
+const rejects = (ast: AST.AST, input: unknown) => Result.isFailure(Schema.decodeUnknownExit(Schema.make(ast))(input))
 
 /** For each declared field of a struct: a value its schema rejects (first candidate that is). */
 const casesOf = (endpoint: string, ast: AST.AST, where: Case["where"], candidates: ReadonlyArray<Value>, toInput: (v: Value) => unknown) =>

@@ -4,12 +4,12 @@
  * (a 400 naming each field, an unread body of the wrong Content-Type), answers encoded by the
  * declared success and error schemas, and what a handler gets wrong answered as a 500.
  */
-import * as HttpApi from "@effect/platform/HttpApi"
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpApi from "effect/unstable/httpapi/HttpApi"
+import * as HttpApiBuilder from "effect/unstable/httpapi/HttpApiBuilder"
+import * as HttpApiEndpoint from "effect/unstable/httpapi/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/unstable/httpapi/HttpApiGroup"
+import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
+import * as HttpServer from "effect/unstable/http/HttpServer"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { NotFound } from "@wes/core"
 import * as Effect from "effect/Effect"
@@ -27,7 +27,7 @@ import * as NodeServerLayer from "../src/NodeServer.js"
 
 class Item extends Schema.Class<Item>("Item")({ id: Schema.String, n: Schema.Number }) {}
 const Id = Schema.Struct({ id: Schema.String })
-const NewItem = Schema.Struct({ n: Schema.Number.pipe(Schema.int()) }).annotations({ parseOptions: { errors: "all", onExcessProperty: "error" } })
+const NewItem = Schema.Struct({ n: Schema.Number.pipe(Schema.int()) }).annotate({ parseOptions: { errors: "all", onExcessProperty: "error" } })
 
 class Items extends HttpApiGroup.make("items")
   .add(HttpApiEndpoint.post("create", "/items").setPayload(NewItem).addSuccess(Item, { status: 201 }))

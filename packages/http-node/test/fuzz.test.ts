@@ -8,7 +8,7 @@
  *
  * FUZZ_SEED replays a run; FUZZ_REQUESTS changes its size (default 10,000).
  */
-import * as fc from "effect/FastCheck"
+import * as fc from "effect/testing/FastCheck"
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Contract, makeContract, type Operation, type SpecDocument } from "./contract.js"

@@ -3,7 +3,7 @@
  * fetch. Runners are answered by a test gateway (probe ok unless the endpoint says
  * "unreachable"); the runner-client suites cover the real protocol.
  */
-import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServer from "effect/unstable/http/HttpServer"
 import {
   AccountService,
   Dispatcher,

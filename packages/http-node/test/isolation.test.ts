@@ -7,7 +7,7 @@
  * ISOLATION_SEED replays a run.
  */
 import { PgStoreLive } from "@wes/storage-pg"
-import * as fc from "effect/FastCheck"
+import * as fc from "effect/testing/FastCheck"
 import * as Redacted from "effect/Redacted"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { json, smokeWorkflow, startServer, type TestServer, workflowForm } from "./harness.js"

@@ -6,7 +6,7 @@
  * or a hang. A placeholder of no known kind (`$txt(color)`) is a 400 naming the known kinds, and
  * validation details speak the contract's words, not the schema library's.
  */
-import * as fc from "effect/FastCheck"
+import * as fc from "effect/testing/FastCheck"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, type ErrorBody, json, readJson, smokeWorkflow, startServer, type TestServer, workflowForm } from "./harness.js"
 

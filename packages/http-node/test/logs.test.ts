@@ -1,4 +1,4 @@
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
 import * as Effect from "effect/Effect"
 import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"

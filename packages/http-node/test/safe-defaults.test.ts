@@ -6,7 +6,7 @@
  */
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -14,7 +14,7 @@ import { loadConfig } from "../src/Config.js"
 import { ADMIN_TOKEN, type ErrorBody, json, RealGateway, readJson, type RunnerJson, startServer, type TestServer } from "./harness.js"
 
 const configOf = (env: Record<string, string>) =>
-  Effect.runSync(Effect.either(loadConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))))
+  Effect.runSync(Effect.result(loadConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))))
 
 describe("runner header values are write-only", () => {
   let server: TestServer
@@ -88,16 +88,16 @@ describe("the probe answers a fixed message per category", () => {
 
 describe("configuration defaults", () => {
   it("refuses private runner addresses unless WES_DEV or WES_RUNNER_ALLOW_PRIVATE=true", () => {
-    const deny = (env: Record<string, string>) => Either.map(configOf(env), (c) => c.runnerDenyPrivate)
-    expect(deny({})).toEqual(Either.right(true))
-    expect(deny({ WES_DEV: "true" })).toEqual(Either.right(false))
-    expect(deny({ WES_RUNNER_ALLOW_PRIVATE: "true" })).toEqual(Either.right(false))
-    expect(deny({ WES_DEV: "true", WES_RUNNER_ALLOW_PRIVATE: "false" })).toEqual(Either.right(true))
+    const deny = (env: Record<string, string>) => Result.map(configOf(env), (c) => c.runnerDenyPrivate)
+    expect(deny({})).toEqual(Result.succeed(true))
+    expect(deny({ WES_DEV: "true" })).toEqual(Result.succeed(false))
+    expect(deny({ WES_RUNNER_ALLOW_PRIVATE: "true" })).toEqual(Result.succeed(false))
+    expect(deny({ WES_DEV: "true", WES_RUNNER_ALLOW_PRIVATE: "false" })).toEqual(Result.succeed(true))
   })
 
   it("refuses an admin token shorter than 32 characters, naming the variable", () => {
     const short = configOf({ WES_ADMIN_TOKEN: "x" })
-    expect(Either.isLeft(short) && String(short.left)).toContain("WES_ADMIN_TOKEN must be at least 32 characters")
-    expect(Either.isRight(configOf({ WES_ADMIN_TOKEN: "x".repeat(32) }))).toBe(true)
+    expect(Result.isFailure(short) && String(short.left)).toContain("WES_ADMIN_TOKEN must be at least 32 characters")
+    expect(Result.isSuccess(configOf({ WES_ADMIN_TOKEN: "x".repeat(32) }))).toBe(true)
   })
 })

@@ -10,7 +10,7 @@ import { PgStoreLive } from "@wes/storage-pg"
 import { FakeComfyUI, loadImageWorkflow, solidPng } from "@wes/runner-client/testing"
 import { type RunnerEvent, RunnerGateway, type RunnerTarget } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Option from "effect/Option"
@@ -233,7 +233,7 @@ describe("private runner addresses refused (suite 7)", () => {
       status: () => Effect.sync(() => { calls.push("status") }).pipe(Effect.as({ _tag: "Unknown" as const })),
       cancel: () => Effect.sync(() => { calls.push("cancel") }),
       download: () => Effect.sync(() => { calls.push("download") }).pipe(Effect.as({ content_type: "x", content: Stream.empty })),
-      events: () => Effect.sync(() => { calls.push("events") }).pipe(Effect.zipRight(Queue.bounded<RunnerEvent>(1)), Effect.tap((q) => Queue.offer(q, { _tag: "Connected" })))
+      events: () => Effect.sync(() => { calls.push("events") }).pipe(Effect.andThen(Queue.bounded<RunnerEvent>(1)), Effect.tap((q) => Queue.offer(q, { _tag: "Connected" })))
     }))
     const gateway = denyPrivateGateway(async () => answer).pipe(Layer.provide(inner))
     const target = (kind: "user" | "managed"): RunnerTarget => ({ kind, id: "r1", name: "r", endpoint: "http://runner.example:8188", headers: {}, tags: [], status: "active" })
@@ -242,7 +242,7 @@ describe("private runner addresses refused (suite 7)", () => {
         const g = yield* RunnerGateway
         const prompt = { prompt_id: "p", prompt: {}, client_id: "c", extra_data: {} }
         const message = <A, E extends { readonly message: string }>(e: Effect.Effect<A, E>) =>
-          Effect.map(Effect.either(e), (r) => (Either.isLeft(r) ? r.left.message : undefined))
+          Effect.map(Effect.result(e), (r) => (Result.isFailure(r) ? r.left.message : undefined))
         const results = [
           yield* message(g.probe(t)),
           yield* message(g.nodeReplacements(t)),

@@ -8,7 +8,7 @@
 import { FakeComfyUI } from "@wes/runner-client/testing"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -77,13 +77,13 @@ afterEach(async () => {
 })
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.either(Effect.withConfigProvider(TracingConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runSync(Effect.result(Effect.withConfigProvider(TracingConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
 
 describe("OpenTelemetry tracing", () => {
   it("is off unless an OTLP endpoint is set, and reads the standard variables", () => {
-    expect(read({})).toEqual(Either.right(Option.none()))
-    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" })).toEqual(Either.right(Option.none()))
-    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" })).toEqual(Either.right(Option.some({
+    expect(read({})).toEqual(Result.succeed(Option.none()))
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318", OTEL_SDK_DISABLED: "true" })).toEqual(Result.succeed(Option.none()))
+    expect(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" })).toEqual(Result.succeed(Option.some({
       url: "http://collector:4318/v1/traces",
       protocol: "http/protobuf",
       headers: {},
@@ -95,7 +95,7 @@ describe("OpenTelemetry tracing", () => {
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_EXPORTER_OTLP_HEADERS: "authorization=Bearer%20abc, x-team=ml",
       OTEL_SERVICE_NAME: "wes-eu"
-    })).toEqual(Either.right(Option.some({
+    })).toEqual(Result.succeed(Option.some({
       url: "https://traces.example/custom",
       protocol: "http/json",
       headers: { authorization: "Bearer abc", "x-team": "ml" },
@@ -105,7 +105,7 @@ describe("OpenTelemetry tracing", () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: "http://c",
       OTEL_EXPORTER_OTLP_HEADERS: "novalue"
     }]) {
-      expect(Either.isLeft(read(bad))).toBe(true)
+      expect(Result.isFailure(read(bad))).toBe(true)
     }
   })
 

@@ -26,7 +26,7 @@ import {
 } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
@@ -119,10 +119,10 @@ export interface ComfyClient {
 
 /** Decodes a JSON answer with `schema`; a mismatch means the endpoint is not a working ComfyUI. */
 const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema)
+  const decode = Schema.decodeUnknownExit(schema)
   return (runner: RunnerTarget, answer: Answer): Effect.Effect<A, RunnerUnreachable> =>
     Effect.flatMap(readJson(runner, answer), (body) =>
-      Either.mapLeft(decode(body), () => unexpectedBody(runner, answer.what, answer.status, JSON.stringify(body))))
+      Result.mapLeft(decode(body), () => unexpectedBody(runner, answer.what, answer.status, JSON.stringify(body))))
 }
 
 const queueAnswer = decodeAnswer(QueueAnswer)
@@ -132,8 +132,8 @@ const promptAccepted = decodeAnswer(PromptAccepted)
 const uploadAnswer = decodeAnswer(UploadAnswer)
 const objectInfoAnswer = decodeAnswer(ObjectInfoAnswer)
 const nodeReplacementsAnswer = decodeAnswer(NodeReplacementsAnswer)
-const decodeRefused = Schema.decodeUnknownEither(PromptRefused)
-const decodeHistoryEntry = Schema.decodeUnknownEither(HistoryEntry)
+const decodeRefused = Schema.decodeUnknownExit(PromptRefused)
+const decodeHistoryEntry = Schema.decodeUnknownExit(HistoryEntry)
 
 /** Strips path components so a user's file name cannot pick a directory on the runner. */
 const safeFilename = (name: string): string => {
@@ -173,7 +173,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
    */
   const legacyCancel = (runner: RunnerTarget, promptId: string): Effect.Effect<void, RunnerError> =>
     postEmpty(runner, "/queue", { delete: [promptId] }).pipe(
-      Effect.zipRight(getJson(runner, "/queue", queueAnswer)),
+      Effect.andThen(getJson(runner, "/queue", queueAnswer)),
       Effect.flatMap((q) =>
         toQueueSnapshot(q).running.includes(promptId) ? postEmpty(runner, "/interrupt", { prompt_id: promptId }) : Effect.void)
     )
@@ -192,8 +192,8 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
     Effect.flatMap(getJson(runner, `/history/${encodeURIComponent(promptId)}`, historyAnswer), (answer) => {
       if (!Object.hasOwn(answer, promptId)) return Effect.succeed(Option.none())
       return decodeHistoryEntry(answer[promptId]).pipe(
-        Either.mapLeft(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
-        Either.map((entry) => Option.some(toPromptHistory(entry)))
+        Result.mapLeft(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
+        Result.map((entry) => Option.some(toPromptHistory(entry)))
       )
     })
 
@@ -224,8 +224,8 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
         if (ok.prompt_id !== p.prompt_id) {
           // Servers before 0.3.45 mint their own id: WES could not follow the prompt. Take it back.
           return cancel(runner, ok.prompt_id).pipe(
-            Effect.catchAll((e) => Effect.logWarning(`could not withdraw prompt ${ok.prompt_id}: ${e.message}`)),
-            Effect.zipRight(Effect.fail(rejected({
+            Effect.catch((e) => Effect.logWarning(`could not withdraw prompt ${ok.prompt_id}: ${e.message}`)),
+            Effect.andThen(Effect.fail(rejected({
               error_type: "unsupported_runner",
               message: `The runner ignored the prompt id WES sent (it answered ${ok.prompt_id}): WES needs ComfyUI 0.3.45 or later`,
               error_node: null
@@ -235,8 +235,8 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
         if (!hasNodeErrors(ok.node_errors)) return Effect.succeed({ prompt_id: ok.prompt_id, number: ok.number })
         // Some outputs were dropped: the prompt is invalid. Take it back before saying so.
         return cancel(runner, ok.prompt_id).pipe(
-          Effect.catchAll((e) => Effect.logWarning(`could not withdraw partially invalid prompt ${ok.prompt_id}: ${e.message}`)),
-          Effect.zipRight(Effect.fail(rejected(partialRejection(ok.node_errors))))
+          Effect.catch((e) => Effect.logWarning(`could not withdraw partially invalid prompt ${ok.prompt_id}: ${e.message}`)),
+          Effect.andThen(Effect.fail(rejected(partialRejection(ok.node_errors))))
         )
       })
     // A 400 is ComfyUI's refusal when it has the refusal's shape; anything else is a plain status failure.
@@ -253,7 +253,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
     const asked = p.fence
     const fence = asked === undefined ? undefined : () => asked() || ((withheld = true), false)
     return send(dispatcher, runner, { method: "POST", path: "/prompt", acceptJson: true, json, fence }, ordinary).pipe(
-      Effect.catchAll((e) =>
+      Effect.catch((e) =>
         Effect.fail(withheld ? new PromptWithheld({ runner_id: runner.id, message: "POST /prompt: not sent: this instance no longer drives the runner" }) : e)
       ),
       Effect.flatMap((answer) =>
@@ -275,7 +275,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
       return yield* sendOk(dispatcher, runner, { method: "POST", path: "/upload/image", acceptJson: true, stream: { body: stream, contentType } }, upload).pipe(
         Effect.flatMap((answer) => Effect.map(uploadAnswer(runner, answer), toUploadedInput)),
         // A failing content stream surfaces as a transport error of the request: report the real cause.
-        Effect.catchAll((e): Effect.Effect<never, RunnerError | StorageError> =>
+        Effect.catch((e): Effect.Effect<never, RunnerError | StorageError> =>
           Effect.flatMap(Ref.get(storageFailure), (storage): Effect.Effect<never, RunnerError | StorageError> =>
             Option.isSome(storage) ? Effect.fail(storage.value) : Effect.fail(e))
         )

@@ -9,7 +9,7 @@
  */
 import type { PromptStatus, RunnerError, RunnerTarget, RunnerUnreachable } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { Dispatcher } from "undici"
@@ -26,8 +26,8 @@ export interface ComfyJobs {
 }
 
 const parse = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(Schema.parseJson(schema))
-  return (answer: Answer): Either.Either<A, unknown> => decode(answer.text)
+  const decode = Schema.decodeUnknownExit(Schema.fromJsonString(schema))
+  return (answer: Answer): Result.Result<A, unknown> => decode(answer.text)
 }
 const jobAnswer = parse(JobAnswer)
 const jobNotFound = parse(JobNotFound)
@@ -35,14 +35,14 @@ const jobCancelled = parse(JobCancelled)
 const jobsPage = parse(JobsPage)
 
 /** A route the runner does not have: the static files' 404 (no JSON error) or their 405 for a POST. */
-const missingRoute = (answer: Answer): boolean => answer.status === 405 || (answer.status === 404 && Either.isLeft(jobNotFound(answer)))
+const missingRoute = (answer: Answer): boolean => answer.status === 405 || (answer.status === 404 && Result.isFailure(jobNotFound(answer)))
 
 /** The jobs API on `dispatcher`, each call with the client's ordinary `limits`. */
 export const makeComfyJobs = (dispatcher: Dispatcher, limits: Limits): ComfyJobs => {
-  const decoded = <A>(runner: RunnerTarget, answer: Answer, decode: (a: Answer) => Either.Either<A, unknown>): Effect.Effect<A, RunnerUnreachable> =>
-    Either.match(decode(answer), {
-      onLeft: () => Effect.fail(unexpectedBody(runner, answer.what, answer.status, answer.text)),
-      onRight: Effect.succeed
+  const decoded = <A>(runner: RunnerTarget, answer: Answer, decode: (a: Answer) => Result.Result<A, unknown>): Effect.Effect<A, RunnerUnreachable> =>
+    Result.match(decode(answer), {
+      onFailure: () => Effect.fail(unexpectedBody(runner, answer.what, answer.status, answer.text)),
+      onSuccess: Effect.succeed
     })
 
   const path = (promptId: string) => `/api/jobs/${encodeURIComponent(promptId)}`
@@ -50,14 +50,14 @@ export const makeComfyJobs = (dispatcher: Dispatcher, limits: Limits): ComfyJobs
   return {
     detect: (runner) =>
       send(dispatcher, runner, { method: "GET", path: "/api/jobs", query: { status: "in_progress", limit: "1" }, acceptJson: true }, limits).pipe(
-        Effect.map((answer) => answer.status === 200 && Either.isRight(jobsPage(answer))),
+        Effect.map((answer) => answer.status === 200 && Result.isSuccess(jobsPage(answer))),
         // Unknown is no jobs API: the three-request path works on every version.
-        Effect.catchAll((e) => Effect.as(Effect.logDebug("could not ask the runner for its jobs API", { runner_id: runner.id, error: e.message }), false))
+        Effect.catch((e) => Effect.as(Effect.logDebug("could not ask the runner for its jobs API", { runner_id: runner.id, error: e.message }), false))
       ),
     status: (runner, promptId) =>
       Effect.flatMap(send(dispatcher, runner, { method: "GET", path: path(promptId), acceptJson: true }, limits), (answer) => {
         if (answer.status === 200) return Effect.map(decoded(runner, answer, jobAnswer), (job) => Option.some(jobStatus(job)))
-        if (answer.status === 404 && Either.isRight(jobNotFound(answer))) return Effect.succeed(Option.some({ _tag: "Unknown" as const }))
+        if (answer.status === 404 && Result.isSuccess(jobNotFound(answer))) return Effect.succeed(Option.some({ _tag: "Unknown" as const }))
         return missingRoute(answer) ? Effect.succeedNone : Effect.fail(statusFailure(runner, answer))
       }),
     cancel: (runner, promptId) =>

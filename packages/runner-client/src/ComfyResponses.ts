@@ -4,7 +4,7 @@
  * optional ones may be absent) and strict where the service depends on a field.
  */
 import type { NodeReplacements, OutputFile, PromptHistory, PromptStatus, QueueSnapshot, RunnerInfo, UploadedInput } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 
@@ -32,7 +32,7 @@ export const toRunnerInfo = (s: typeof SystemStats.Type, jobsApi: boolean): Runn
 })
 
 /** `GET /node_replacements` (newer ComfyUI): deprecated class -> its replacements (`NodeReplace.as_dict()`). */
-export const NodeReplacementsAnswer = Schema.Record({ key: Schema.String, value: Schema.Array(Schema.Unknown) })
+export const NodeReplacementsAnswer = Schema.Record(Schema.String, Schema.Array(Schema.Unknown)))
 
 const Replacement = Schema.Struct({ new_node_id: Schema.String })
 const decodeReplacement = Schema.decodeUnknownOption(Replacement)
@@ -43,7 +43,7 @@ export const toNodeReplacements = (answer: typeof NodeReplacementsAnswer.Type): 
     [old, entries.flatMap((e) => Option.match(decodeReplacement(e), { onNone: () => [], onSome: (r) => [r.new_node_id] }))]))
 
 /** `GET /object_info`: an object of node classes; their definitions are read by core's summary. */
-export const ObjectInfoAnswer = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export const ObjectInfoAnswer = Schema.Record(Schema.String, Schema.Unknown))
 
 /** `POST /upload/image` answer. */
 export const UploadAnswer = Schema.Struct({
@@ -88,7 +88,7 @@ const PromptErrorObject = Schema.Struct({
 
 /** `POST /prompt` 400 answer. */
 export const PromptRefused = Schema.Struct({
-  error: Schema.Union(PromptErrorObject, Schema.String),
+  error: Schema.Union([PromptErrorObject, Schema.String]),
   node_errors: Schema.optional(Schema.Unknown)
 })
 
@@ -165,12 +165,12 @@ export const partialRejection = (
 const HistoryStatus = Schema.Struct({
   status_str: Schema.optional(Schema.String),
   completed: Schema.optional(Schema.Boolean),
-  messages: Schema.optionalWith(Schema.Array(Schema.Tuple(Schema.String, Schema.Unknown)), { default: () => [] })
+  messages: Schema.optionalWith(Schema.Array(Schema.Tuple([Schema.String, Schema.Unknown])), { default: () => [] })
 })
 
 /** One history entry, reduced to what the service reads. */
 export const HistoryEntry = Schema.Struct({
-  outputs: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
+  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown)), { default: () => ({}) }),
   status: Schema.optional(Schema.NullOr(HistoryStatus)),
   /** The queue item: `[number, prompt_id, prompt, extra_data, outputs_to_execute]`. */
   prompt: Schema.optional(Schema.Unknown)
@@ -189,12 +189,12 @@ const promptClasses = (item: unknown): Record<string, string> | undefined => {
 }
 
 /** `GET /history/{id}`: `{}` while unknown, pending or running. */
-export const HistoryAnswer = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+export const HistoryAnswer = Schema.Record(Schema.String, Schema.Unknown))
 
 const Timestamped = Schema.Struct({ timestamp: Schema.optional(Schema.Number) })
 
 const ExecutionErrorData = Schema.Struct({
-  node_id: Schema.optional(Schema.NullOr(Schema.Union(Schema.String, Schema.Number))),
+  node_id: Schema.optional(Schema.NullOr(Schema.Union([Schema.String, Schema.Number]))),
   exception_type: Schema.optional(Schema.String),
   exception_message: Schema.optional(Schema.String),
   timestamp: Schema.optional(Schema.Number)
@@ -233,7 +233,7 @@ export const toPromptHistory = (entry: typeof HistoryEntry.Type): PromptHistory 
   const start = messages.find(([type]) => type === "execution_start")
   const terminal = [...messages].reverse().find(([type]) => TERMINAL.has(type))
   const timestamp = (data: unknown) =>
-    Either.match(Schema.decodeUnknownEither(Timestamped)(data), { onLeft: () => null, onRight: (t) => t.timestamp ?? null })
+    Result.match(Schema.decodeUnknownExit(Timestamped)(data), { onFailure: () => null, onSuccess: (t) => t.timestamp ?? null })
   const classes = promptClasses(entry.prompt)
   const base = {
     outputs: outputFiles(entry.outputs),
@@ -278,8 +278,8 @@ export const JobsPage = Schema.Struct({
 /** `GET /api/jobs/{id}` (comfy_execution/jobs.py `get_job`): one job, with the history's outputs and status once it ended. */
 export const JobAnswer = Schema.Struct({
   id: Schema.String,
-  status: Schema.Literal("pending", "in_progress", "completed", "failed", "cancelled"),
-  outputs: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.Unknown }), { default: () => ({}) }),
+  status: Schema.Literals(["pending", "in_progress", "completed", "failed", "cancelled"]),
+  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown)), { default: () => ({}) }),
   execution_status: Schema.optional(Schema.NullOr(HistoryStatus)),
   /** The prompt as queued: `{prompt, extra_data}`. */
   workflow: Schema.optional(Schema.Struct({ prompt: Schema.optional(Schema.Unknown) }))

@@ -147,7 +147,7 @@ class Session {
   }
 
   /** Waits for a frame or the end. */
-  readonly more: Effect.Effect<void> = Effect.async<void>((resume) => {
+  readonly more: Effect.Effect<void> = Effect.callback<void>((resume) => {
     if (this.inbox.length > 0 || this.reason !== undefined) return resume(Effect.void)
     this.wake = () => resume(Effect.void)
     return Effect.sync(() => {
@@ -158,7 +158,7 @@ class Session {
 
 /** Closes `ws` and waits until it is really closed (tearing it down if the close handshake stalls). */
 const closeFully = (ws: WebSocket, timeout: Duration.Duration): Effect.Effect<void> => {
-  const closed = Effect.async<void>((resume) => {
+  const closed = Effect.callback<void>((resume) => {
     if (ws.readyState === WebSocket.CLOSED) return resume(Effect.void)
     const onClose = () => resume(Effect.void)
     ws.once("close", onClose)
@@ -170,8 +170,8 @@ const closeFully = (ws: WebSocket, timeout: Duration.Duration): Effect.Effect<vo
     if (ws.readyState === WebSocket.OPEN) ws.close(1000)
     else if (ws.readyState === WebSocket.CONNECTING) ws.terminate()
   }).pipe(
-    Effect.zipRight(closed.pipe(Effect.timeout(timeout))),
-    Effect.catchAll(() => Effect.sync(() => ws.terminate()).pipe(Effect.zipRight(closed.pipe(Effect.timeout(timeout))))),
+    Effect.andThen(closed.pipe(Effect.timeout(timeout))),
+    Effect.catch(() => Effect.sync(() => ws.terminate()).pipe(Effect.andThen(closed.pipe(Effect.timeout(timeout))))),
     Effect.ignore
   )
 }

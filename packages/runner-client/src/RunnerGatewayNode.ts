@@ -43,4 +43,4 @@ export const makeRunnerGateway = (options: RunnerGatewayOptions = {}): Effect.Ef
 
 /** The gateway on Node (undici for HTTP, `ws` for the WebSocket). */
 export const RunnerGatewayNode = (options: RunnerGatewayOptions = {}): Layer.Layer<RunnerGateway> =>
-  Layer.scoped(RunnerGateway, makeRunnerGateway(options))
+  Layer.effect(RunnerGateway, makeRunnerGateway(options))

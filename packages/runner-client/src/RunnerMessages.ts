@@ -6,12 +6,12 @@
  * are tolerated, since newer servers add some (`activity` in `progress_state`, `metadata` on files).
  */
 import type { RunnerEvent } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { nodeOutputFiles } from "./ComfyResponses.js"
 import { fastMessage } from "./FrameFastPath.js"
 
-const NodeId = Schema.Union(Schema.String, Schema.Number).pipe(
+const NodeId = Schema.Union([Schema.String, Schema.Number]).pipe(
   Schema.transform(Schema.String, { strict: true, decode: String, encode: (s) => s })
 )
 const Timestamp = Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null })
@@ -25,13 +25,13 @@ const Status = message("status", {
 const ExecutionStart = message("execution_start", { prompt_id: Schema.String, timestamp: Timestamp })
 const ExecutionCached = message("execution_cached", { prompt_id: Schema.String, nodes: Schema.Array(NodeId) })
 const NodeState = Schema.Struct({
-  state: Schema.Literal("pending", "running", "finished", "error"),
+  state: Schema.Literals(["pending", "running", "finished", "error"]),
   value: Schema.Number,
   max: Schema.Number
 })
 const ProgressState = message("progress_state", {
   prompt_id: Schema.String,
-  nodes: Schema.Record({ key: Schema.String, value: NodeState })
+  nodes: Schema.Record(Schema.String, NodeState))
 })
 const Executing = message("executing", {
   node: Schema.NullOr(NodeId),
@@ -56,8 +56,7 @@ const ExecutionError = message("execution_error", {
 const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String, timestamp: Timestamp })
 
 /** The messages the service acts on. */
-export const RunnerMessage = Schema.Union(
-  Status,
+export const RunnerMessage = Schema.Union([Status,
   ExecutionStart,
   ExecutionCached,
   ProgressState,
@@ -66,8 +65,7 @@ export const RunnerMessage = Schema.Union(
   Executed,
   ExecutionSuccess,
   ExecutionError,
-  ExecutionInterrupted
-)
+  ExecutionInterrupted])
 export type RunnerMessage = typeof RunnerMessage.Type
 
 const KNOWN = new Set(["status", "execution_start", "execution_cached", "progress_state", "executing", "progress", "executed", "execution_success", "execution_error", "execution_interrupted"])
@@ -124,13 +122,13 @@ export type Decoded =
   | { readonly _tag: "Ignored" }
   | { readonly _tag: "Malformed"; readonly reason: string }
 
-const decodeMessage = Schema.decodeUnknownEither(RunnerMessage)
+const decodeMessage = Schema.decodeUnknownExit(RunnerMessage)
 
 /** A parsed message of a known `type`, through the schema. */
 const bySchema = (json: unknown, type: string): Decoded =>
-  Either.match(decodeMessage(json), {
-    onLeft: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
-    onRight: (m) => {
+  Result.match(decodeMessage(json), {
+    onFailure: (e) => ({ _tag: "Malformed", reason: `${type}: ${e.message}` }),
+    onSuccess: (m) => {
       const event = toRunnerEvent(m)
       return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
     }
@@ -159,12 +157,12 @@ export const decodeFrame = (text: string): Decoded => {
   return event === undefined ? { _tag: "Ignored" } : { _tag: "Event", event }
 }
 
-const PreviewMetadata = Schema.parseJson(Schema.Struct({
+const PreviewMetadata = Schema.fromJsonString(Schema.Struct({
   prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
   node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
   image_type: Schema.optionalWith(Schema.String, { default: () => "image/png" })
 }))
-const decodePreviewMetadata = Schema.decodeUnknownEither(PreviewMetadata)
+const decodePreviewMetadata = Schema.decodeUnknownExit(PreviewMetadata)
 
 /** Binary event types (protocol.py `BinaryEventTypes`): 1 preview, 3 text, 4 preview with metadata. */
 const PREVIEW_IMAGE = 1
@@ -189,9 +187,9 @@ export const decodeBinaryFrame = (frame: Uint8Array): Decoded => {
   const length = view.getUint32(4)
   if (8 + length > frame.length) return { _tag: "Malformed", reason: `preview metadata of ${length} bytes in a frame of ${frame.length}` }
   const json = new TextDecoder().decode(frame.subarray(8, 8 + length))
-  return Either.match(decodePreviewMetadata(json), {
-    onLeft: (e) => ({ _tag: "Malformed", reason: `preview metadata: ${e.message}` }),
-    onRight: (m) => ({
+  return Result.match(decodePreviewMetadata(json), {
+    onFailure: (e) => ({ _tag: "Malformed", reason: `preview metadata: ${e.message}` }),
+    onSuccess: (m) => ({
       _tag: "Event",
       event: { _tag: "ImageFrame", prompt_id: m.prompt_id, node: m.node_id, image_type: m.image_type, image: frame.subarray(8 + length) }
     })

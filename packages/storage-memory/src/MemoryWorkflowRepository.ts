@@ -19,7 +19,7 @@ import {
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import type { MemoryEventLog } from "./MemoryEventBus.js"
 import type { WebhookTable } from "./MemoryWebhooks.js"
@@ -66,9 +66,9 @@ export const makeMemoryWorkflowRepository = (
         if (current === undefined || (request.owner !== undefined && current.user_id !== request.owner)) {
           return { _tag: "Missing" as const }
         }
-        const next = Either.flatMap(planTransition(request.steps, request.at), (plan) =>
-          Either.map(applyPlan(current, plan), (after) => ({ plan, after })))
-        if (Either.isLeft(next)) return { _tag: "Refused" as const, status: current.status }
+        const next = Result.flatMap(planTransition(request.steps, request.at), (plan) =>
+          Result.map(applyPlan(current, plan), (after) => ({ plan, after })))
+        if (Result.isFailure(next)) return { _tag: "Refused" as const, status: current.status }
         const { after, plan } = next.right
         const outputs = request.outputs ?? []
         table.replace(current, after)

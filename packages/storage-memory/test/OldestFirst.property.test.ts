@@ -1,7 +1,7 @@
 import type { Workflow, WorkflowId } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
-import * as fc from "effect/FastCheck"
+import * as fc from "effect/testing/FastCheck"
 import { describe, expect, it } from "vitest"
 import { OldestFirst } from "../src/OldestFirst.js"
 

@@ -72,5 +72,5 @@ export const makeGroupCommit = <A, B, E>(
 
     return (item: A) =>
       Effect.flatMap(Deferred.make<B, E>(), (done) =>
-        Effect.zipRight(Queue.offer(queue, { item, done }), Deferred.await(done)))
+        Effect.andThen(Queue.offer(queue, { item, done }), Deferred.await(done)))
   })

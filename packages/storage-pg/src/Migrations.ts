@@ -2,9 +2,9 @@
  * The schema, as ordered migrations run by `@effect/sql`'s Migrator at start. They are
  * imported as modules and loaded with `fromRecord`, so a bundled build carries them.
  */
-import * as Migrator from "@effect/sql/Migrator"
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import * as Migrator from "effect/unstable/sql/Migrator"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
+import { SqlError } from "effect/unstable/sql/SqlError"
 import { StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

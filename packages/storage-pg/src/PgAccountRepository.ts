@@ -1,9 +1,9 @@
 /** Users and API tokens in PostgreSQL. */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { AccountRepository, ApiToken, NotFound, User } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -80,7 +80,7 @@ export const makePgAccountRepository = Effect.gen(function*() {
           decode: decodeUser,
           columns: userColumns,
           notFound: NotFound.user
-        }, (current) => Either.right(f(current)))
+        }, (current) => Result.succeed(f(current)))
         : Effect.fail(NotFound.user()),
     insertToken: (t) =>
       run(sql`INSERT INTO api_tokens ${

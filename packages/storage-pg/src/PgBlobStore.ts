@@ -10,7 +10,7 @@
  * Chunks of a put that dies with its process stay behind unreferenced (no reader can reach
  * them); `sweepOrphanChunks` removes them.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { type Blob, type BlobContent, BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -83,7 +83,7 @@ export const makePgBlobStore = Effect.gen(function*() {
         if (held !== undefined) {
           const first = held
           held = undefined
-          return Effect.zipRight(write(first), write(bytes))
+          return Effect.andThen(write(first), write(bytes))
         }
         if (chunks === 0) {
           held = bytes
@@ -146,7 +146,7 @@ export const makePgBlobStore = Effect.gen(function*() {
   /** Removes the chunks of a put that failed (inside a failed transaction the rollback already did). */
   const discardChunks = (blobId: string) =>
     run(sql`DELETE FROM blob_chunks WHERE blob_id = ${blobId}`).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("WES blobs: could not remove the chunks of a failed put", cause))
+      Effect.catchCause((cause) => Effect.logWarning("WES blobs: could not remove the chunks of a failed put", cause))
     )
 
   const readChunk = (blobId: string, n: number) =>
@@ -175,7 +175,7 @@ export const makePgBlobStore = Effect.gen(function*() {
             chunks = 1
           }
         }
-        yield* transaction(sql, "blobs.put")(Effect.zipRight(lockKey(key), switchKey(key, blobId, contentType, written.size, chunks)))
+        yield* transaction(sql, "blobs.put")(Effect.andThen(lockKey(key), switchKey(key, blobId, contentType, written.size, chunks)))
         return written.size
       }).pipe(Effect.onError(() => discardChunks(blobId)))
     },

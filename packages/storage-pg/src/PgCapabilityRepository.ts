@@ -3,7 +3,7 @@
  * is core's `StoredCapabilities` with a `timestamptz`; it names the columns and encodes and
  * decodes every row.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { CapabilityRepository, ManagedRunnerId, RunnerId, StoredCapabilities } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -12,12 +12,10 @@ import { DbTimestamp, decodeFirst, decodeRows, isId, orStorageError, run, toDate
 
 const CapabilityRow = Schema.Struct({ ...StoredCapabilities.fields, read_at: DbTimestamp })
 const COLUMNS = Object.keys(CapabilityRow.fields).join(", ")
-const encodeRow = Schema.encode(CapabilityRow)
+const encodeRow = Schema.encodeEffect(CapabilityRow)
 
-const DueRow = Schema.Union(
-  Schema.Struct({ kind: Schema.Literal("user"), id: RunnerId }),
-  Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })
-)
+const DueRow = Schema.Union([Schema.Struct({ kind: Schema.Literal("user"), id: RunnerId }),
+  Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })])
 
 export const makePgCapabilityRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

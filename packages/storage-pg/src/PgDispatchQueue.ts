@@ -6,7 +6,7 @@
  * once it has expired, and NOTIFY on `wes_work` is only a wake-up: a claimer that misses one
  * finds the work at its next poll.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { DispatchQueue, WAKE_ALL } from "@wes/core"
 import * as Schema from "effect/Schema"
 import * as Effect from "effect/Effect"
@@ -22,7 +22,7 @@ const ClaimedRow = Schema.Struct({ ...WorkflowRow.fields, resubmit: Schema.Boole
 
 /** A row of `waitingOn`: a waiting workflow, or a user's count on the runner. */
 const QueueRow = Schema.Struct({
-  kind: Schema.Literal("waiting", "load"),
+  kind: Schema.Literals(["waiting", "load"]),
   id: Schema.NullOr(Schema.String),
   user_id: Schema.String,
   priority: Schema.NullOr(WorkflowRow.fields.priority),

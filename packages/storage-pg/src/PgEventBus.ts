@@ -95,4 +95,4 @@ export const makePgEventBus = (options: PgEventBusOptions = {}) =>
  * connection: two listeners on one client would keep each other's dead connection alive.
  */
 export const layerPgEventBus = (options: PgEventBusOptions = {}): Layer.Layer<WorkflowEventBus, never, PgClient.PgClient> =>
-  Layer.scoped(WorkflowEventBus, makePgEventBus(options))
+  Layer.effect(WorkflowEventBus, makePgEventBus(options))

@@ -13,7 +13,7 @@
 import type { PgClient } from "@effect/sql-pg"
 import { makeWakeUps, type WakeUp, WorkflowEvent } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { type ListenChannel, type PgListenOptions, startListener } from "./PgListener.js"
@@ -35,12 +35,12 @@ export interface EventWakeups {
 }
 
 /** The part of a payload after the id and first sequence, as `PgEventBus` writes it. */
-const Carried = Schema.parseJson(Schema.Struct({
+const Carried = Schema.fromJsonString(Schema.Struct({
   at: Schema.String,
   events: Schema.Array(Schema.Struct({ type: Schema.String, data: Schema.Unknown }))
 }))
-const decodeCarried = Schema.decodeUnknownEither(Carried)
-const decodeEvents = Schema.decodeUnknownEither(Schema.Array(WorkflowEvent))
+const decodeCarried = Schema.decodeUnknownExit(Carried)
+const decodeEvents = Schema.decodeUnknownExit(Schema.Array(WorkflowEvent))
 
 /** The events a payload carries (none for an id alone, or anything unreadable: the table is read). */
 export const carriedEvents = (id: string, rest: string): WakeUp => {
@@ -48,9 +48,9 @@ export const carriedEvents = (id: string, rest: string): WakeUp => {
   const first = Number(rest.slice(0, space))
   if (space === -1 || !Number.isSafeInteger(first)) return undefined
   const carried = decodeCarried(rest.slice(space + 1))
-  if (Either.isLeft(carried)) return undefined
+  if (Result.isFailure(carried)) return undefined
   const events = decodeEvents(carried.right.events.map((e, i) => ({ workflow_id: id, seq: first + i, type: e.type, data: e.data, created_at: carried.right.at })))
-  return Either.isRight(events) ? events.right : undefined
+  return Result.isSuccess(events) ? events.right : undefined
 }
 
 /**

@@ -145,7 +145,7 @@ export const startListener = (
             const channel = byChannel.get(message.channel)
             return channel === undefined || message.payload === undefined ? Effect.void : onNotification(channel, message.payload)
           }),
-          Effect.zipRight(Effect.fail(new StorageError({ message: "PostgreSQL store: the LISTEN stream ended" })))
+          Effect.andThen(Effect.fail(new StorageError({ message: "PostgreSQL store: the LISTEN stream ended" })))
         )
         const heartbeat = Effect.gen(function*() {
           for (const c of channels) {
@@ -158,7 +158,7 @@ export const startListener = (
           yield* onConfirmed
           yield* Effect.forEach(channels, (c) => c.onConnected, { discard: true })
           // One channel suffices from now on: they all share the connection.
-          return yield* Effect.forever(Effect.zipRight(Effect.sleep(interval), ping(channels[0]!.channel, timeout)))
+          return yield* Effect.forever(Effect.andThen(Effect.sleep(interval), ping(channels[0]!.channel, timeout)))
         })
         return yield* Effect.raceFirst(listening, heartbeat)
       }))
@@ -168,7 +168,7 @@ export const startListener = (
       while (true) {
         yield* session(Effect.sync(() => {
           failures = 0
-        })).pipe(Effect.catchAllCause((cause) =>
+        })).pipe(Effect.catchCause((cause) =>
           Effect.logWarning("WES store: the LISTEN connection was lost or could not be set up; reconnecting", cause)
         ))
         failures++

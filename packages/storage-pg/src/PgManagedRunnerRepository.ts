@@ -1,8 +1,8 @@
 /** Operator-managed runners in PostgreSQL. */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { ManagedRunner, ManagedRunnerRepository, NotFound } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import {
@@ -66,7 +66,7 @@ export const makePgManagedRunnerRepository = Effect.gen(function*() {
           decode: decodeRunner,
           columns: columnsOf,
           notFound: NotFound.managedRunner
-        }, (current) => Either.right(f(current)))
+        }, (current) => Result.succeed(f(current)))
         : Effect.fail(NotFound.managedRunner()),
     delete: (id) => deleteRow(sql, "managed_runners", id),
     setComfyUI: setComfyUIIn(sql, "managed_runners"),

@@ -12,7 +12,7 @@
  * The rest is `@effect/sql-pg`'s own pool of `PgClient.layer`, built here because that layer
  * offers no way to choose the driver's client class.
  */
-import { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "effect/unstable/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"

@@ -3,7 +3,7 @@
  * of the given types, each with a count of its unfinished workflows over the in-flight partial
  * indexes (migration 0002).
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { RunnerComfyUI, RunnerLoad, RunnerStatus, type RunnerType } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -12,11 +12,11 @@ import { decodeRows, isId, orStorageError, run } from "./Sql.js"
 import { UNFINISHED_SQL } from "./WorkflowWrites.js"
 
 const CandidateRow = Schema.Struct({
-  kind: Schema.Literal("user", "managed"),
+  kind: Schema.Literals(["user", "managed"]),
   id: Schema.String,
   name: Schema.String,
   endpoint: Schema.String,
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  headers: Schema.Record(Schema.String, Schema.String)),
   tags: Schema.Array(Schema.String),
   status: RunnerStatus,
   comfyui: Schema.NullOr(RunnerComfyUI),

@@ -10,13 +10,13 @@
  * its own deadline from before each renewal was sent, so it gives a runner up (`lost`) no later
  * than the database lets another instance take it.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { RunnerOwnership, StorageError } from "@wes/core"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
@@ -121,9 +121,9 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
               duration: Duration.millis(state.deadline - sent),
               onTimeout: () => new StorageError({ message: "PostgreSQL store: a runner lease renewal did not finish before the lease expired" })
             }),
-            Effect.either
+            Effect.result
           )
-          if (Either.isLeft(renewed)) {
+          if (Result.isFailure(renewed)) {
             yield* Effect.logWarning("WES: could not renew a runner lease; retrying", { ...log, error: renewed.left.message })
           } else if (renewed.right.length === 0) {
             yield* Effect.logWarning("WES: lost a runner lease: another instance took the runner over", log)
@@ -139,7 +139,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
     const release = (runnerId: string, epoch: string) =>
       run(q.release(runnerId, instanceId, epoch)).pipe(
         orStorageError("runner lease release"),
-        Effect.catchAll((e) =>
+        Effect.catch((e) =>
           Effect.logWarning("WES: could not release a runner lease; it expires on its own", {
             runner_id: runnerId,
             error: e.message

@@ -1,8 +1,8 @@
 /** User-owned runners in PostgreSQL. */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { LimitReached, NotFound, Runner, type RunnerComfyUI, RunnerRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -83,7 +83,7 @@ export const makePgRunnerRepository = Effect.gen(function*() {
           decode: decodeRunner,
           columns: columnsOf,
           notFound: NotFound.runner
-        }, (current) => Either.right(f(current)))
+        }, (current) => Result.succeed(f(current)))
         : Effect.fail(NotFound.runner()),
     delete: (userId, id) => deleteRow(sql, "runners", id, userId),
     setComfyUI: setComfyUIIn(sql, "runners"),

@@ -1,8 +1,8 @@
 /** The layers that assemble the PostgreSQL store. */
 import * as net from "node:net"
 import type { Duplex } from "node:stream"
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
+import { SqlError } from "effect/unstable/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import {
   DispatchQueue,

@@ -1,8 +1,8 @@
 /** Templates in PostgreSQL. */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { LimitReached, NotFound, Template, TemplateListItem, TemplateRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import {
@@ -70,7 +70,7 @@ export const makePgTemplateRepository = Effect.gen(function*() {
           decode: decodeTemplate,
           columns: columnsOf,
           notFound: NotFound.template
-        }, (current) => Either.right(f(current)))
+        }, (current) => Result.succeed(f(current)))
         : Effect.fail(NotFound.template()),
     delete: (userId, id) => deleteRow(sql, "templates", id, userId),
     list: (userId, page) => {

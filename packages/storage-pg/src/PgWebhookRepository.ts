@@ -5,7 +5,7 @@
  * instances never take the same delivery, and one whose owner died is taken again once its lease
  * has expired. Per workflow and URL only the oldest pending delivery is claimable (order kept).
  */
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { DeliveryAttempt, WebhookDelivery, WebhookEndpoint, WebhookRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

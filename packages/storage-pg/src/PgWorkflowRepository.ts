@@ -3,8 +3,8 @@
  * `workflowQueries`, which the index tests EXPLAIN); the writes are one statement each
  * (WorkflowWrites.ts), and transitions that arrive together share a statement (GroupCommit.ts).
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import type * as Statement from "@effect/sql/Statement"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
+import type * as Statement from "effect/unstable/sql/Statement"
 import {
   DuplicateIdempotencyKey,
   LimitReached,
@@ -25,7 +25,7 @@ import {
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -52,10 +52,8 @@ const SummaryRow = Schema.Struct({ ...WorkflowSummary.fields, ...workflowTimesta
 // `size` is a bigint column, read as float8 (exact for every size a file can have).
 const OutputRow = Schema.Struct({ ...WorkflowOutput.fields, created_at: DbTimestamp })
 // A runner with unfinished work, by the column that names it.
-const RunnerRefRow = Schema.Union(
-  Schema.Struct({ kind: Schema.Literal("user"), id: RunnerId }),
-  Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })
-)
+const RunnerRefRow = Schema.Union([Schema.Struct({ kind: Schema.Literal("user"), id: RunnerId }),
+  Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })])
 
 const SUMMARY_COLUMNS = Object.keys(SummaryRow.fields).join(", ")
 const OUTPUT_COLUMNS =
@@ -239,7 +237,7 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
       transition: (request) => {
         if (!isId(request.id) || (request.owner !== undefined && !isId(request.owner))) return Effect.succeed({ _tag: "Missing" })
         const plan = planTransition(request.steps, request.at)
-        if (Either.isLeft(plan)) return Effect.dieMessage(`an illegal chain of moves: ${plan.left.message}`)
+        if (Result.isFailure(plan)) return Effect.dieMessage(`an illegal chain of moves: ${plan.left.message}`)
         return transitions({ request, plan: plan.right })
       },
       findById,
@@ -302,7 +300,7 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
   })
 
 /** `WorkflowRepository` on the `SqlClient` in context (default NOTIFY channels), for the life of the scope. */
-export const PgWorkflowRepository: Layer.Layer<WorkflowRepository, never, SqlClient.SqlClient> = Layer.scoped(
+export const PgWorkflowRepository: Layer.Layer<WorkflowRepository, never, SqlClient.SqlClient> = Layer.effect(
   WorkflowRepository,
   makePgWorkflowRepository()
 )

@@ -2,9 +2,9 @@
  * What every repository of this package shares: turning driver errors into core's
  * `StorageError`, transactions, row decoding, and the conversions of parameters.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
-import type * as Statement from "@effect/sql/Statement"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
+import { SqlError } from "effect/unstable/sql/SqlError"
+import type * as Statement from "effect/unstable/sql/Statement"
 import {
   activeStatuses,
   isUuid,
@@ -17,7 +17,7 @@ import {
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
@@ -48,11 +48,11 @@ export const storageError = (operation: string) => (error: SqlError | ParseResul
 /** Maps the SQL and decoding errors of `self` to `StorageError`. */
 export const orStorageError = (operation: string) =>
 <A, R>(self: Effect.Effect<A, SqlError | ParseResult.ParseError, R>): Effect.Effect<A, StorageError, R> =>
-  Effect.catchAll(self, failCounted(operation))
+  Effect.catch(self, failCounted(operation))
 
 /** Fails with the `StorageError` of `error`, counted in `wes_store_errors_total` under `operation`. */
 const failCounted = (operation: string) => (error: SqlError | ParseResult.ParseError) =>
-  Effect.zipRight(Metric.update(Metric.tagged(storeErrors, "operation", operation), 1), Effect.fail(storageError(operation)(error)))
+  Effect.andThen(Metric.update(Metric.tagged(storeErrors, "operation", operation), 1), Effect.fail(storageError(operation)(error)))
 
 /**
  * Runs `effect` in a transaction (a savepoint inside an open one). `@effect/sql` turns a failed
@@ -63,7 +63,7 @@ export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
   sql.withTransaction(effect).pipe(
     // Its own failures (BEGIN, COMMIT, ROLLBACK) are counted here; the statements' inside it by their own operations.
-    Effect.catchAll((e): Effect.Effect<never, E | StorageError> => e instanceof SqlError ? failCounted(operation)(e) : Effect.fail(e)),
+    Effect.catch((e): Effect.Effect<never, E | StorageError> => e instanceof SqlError ? failCounted(operation)(e) : Effect.fail(e)),
     Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(failCounted(operation)(defect)) : Option.none())
   )
 
@@ -82,7 +82,7 @@ export const run = <A extends object>(statement: Statement.Statement<A>) => stat
 
 /** Decodes rows with `schema`; a row that does not fit is a `ParseError`. */
 export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknown(Schema.Array(schema))
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
   return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError> => decode(rows)
 }
 
@@ -207,14 +207,14 @@ export const updateRow = <A, E>(
     readonly columns: (a: A) => Record<string, unknown>
     readonly notFound: () => NotFound
   },
-  f: (current: A) => Either.Either<A, E>
+  f: (current: A) => Result.Result<A, E>
 ): Effect.Effect<A, E | NotFound | StorageError> => {
   const { columns, decode, id, notFound, select, table } = options
   return inTransaction(sql, `${table}.update`)(Effect.gen(function*() {
     const current = yield* run(sql`${select} FOR UPDATE`).pipe(Effect.flatMap(decode), orStorageError(`${table}.update (read)`))
     if (Option.isNone(current)) return yield* Effect.fail(notFound())
     const next = f(current.value)
-    if (Either.isLeft(next)) return yield* Effect.fail(next.left)
+    if (Result.isFailure(next)) return yield* Effect.fail(next.left)
     yield* run(sql`UPDATE ${sql(table)} SET ${sql.update(columns(next.right), ["id"])} WHERE id = ${id}`).pipe(
       orStorageError(`${table}.update (write)`)
     )

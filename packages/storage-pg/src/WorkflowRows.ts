@@ -11,7 +11,7 @@ import { DbNullableTimestamp, DbTimestamp } from "./Sql.js"
 
 /** A `jsonb` column: read as the parsed value, written as JSON text (the driver would turn a JS array into a PostgreSQL array). */
 const JsonColumn = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
-  Schema.transform(Schema.Unknown, Schema.typeSchema(schema), {
+  Schema.transform(Schema.Unknown, Schema.toType(schema), {
     strict: false,
     decode: (u) => u,
     encode: (a) => JSON.stringify(a)

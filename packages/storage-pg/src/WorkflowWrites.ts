@@ -6,7 +6,7 @@
  * on the latest row version after waiting for a concurrent writer, so counts cannot overshoot
  * without a lock or a second statement.
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlClient from "effect/unstable/sql/SqlClient"
 import {
   activeStatuses,
   hookedStatuses,

@@ -3,7 +3,7 @@
  * two instance ids) on one schema, as two `wes serve` processes sharing a database.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { DispatchQueue, RunnerOwnership, WAKE_ALL, type Workflow, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import { type PgStoreConfig, renewalSpacing } from "@wes/storage-pg"
@@ -59,7 +59,7 @@ const wakeupsOf = (b: Instance) =>
 
 /** Announces `id` through `a` every 100 ms until `heard` completes (the other LISTEN may still be starting). */
 const announceUntil = <A, E, R>(a: Instance, id: string, heard: Effect.Effect<A, E, R>) =>
-  Effect.raceFirst(heard, Effect.zipRight(a.queue.notify(id).pipe(Effect.repeat(Schedule.spaced("100 millis"))), Effect.never))
+  Effect.raceFirst(heard, Effect.andThen(a.queue.notify(id).pipe(Effect.repeat(Schedule.spaced("100 millis"))), Effect.never))
 
 const waitingOn = (runner: string, n: number) => {
   const owner = F.user()
@@ -84,7 +84,7 @@ describe("runner ownership across instances", () => {
       const r = F.uuid()
 
       const scopeA = yield* Scope.make()
-      const leaseA = yield* a.ownership.acquire(r).pipe(Scope.extend(scopeA))
+      const leaseA = yield* a.ownership.acquire(r).pipe(Scope.provide(scopeA))
       expect(Option.isSome(leaseA)).toBe(true)
       expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
 
@@ -136,7 +136,7 @@ describe("runner ownership across instances", () => {
       const { a, b, schema } = yield* twoInstances({ runnerLeases: { leaseTime: "30 seconds", renewInterval: "100 millis" } })
       const r = F.uuid()
       const scopeA = yield* Scope.make()
-      const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r).pipe(Scope.extend(scopeA)))
+      const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r).pipe(Scope.provide(scopeA)))
       // A is cut off for longer than its lease (a long pause or a partition): the lease lapses.
       yield* admin((sql) => sql`UPDATE ${sql(schema)}.runner_leases SET expires_at = now() - interval '1 second' WHERE runner_id = ${r}`)
       const leaseB = Option.getOrThrow(yield* b.ownership.acquire(r))
@@ -154,7 +154,7 @@ describe("runner ownership across instances", () => {
       // Acquired in a scope that is never closed: no release, as in a crash; then the pool goes.
       const never = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(never, Exit.void))
-      expect(Option.isSome(yield* a.ownership.acquire(r).pipe(Scope.extend(never)))).toBe(true)
+      expect(Option.isSome(yield* a.ownership.acquire(r).pipe(Scope.provide(never)))).toBe(true)
       // While A lives, its renewals keep the runner past the lease time.
       yield* Effect.sleep("900 millis")
       expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
@@ -279,7 +279,7 @@ describe("the dispatch queue across instances", () => {
       }))
       yield* next(committed)
 
-      const failed = yield* a.sql.withTransaction(Effect.zipRight(a.queue.notify(rolledBack), Effect.fail("boom" as const))).pipe(
+      const failed = yield* a.sql.withTransaction(Effect.andThen(a.queue.notify(rolledBack), Effect.fail("boom" as const))).pipe(
         Effect.flip
       )
       expect(failed).toBe("boom")

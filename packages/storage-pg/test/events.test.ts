@@ -1,4 +1,4 @@
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
@@ -135,7 +135,7 @@ describe("publishing inside a transaction", () => {
       const bus = Context.get(store, WorkflowEventBus)
       const sql = Context.get(store, SqlClient.SqlClient)
       const w = F.uuid()
-      const failed = yield* sql.withTransaction(Effect.zipRight(bus.publish(w, [{ type: "status", data: "rolled back" }]), Effect.fail("abort"))).pipe(
+      const failed = yield* sql.withTransaction(Effect.andThen(bus.publish(w, [{ type: "status", data: "rolled back" }]), Effect.fail("abort"))).pipe(
         Effect.flip
       )
       expect(failed).toBe("abort")

@@ -3,8 +3,8 @@
  * the real PostgreSQL named by DATABASE_URL, dropped afterwards, so files run in parallel and
  * reruns start empty.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
+import type { SqlError } from "effect/unstable/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import type { StorageError, StoreServices } from "@wes/core"
 import { type PgStoreConfig, PgStoreLive } from "@wes/storage-pg"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { migrateWith, MIGRATIONS_TABLE, migrations, PgStoreLive, runMigrations } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

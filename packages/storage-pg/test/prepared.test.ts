@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { MAX_PREPARED, PLANNED_EACH_RUN, preparingClient } from "../src/PgPool.js"

@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "effect/unstable/sql/SqlClient"
 import { storeErrors, TemplateRepository, WorkflowEventBus, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import * as Effect from "effect/Effect"

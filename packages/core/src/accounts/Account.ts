@@ -10,7 +10,7 @@ export const User = Schema.Struct({
   tier: Tier,
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "User" })
+}).annotate({ identifier: "User" })
 export interface User extends Schema.Schema.Type<typeof User> {}
 
 /** A stored API token: only its SHA-256 hash is kept. */
@@ -22,7 +22,7 @@ export const ApiToken = Schema.Struct({
   expires_at: Schema.NullOr(Timestamp),
   last_used_at: Schema.NullOr(Timestamp),
   created_at: Timestamp
-}).annotations({ identifier: "ApiTokenRecord" })
+}).annotate({ identifier: "ApiTokenRecord" })
 export interface ApiToken extends Schema.Schema.Type<typeof ApiToken> {}
 
 /** A token as listed to the operator: never the value or the hash. */
@@ -33,7 +33,7 @@ export const ApiTokenView = Schema.Struct({
   expires_at: Schema.NullOr(Timestamp),
   last_used_at: Schema.NullOr(Timestamp),
   created_at: Timestamp
-}).annotations({ identifier: "ApiToken" })
+}).annotate({ identifier: "ApiToken" })
 export interface ApiTokenView extends Schema.Schema.Type<typeof ApiTokenView> {}
 
 export const toApiTokenView = (t: ApiToken): ApiTokenView => ({
@@ -52,7 +52,7 @@ export const IssuedToken = Schema.Struct({
   token: Schema.String,
   expires_at: Schema.NullOr(Timestamp),
   created_at: Timestamp
-}).annotations({ identifier: "IssuedToken" })
+}).annotate({ identifier: "IssuedToken" })
 export interface IssuedToken extends Schema.Schema.Type<typeof IssuedToken> {}
 
 /** What `GET /v1/user` counts against the tier's limits. */
@@ -61,7 +61,7 @@ export const Usage = Schema.Struct({
   workflows_today: Schema.Int,
   templates: Schema.Int,
   runners: Schema.Int
-}).annotations({ identifier: "Usage" })
+}).annotate({ identifier: "Usage" })
 export interface Usage extends Schema.Schema.Type<typeof Usage> {}
 
 /** `GET /v1/user`. */
@@ -72,7 +72,7 @@ export const CurrentUser = Schema.Struct({
   limits: TierLimits,
   usage: Usage,
   created_at: Timestamp
-}).annotations({ identifier: "CurrentUser" })
+}).annotate({ identifier: "CurrentUser" })
 export interface CurrentUser extends Schema.Schema.Type<typeof CurrentUser> {}
 
 /** `GET /admin/v1/users/:id`: the user with its limits and current usage. */
@@ -80,7 +80,7 @@ export const UserDetail = Schema.Struct({
   ...User.fields,
   limits: TierLimits,
   usage: Usage
-}).annotations({ identifier: "UserDetail" })
+}).annotate({ identifier: "UserDetail" })
 export interface UserDetail extends Schema.Schema.Type<typeof UserDetail> {}
 
 /** Operator's body for a new user. */
@@ -90,7 +90,7 @@ export const CreateUserRequest = Schema.Struct({
     Schema.maxLength(320, { message: () => "must be at most 320 characters" }),
     Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "must be an email address" })
   )))
-}).annotations({ identifier: "CreateUserRequest" })
+}).annotate({ identifier: "CreateUserRequest" })
 export interface CreateUserRequest extends Schema.Schema.Type<typeof CreateUserRequest> {}
 
 /** Operator's body for a new token. */
@@ -100,5 +100,5 @@ export const IssueTokenRequest = Schema.Struct({
     Schema.maxLength(100, { message: () => "must be 1-100 characters" })
   ),
   expires_at: Schema.optional(Schema.NullOr(Timestamp))
-}).annotations({ identifier: "IssueTokenRequest" })
+}).annotate({ identifier: "IssueTokenRequest" })
 export interface IssueTokenRequest extends Schema.Schema.Type<typeof IssueTokenRequest> {}

@@ -19,7 +19,7 @@ export interface UserQuery extends PageRequest {
   readonly tier?: Tier | undefined
 }
 
-export class AccountRepository extends Context.Tag("@wes/core/AccountRepository")<AccountRepository, {
+export class AccountRepository extends Context.Service<AccountRepository, {
   readonly insertUser: (user: User) => Effect.Effect<User, StorageError>
   readonly findUser: (id: string) => Effect.Effect<Option.Option<User>, StorageError>
   /** Users, newest first (created_at, then id, descending). */
@@ -37,4 +37,4 @@ export class AccountRepository extends Context.Tag("@wes/core/AccountRepository"
   readonly recordTokenUse: (
     uses: ReadonlyArray<{ readonly id: string; readonly at: DateTime.Utc }>
   ) => Effect.Effect<void, StorageError>
-}>() {}
+}>()("@wes/core/AccountRepository") {}

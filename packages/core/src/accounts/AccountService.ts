@@ -66,9 +66,9 @@ const BEARER = /^Bearer[ ]+(\S+)[ ]*$/i
 /** The token of an `Authorization: Bearer <token>` header (undefined when it has another form). */
 export const bearerToken = (header: string): string | undefined => BEARER.exec(header)?.[1]
 
-export const UpdateUserRequest = Schema.Struct({ tier: Tier }).annotations({ identifier: "UpdateUserRequest" })
+export const UpdateUserRequest = Schema.Struct({ tier: Tier }).annotate({ identifier: "UpdateUserRequest" })
 
-export class AccountService extends Context.Tag("@wes/core/AccountService")<AccountService, {
+export class AccountService extends Context.Service<AccountService, {
   /** Checks an Authorization header; malformed tokens are rejected without a storage lookup. */
   readonly authenticate: (authorization: string | undefined) => Effect.Effect<Principal, AuthenticationError | StorageError>
   /** `GET /v1/user`: tier, limits and current usage. */
@@ -86,7 +86,7 @@ export class AccountService extends Context.Tag("@wes/core/AccountService")<Acco
   readonly revokeToken: (id: string) => Effect.Effect<void, NotFound | StorageError>
   /** Writes pending `last_used_at` updates now (also done on a timer and at shutdown). */
   readonly flushTokenUse: Effect.Effect<void, StorageError>
-}>() {
+}>()("@wes/core/AccountService") {
   /** Needs a scope: a fiber writes token use in batches until the scope closes (then flushes). */
   static layer = (
     options: TokenUseOptions = defaultTokenUseOptions
@@ -94,7 +94,7 @@ export class AccountService extends Context.Tag("@wes/core/AccountService")<Acco
     AccountService,
     never,
     AccountRepository | WorkflowRepository | TemplateRepository | RunnerRepository | TierPolicy | IdGenerator | Crypto
-  > => Layer.scoped(AccountService, make(options))
+  > => Layer.effect(AccountService, make(options))
 
   static Live = AccountService.layer()
 }
@@ -137,7 +137,7 @@ function make(options: TokenUseOptions) {
             for (const [id, at] of batch) if (!pending.has(id)) pending.set(id, at)
           })
         ),
-        Effect.zipRight(Effect.flatMap(DateTime.now, (now) =>
+        Effect.andThen(Effect.flatMap(DateTime.now, (now) =>
           Effect.sync(() => {
             const horizon = DateTime.toEpochMillis(now) - minInterval
             for (const [id, at] of recorded) if (at < horizon) recorded.delete(id)
@@ -146,12 +146,12 @@ function make(options: TokenUseOptions) {
     })
 
     yield* flushTokenUse.pipe(
-      Effect.catchAll((e) => Effect.logWarning("could not record token use", { error: e.message })),
+      Effect.catch((e) => Effect.logWarning("could not record token use", { error: e.message })),
       Effect.repeat(Schedule.spaced(options.flushInterval)),
       Effect.forkScoped
     )
     yield* Effect.addFinalizer(() =>
-      flushTokenUse.pipe(Effect.catchAll((e) => Effect.logWarning("could not record token use", { error: e.message })))
+      flushTokenUse.pipe(Effect.catch((e) => Effect.logWarning("could not record token use", { error: e.message })))
     )
 
     // Every API request passes here: a few flat steps, no generator.

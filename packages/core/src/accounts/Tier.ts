@@ -6,7 +6,7 @@ import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -14,14 +14,14 @@ import * as Schema from "effect/Schema"
 import { ManagedRunnersForbidden, TierLimitExceeded } from "../shared/Errors.js"
 import { Priority } from "../workflows/Workflow.js"
 
-export const Tier = Schema.Literal("free", "pro", "plus").annotations({
+export const Tier = Schema.Literals(["free", "pro", "plus"]).annotate({
   identifier: "Tier",
   message: () => ({ message: "must be free, pro or plus", override: true })
 })
 export type Tier = typeof Tier.Type
 
 /** Kind of a managed runner: `pro` runners serve pro and plus, `plus` runners serve plus only. */
-export const RunnerType = Schema.Literal("pro", "plus").annotations({
+export const RunnerType = Schema.Literals(["pro", "plus"]).annotate({
   identifier: "RunnerType",
   message: () => ({ message: "must be pro or plus", override: true })
 })
@@ -94,7 +94,7 @@ export const limitExceeded = (limit: LimitName, tier: Tier, value: number): Tier
   new TierLimitExceeded({ limit, value, message: describe[limit](tier, value) })
 
 /** Tier limits in force. */
-export class TierPolicy extends Context.Tag("@wes/core/TierPolicy")<TierPolicy, {
+export class TierPolicy extends Context.Service<TierPolicy, {
   readonly table: TierTable
   readonly limitsFor: (tier: Tier) => TierLimits
   /** Fails when `count` more items would exceed `limit` given `current`. */
@@ -103,10 +103,10 @@ export class TierPolicy extends Context.Tag("@wes/core/TierPolicy")<TierPolicy, 
     limit: LimitName,
     current: number,
     adding?: number
-  ) => Either.Either<void, TierLimitExceeded>
+  ) => Result.Result<void, TierLimitExceeded>
   /** Fails for tiers without managed runners. */
-  readonly requireManagedAccess: (tier: Tier) => Either.Either<ReadonlyArray<RunnerType>, ManagedRunnersForbidden>
-}>() {
+  readonly requireManagedAccess: (tier: Tier) => Result.Result<ReadonlyArray<RunnerType>, ManagedRunnersForbidden>
+}>()("@wes/core/TierPolicy") {
   /** A policy over `table`. */
   static make(table: TierTable): TierPolicy["Type"] {
     return {
@@ -114,13 +114,13 @@ export class TierPolicy extends Context.Tag("@wes/core/TierPolicy")<TierPolicy, 
       limitsFor: (tier) => table[tier],
       check: (tier, limit, current, adding = 1) => {
         const value = table[tier][limit]
-        return current + adding > value ? Either.left(limitExceeded(limit, tier, value)) : Either.void
+        return current + adding > value ? Result.fail(limitExceeded(limit, tier, value)) : Result.void
       },
       requireManagedAccess: (tier) => {
         const types = managedRunnerTypesFor(tier)
         return types.length === 0
-          ? Either.left(new ManagedRunnersForbidden({ message: "Managed runners require the pro or plus tier" }))
-          : Either.right(types)
+          ? Result.fail(new ManagedRunnersForbidden({ message: "Managed runners require the pro or plus tier" }))
+          : Result.succeed(types)
       }
     }
   }
@@ -138,8 +138,8 @@ export class TierPolicy extends Context.Tag("@wes/core/TierPolicy")<TierPolicy, 
     Effect.gen(function*() {
       const raw = yield* Config.option(Config.string("WES_TIER_LIMITS"))
       if (Option.isNone(raw)) return TierPolicy.make(defaultTierTable)
-      const decoded = Schema.decodeUnknownEither(Schema.parseJson(TierTableOverride))(raw.value)
-      if (Either.isLeft(decoded)) {
+      const decoded = Schema.decodeUnknownExit(Schema.fromJsonString(TierTableOverride))(raw.value)
+      if (Result.isFailure(decoded)) {
         return yield* Effect.fail(ConfigError.InvalidData(
           ["WES_TIER_LIMITS"],
           ParseResult.TreeFormatter.formatErrorSync(decoded.left)

@@ -16,15 +16,15 @@ import { CapabilitySummary } from "./Summary.js"
 /** A runner's capabilities as stored. */
 export const StoredCapabilities = Schema.Struct({
   runner_id: Schema.String,
-  runner_kind: Schema.Literal("user", "managed"),
+  runner_kind: Schema.Literals(["user", "managed"]),
   summary: CapabilitySummary,
   /** SHA-256 of the summary's JSON. */
   hash: Schema.String,
   read_at: Timestamp
-}).annotations({ identifier: "StoredCapabilities" })
+}).annotate({ identifier: "StoredCapabilities" })
 export interface StoredCapabilities extends Schema.Schema.Type<typeof StoredCapabilities> {}
 
-export class CapabilityRepository extends Context.Tag("@wes/core/CapabilityRepository")<CapabilityRepository, {
+export class CapabilityRepository extends Context.Service<CapabilityRepository, {
   /** Inserts or replaces the runner's record. */
   readonly put: (record: StoredCapabilities) => Effect.Effect<void, StorageError>
   readonly get: (runnerId: string) => Effect.Effect<Option.Option<StoredCapabilities>, StorageError>
@@ -35,4 +35,4 @@ export class CapabilityRepository extends Context.Tag("@wes/core/CapabilityRepos
    * oldest first (never read first), at most `limit`.
    */
   readonly due: (before: DateTime.Utc, limit: number) => Effect.Effect<ReadonlyArray<RunnerRef>, StorageError>
-}>() {}
+}>()("@wes/core/CapabilityRepository") {}

@@ -6,7 +6,7 @@
  * `bool()` to a BOOLEAN, so the text "false" would be True. An INT past 2^53 is sent as its
  * digits, which ComfyUI's `int()` reads exactly.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import type { InputType } from "./InputTypes.js"
 
 const TRUE = /^(true|yes|1)$/i
@@ -72,7 +72,7 @@ const toFloat = (t: Extract<InputType, { type: "FLOAT" }>, text: string): unknow
 }
 
 /** The JSON value `text` becomes for an input of type `t`; Left: it cannot, with what the input takes. */
-export const convertTo = (t: InputType, text: string): Either.Either<unknown, string> => {
+export const convertTo = (t: InputType, text: string): Result.Result<unknown, string> => {
   let value: unknown
   switch (t.type) {
     case "BOOLEAN":
@@ -87,7 +87,7 @@ export const convertTo = (t: InputType, text: string): Either.Either<unknown, st
     case "COMBO":
       value = t.options.find((o) => String(o) === text)
   }
-  return value === undefined ? Either.left(describeType(t)) : Either.right(value)
+  return value === undefined ? Result.fail(describeType(t)) : Result.succeed(value)
 }
 
 /**

@@ -13,12 +13,10 @@ import * as Schema from "effect/Schema"
 const Bound = Schema.optionalWith(Schema.Number, { exact: true })
 
 /** What a widget input takes. */
-export const InputType = Schema.Union(
-  Schema.Struct({ type: Schema.Literal("BOOLEAN") }),
+export const InputType = Schema.Union([Schema.Struct({ type: Schema.Literal("BOOLEAN") }),
   Schema.Struct({ type: Schema.Literal("INT"), min: Bound, max: Bound, step: Bound }),
   Schema.Struct({ type: Schema.Literal("FLOAT"), min: Bound, max: Bound }),
-  Schema.Struct({ type: Schema.Literal("COMBO"), options: Schema.Array(Schema.Union(Schema.String, Schema.Number)) })
-).annotations({ identifier: "InputType" })
+  Schema.Struct({ type: Schema.Literal("COMBO"), options: Schema.Array(Schema.Union([Schema.String, Schema.Number])) })]).annotate({ identifier: "InputType" })
 export type InputType = typeof InputType.Type
 
 /** A value that names a file: ends in an extension (`.safetensors`, `.ckpt`, `.pt`, `.gguf`, `.yaml`, ...). */

@@ -9,7 +9,7 @@
  * so its files are left to the runner. The graph is one level of nodes and one of inputs: two
  * plain loops, no recursion.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { isJsonObject, type JsonObject } from "../shared/Json.js"
 import { findPlaceholders, substitute } from "../workflows/Placeholders.js"
 import { looksLikeFile } from "./InputTypes.js"
@@ -63,7 +63,7 @@ export const workflowNeeds = (graph: JsonObject): Needs => {
  * models, and keep their placeholder.
  */
 export const needsOf = (graph: JsonObject, params: ReadonlyArray<readonly [string, string]>): Needs => {
-  const placeholders = Either.getOrElse(findPlaceholders(graph), () => [])
+  const placeholders = Result.getOrElse(findPlaceholders(graph), () => [])
   const values = new Map(params.filter(([key]) => !key.startsWith("$file(")))
   if (values.size === 0) return workflowNeeds(graph)
   return { ...workflowNeeds(substitute(graph, placeholders, values)), params: paramUses(graph, placeholders, values) }

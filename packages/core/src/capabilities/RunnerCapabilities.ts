@@ -59,7 +59,7 @@ export const defaultCapabilitiesOptions: CapabilitiesOptions = {
   minReadSpacing: Duration.seconds(10)
 }
 
-export class RunnerCapabilities extends Context.Tag("@wes/core/RunnerCapabilities")<RunnerCapabilities, {
+export class RunnerCapabilities extends Context.Service<RunnerCapabilities, {
   /**
    * Reads the runner's `/object_info` now and stores its summary. On failure what was known
    * stays, unless `forgetOnFailure` (a new endpoint), which makes it unknown. Never fails.
@@ -77,7 +77,7 @@ export class RunnerCapabilities extends Context.Tag("@wes/core/RunnerCapabilitie
   readonly lookupAll: (runnerIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Option.Option<KnownCapabilities>>, StorageError>
   /** The summary's counts and hash, or null when unknown. */
   readonly view: (runnerId: string) => Effect.Effect<CapabilitiesView | null, StorageError>
-}>() {
+}>()("@wes/core/RunnerCapabilities") {
   /** Reads through the gateway; the periodic refresh runs while the layer's scope is open. */
   static layer = (
     options: Partial<CapabilitiesOptions> = {}
@@ -85,7 +85,7 @@ export class RunnerCapabilities extends Context.Tag("@wes/core/RunnerCapabilitie
     RunnerCapabilities,
     never,
     CapabilityRepository | RunnerGateway | RunnerRepository | ManagedRunnerRepository | Crypto
-  > => Layer.scoped(RunnerCapabilities, make({ ...defaultCapabilitiesOptions, ...options }))
+  > => Layer.effect(RunnerCapabilities, make({ ...defaultCapabilitiesOptions, ...options }))
 }
 
 const make = (options: CapabilitiesOptions) =>
@@ -107,7 +107,7 @@ const make = (options: CapabilitiesOptions) =>
     const readReplacements = (runner: RunnerTarget): Effect.Effect<NodeReplacements | undefined> =>
       gateway.nodeReplacements(runner).pipe(
         Effect.map(Option.getOrUndefined),
-        Effect.catchAll((e) =>
+        Effect.catch((e) =>
           Effect.as(Effect.logWarning("could not read the runner's node replacements", { runner_id: runner.id, error: e.message }), undefined))
       )
     /** When this instance last read each runner (ms), for `minReadSpacing`; bounded like the cache. */
@@ -125,7 +125,7 @@ const make = (options: CapabilitiesOptions) =>
         })
         // The three reads at once; the probe stores what it found by itself.
         const [info, replacements] = yield* Effect.all([
-          Effect.either(gateway.objectInfo(runner)),
+          Effect.result(gateway.objectInfo(runner)),
           readReplacements(runner),
           observeComfyUI(runner).pipe(Effect.provide(context))
         ], { concurrency: 3 })
@@ -151,7 +151,7 @@ const make = (options: CapabilitiesOptions) =>
         yield* repo.put(record)
         yield* cache.set(runner.id, Option.some({ record, index: indexSummary(summary) }))
       }).pipe(
-        Effect.catchAll((e) => Effect.logWarning("could not store the runner's capabilities", { runner_id: runner.id, error: e.message }))
+        Effect.catch((e) => Effect.logWarning("could not store the runner's capabilities", { runner_id: runner.id, error: e.message }))
       )
 
     const reconnected = (runner: RunnerTarget) =>
@@ -173,7 +173,7 @@ const make = (options: CapabilitiesOptions) =>
       const due = yield* repo.due(before, options.refreshBatch)
       yield* Effect.forEach(due, (ref) =>
         Effect.flatMap(resolve(ref), Option.match({ onNone: () => Effect.void, onSome: (t) => read(t) })), { concurrency: 4, discard: true })
-    }).pipe(Effect.catchAll((e) => Effect.logWarning("could not refresh runners' capabilities", { error: e.message })))
+    }).pipe(Effect.catch((e) => Effect.logWarning("could not refresh runners' capabilities", { error: e.message })))
 
     yield* refreshDue.pipe(
       Effect.repeat(Schedule.spaced(options.refreshInterval)),
@@ -196,7 +196,7 @@ const make = (options: CapabilitiesOptions) =>
     return RunnerCapabilities.of({
       read,
       reconnected,
-      forget: (runnerId) => Effect.zipRight(repo.remove(runnerId), cache.invalidate(runnerId)),
+      forget: (runnerId) => Effect.andThen(repo.remove(runnerId), cache.invalidate(runnerId)),
       lookupAll,
       view: (runnerId) => Effect.map(cache.get(runnerId), Option.match({ onNone: () => null, onSome: (k) => toCapabilitiesView(k.record) }))
     })

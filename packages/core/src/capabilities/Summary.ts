@@ -20,20 +20,20 @@ export { looksLikeFile }
 export const CapabilitySummary = Schema.Struct({
   node_classes: Schema.Array(Schema.String),
   /** `[node class, input name, index into file_lists]`, sorted. */
-  model_inputs: Schema.Array(Schema.Tuple(Schema.String, Schema.String, Schema.Int)),
+  model_inputs: Schema.Array(Schema.Tuple([Schema.String, Schema.String, Schema.Int])),
   file_lists: Schema.Array(Schema.Array(Schema.String)),
   /**
    * Typed widget inputs: `[node class, [[input name, index into input_types], ...]]`, sorted.
    * Absent from records stored before WES kept types: the runner's types are then unknown.
    */
-  widgets: Schema.optional(Schema.Array(Schema.Tuple(Schema.String, Schema.Array(Schema.Tuple(Schema.String, Schema.Int))))),
+  widgets: Schema.optional(Schema.Array(Schema.Tuple([Schema.String, Schema.Array(Schema.Tuple([Schema.String, Schema.Int]))]))),
   input_types: Schema.optional(Schema.Array(InputType)),
   /**
    * `[deprecated class, the loaded class the runner replaces it with]`, sorted; absent when none
    * (so summaries of runners without replacements hash as before).
    */
-  node_replacements: Schema.optional(Schema.Array(Schema.Tuple(Schema.String, Schema.String)))
-}).annotations({ identifier: "CapabilitySummary" })
+  node_replacements: Schema.optional(Schema.Array(Schema.Tuple([Schema.String, Schema.String])))
+}).annotate({ identifier: "CapabilitySummary" })
 export interface CapabilitySummary extends Schema.Schema.Type<typeof CapabilitySummary> {}
 
 /** Input names of model loaders, whatever their options (a loader with no files installed lists none). */

@@ -7,7 +7,7 @@
  * as one lacking a model), and the prompt posted to a runner carries the values converted by
  * that runner's types.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { ValidationError } from "../shared/Errors.js"
 import { isJsonObject, type JsonObject } from "../shared/Json.js"
 import { fieldName, findPlaceholders, type Placeholder, placeholderKey, type PlaceholderLocation, substituteWith } from "../workflows/Placeholders.js"
@@ -69,7 +69,7 @@ export const mismatchesOn = (types: InputTypeIndex | undefined, uses: ReadonlyAr
     const type = typeAt(types, use)
     if (type === undefined) return []
     const converted = convertTo(type, use.value)
-    return Either.isLeft(converted) ? [{ ...use, expected: converted.left }] : []
+    return Result.isFailure(converted) ? [{ ...use, expected: converted.left }] : []
   })
 
 const issueOf = (m: ParamMismatch) => ({
@@ -93,21 +93,21 @@ export const typedPrompt = (
   graph: JsonObject,
   params: ReadonlyArray<readonly [string, string]>,
   types: InputTypeIndex | undefined
-): Either.Either<JsonObject, ParamMismatch> => {
+): Result.Result<JsonObject, ParamMismatch> => {
   const values = new Map(params)
   let wrong: ParamMismatch | undefined
-  const prompt = substituteWith(graph, Either.getOrElse(findPlaceholders(graph), () => []), (p, at) => {
+  const prompt = substituteWith(graph, Result.getOrElse(findPlaceholders(graph), () => []), (p, at) => {
     const value = values.get(placeholderKey(p))
     if (value === undefined || p.kind === "file") return value
     const use = useAt(graph, p, at, value)
     const type = typeAt(types, use)
     if (type === undefined) return value
-    return Either.getOrElse(convertTo(type, value), (expected) => {
+    return Result.getOrElse(convertTo(type, value), (expected) => {
       wrong ??= { ...use, expected }
       return value
     })
   })
-  return wrong === undefined ? Either.right(prompt) : Either.left(wrong)
+  return wrong === undefined ? Result.succeed(prompt) : Result.fail(wrong)
 }
 
 /** The message a workflow ends `invalid` with when its runner does not take a value. */

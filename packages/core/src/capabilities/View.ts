@@ -10,7 +10,7 @@ export const CapabilitiesView = Schema.Struct({
   model_files: Schema.Int,
   hash: Schema.String,
   read_at: Timestamp
-}).annotations({
+}).annotate({
   identifier: "RunnerCapabilities",
   description: "What the runner's /object_info offered when last read: node classes, model files, " +
     "a hash of the summary; null until read (unknown capabilities: the runner stays eligible)"

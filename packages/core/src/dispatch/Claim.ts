@@ -63,7 +63,7 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
   for (;;) {
     const free = options.concurrencyPerRunner - (yield* driving.inFlight.load)
     const claimed = free <= 0 ? [] : yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs, agingMs).pipe(
-      Effect.catchAll((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
+      Effect.catch((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
     )
     for (const c of claimed) yield* submitClaimed(driving, dispatch, c)
     if (claimed.length > 0 && claimed.length === free) continue
@@ -89,6 +89,6 @@ export const renewClaims = Effect.gen(function*() {
   const renew = Effect.gen(function*() {
     const submitting = (yield* driving.inFlight.all).filter((t) => t.phase === "submitting").map((t) => t.workflow.id as string)
     if (submitting.length > 0) yield* dispatch.renew(submitting, driving.owner, leaseMs)
-  }).pipe(Effect.catchAll((e) => Effect.logWarning("could not renew claims", { runner_id: driving.ref.id, error: e.message })))
+  }).pipe(Effect.catch((e) => Effect.logWarning("could not renew claims", { runner_id: driving.ref.id, error: e.message })))
   yield* Effect.repeat(renew, Schedule.spaced(Duration.millis(Math.max(1000, leaseMs / 3))))
 })

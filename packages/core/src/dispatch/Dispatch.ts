@@ -32,7 +32,7 @@ export interface RunnerQueue {
 export const WAKE_ALL = "*"
 
 /** Workflows waiting to be submitted, claimed with a lease so two instances never both submit one. */
-export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<DispatchQueue, {
+export class DispatchQueue extends Context.Service<DispatchQueue, {
   /**
    * Claims up to `limit` workflows assigned to `runnerId` that wait for submission (accepted or
    * uploaded) and hold no live lease (the caller's own included), first in the order of
@@ -71,7 +71,7 @@ export class DispatchQueue extends Context.Tag("@wes/core/DispatchQueue")<Dispat
    * `WAKE_ALL` when any runner may have work (e.g. after a store's listener reconnected).
    */
   readonly wakeups: Stream.Stream<string>
-}>() {}
+}>()("@wes/core/DispatchQueue") {}
 
 /** This instance's right to drive a runner. */
 export interface RunnerLease {
@@ -88,7 +88,7 @@ export interface RunnerLease {
   readonly held: () => boolean
 }
 
-export class RunnerOwnership extends Context.Tag("@wes/core/RunnerOwnership")<RunnerOwnership, {
+export class RunnerOwnership extends Context.Service<RunnerOwnership, {
   /** This instance's name (for claims and leases). */
   readonly instanceId: string
   /**
@@ -96,4 +96,4 @@ export class RunnerOwnership extends Context.Tag("@wes/core/RunnerOwnership")<Ru
    * none if a live instance already drives it.
    */
   readonly acquire: (runnerId: string) => Effect.Effect<Option.Option<RunnerLease>, StorageError, Scope.Scope>
-}>() {}
+}>()("@wes/core/RunnerOwnership") {}

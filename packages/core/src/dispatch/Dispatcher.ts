@@ -42,15 +42,15 @@ export type DispatcherDeps =
   | TierPolicy
   | IdGenerator
 
-export class Dispatcher extends Context.Tag("@wes/core/Dispatcher")<Dispatcher, {
+export class Dispatcher extends Context.Service<Dispatcher, {
   /** Runner ids this instance drives right now. */
   readonly driven: Effect.Effect<ReadonlyArray<string>>
   /** Looks for work now instead of at the next scan. */
   readonly scan: Effect.Effect<void>
-}>() {
+}>()("@wes/core/Dispatcher") {
   /** Runs for the life of its scope; stopping it stops every driver (leases are released). */
   static layer = (options: Partial<DispatcherOptions> = {}): Layer.Layer<Dispatcher, never, DispatcherDeps> =>
-    Layer.scoped(Dispatcher, make({ ...defaultDispatcherOptions, ...options }))
+    Layer.effect(Dispatcher, make({ ...defaultDispatcherOptions, ...options }))
 }
 
 const make = (options: DispatcherOptions) =>
@@ -70,7 +70,7 @@ const make = (options: DispatcherOptions) =>
         yield* Effect.logDebug("driving runner", { runner_id: ref.id })
         yield* driveRunner(ref, ownership.instanceId, lease.value, wake, options)
       })).pipe(
-        Effect.catchAllCause((cause) => Effect.logError("runner driver stopped", { runner_id: ref.id }, cause)),
+        Effect.catchCause((cause) => Effect.logError("runner driver stopped", { runner_id: ref.id }, cause)),
         Effect.ensuring(Ref.update(wakes, HashMap.remove(ref.id as string))),
         Effect.provide(context)
       )
@@ -93,7 +93,7 @@ const make = (options: DispatcherOptions) =>
 
     const scan = repo.unfinishedRunners.pipe(
       Effect.flatMap((refs) => Effect.forEach(refs, start, { discard: true })),
-      Effect.catchAll((e) => Effect.logWarning("could not look for work", { error: e.message }))
+      Effect.catch((e) => Effect.logWarning("could not look for work", { error: e.message }))
     )
 
     /**
@@ -109,7 +109,7 @@ const make = (options: DispatcherOptions) =>
         const wake = HashMap.get(map, id)
         if (Option.isSome(wake)) yield* Queue.offer(wake.value, undefined)
       }
-    }).pipe(Effect.catchAll((e) => Effect.logWarning("could not look for claimable work", { error: e.message })))
+    }).pipe(Effect.catch((e) => Effect.logWarning("could not look for claimable work", { error: e.message })))
     const wakeAll = Effect.flatMap(Ref.get(wakes), (map) => Effect.forEach(HashMap.values(map), (wake) => Queue.offer(wake, undefined), { discard: true }))
 
     yield* scan.pipe(Effect.repeat(Schedule.spaced(options.scanInterval)), Effect.forkScoped)
@@ -119,7 +119,7 @@ const make = (options: DispatcherOptions) =>
     yield* queue.wakeups.pipe(
       Stream.runForEach((runnerId) =>
         runnerId === WAKE_ALL
-          ? Effect.zipRight(wakeAll, scan)
+          ? Effect.andThen(wakeAll, scan)
           : Effect.flatMap(Ref.get(wakes), (map) =>
             Option.match(HashMap.get(map, runnerId), { onNone: () => scan, onSome: (wake) => Queue.offer(wake, undefined) })
           )

@@ -60,7 +60,7 @@ export interface DrivingShape {
   readonly fork: <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) => Effect.Effect<void, never, R>
 }
 
-export class Driving extends Context.Tag("@wes/core/Driving")<Driving, DrivingShape>() {}
+export class Driving extends Context.Service<Driving, DrivingShape>()("@wes/core/Driving") {}
 
 /** The shared state of a new driver of `ref`, reading the runner through the `Scheduler`. */
 export const makeDriving = (
@@ -91,7 +91,7 @@ export const makeDriving = (
     yield* Effect.addFinalizer(() => Effect.sync(() => runnerInFlight.unsafeUpdate(0, inFlightLabels)))
     const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
       Effect.asVoid(FiberSet.run(background, effect.pipe(
-        Effect.catchAll((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
+        Effect.catch((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
       )))
     return {
       ref,
@@ -123,6 +123,6 @@ export const awaitSocket = Effect.flatMap(Driving, ({ socketOpen }) =>
   Effect.flatMap(Deferred.isDone(socketOpen), (open) =>
     open ? Effect.void : Deferred.await(socketOpen).pipe(
       Effect.timeout(SOCKET_WAIT),
-      Effect.catchAll(() => Deferred.succeed(socketOpen, undefined)),
+      Effect.catch(() => Deferred.succeed(socketOpen, undefined)),
       Effect.asVoid
     )))

@@ -142,7 +142,7 @@ export const makeInFlight = (
           }
           return [Option.some(current.value.recorded), HashMap.set(map, id, { ...current.value, startedAt: at })]
         }),
-      remove: (id) => Effect.zipRight(change((map) => [undefined, HashMap.remove(map, id)]), removed)
+      remove: (id) => Effect.andThen(change((map) => [undefined, HashMap.remove(map, id)]), removed)
     }
   }
 )

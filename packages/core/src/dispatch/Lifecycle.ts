@@ -24,7 +24,7 @@ export const deleteInputs = (w: Pick<WorkflowHead, "id" | "workflow_params">): E
   Effect.flatMap(BlobStore, (blobs) =>
     Effect.forEach(inputBlobKeys(w), (key) =>
       blobs.delete(key).pipe(
-        Effect.catchAll((e) => Effect.logWarning("could not delete an input file", { workflow_id: w.id, key, error: e.message }))
+        Effect.catch((e) => Effect.logWarning("could not delete an input file", { workflow_id: w.id, key, error: e.message }))
       ), { discard: true }))
 
 export interface TransitionOptions {
@@ -38,7 +38,7 @@ export interface TransitionOptions {
 
 /** After a move that ended the workflow: its inputs are deleted (when it had any) and its end is counted. */
 const ended = (w: WorkflowHead): Effect.Effect<void, never, BlobStore> =>
-  inputBlobKeys(w).length === 0 ? recordFinished(w) : Effect.zipRight(deleteInputs(w), recordFinished(w))
+  inputBlobKeys(w).length === 0 ? recordFinished(w) : Effect.andThen(deleteInputs(w), recordFinished(w))
 
 /**
  * Applies `steps` to workflow `id` now, as one store operation, and cleans up the inputs of a

@@ -5,7 +5,7 @@
  * `RunnerUnavailable`.
  */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { AccountRepository } from "../accounts/AccountRepository.js"
 import { needsOf } from "../capabilities/Needs.js"
@@ -32,7 +32,7 @@ export const moveAway = (
         Effect.flatMap(Option.match({
           onNone: () => Effect.succeedNone,
           onSome: (user) =>
-            Effect.map(Effect.either(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params) }))), Either.getRight)
+            Effect.map(Effect.result(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params) }))), Result.getRight)
         }))
       )
     if (Option.isNone(next)) yield* failUnavailable

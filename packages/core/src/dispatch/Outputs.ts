@@ -7,7 +7,7 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
@@ -125,10 +125,10 @@ export const keepOutputs = (t: Tracked, history: SeenHistory) =>
       if (Option.isNone(target)) return { _tag: "NoRunner" } satisfies Kept
     }
     const files = Option.isSome(target) ? copyOutputs(id, target.value, history.outputs) : Effect.succeed([])
-    const stored = yield* Effect.either(
+    const stored = yield* Effect.result(
       images.length === 0 ? files : Effect.zipWith(files, storeFrames(id, images), (copied, sent) => [...copied, ...sent])
     )
-    if (Either.isRight(stored)) return { _tag: "Kept", outputs: stored.right } satisfies Kept
+    if (Result.isSuccess(stored)) return { _tag: "Kept", outputs: stored.right } satisfies Kept
     return {
       _tag: "Lost",
       end: lost("OutputUnavailable", `The run succeeded but its output files could not be copied from the runner: ${stored.left.message}`)

@@ -74,6 +74,6 @@ export const refreshPositions = Effect.flatMap(Ref.make(HashSet.empty<string>())
     }
     yield* Effect.sleep(driving.options.queueRefreshInterval)
   }).pipe(
-    Effect.catchAll((e) => Effect.logWarning("could not refresh queue positions", { error: e.message })),
+    Effect.catch((e) => Effect.logWarning("could not refresh queue positions", { error: e.message })),
     Effect.forever
   ))

@@ -8,7 +8,7 @@
  * the runner could not be told, given up while it did not answer) are removed from it.
  */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
@@ -47,8 +47,8 @@ export const reconcile = Effect.gen(function*() {
   const onRunner = (yield* driving.inFlight.all).filter((t) => t.phase === "onRunner")
   // The queue first: a prompt that leaves it in between is then found in the history. A runner
   // that does not answer for long is given up on (LostRunner.ts).
-  const read = yield* Effect.either(gateway.queue(runner))
-  if (Either.isLeft(read)) return yield* unanswered(read.left)
+  const read = yield* Effect.result(gateway.queue(runner))
+  if (Result.isFailure(read)) return yield* unanswered(read.left)
   yield* answered
   const snapshot = read.right
   for (const before of onRunner) {
@@ -91,7 +91,7 @@ export const reconcile = Effect.gen(function*() {
     const w = yield* repo.findById(id)
     if (Option.isSome(w) && (isTerminal(w.value.status) || runnerOf(w.value)?.id !== driving.ref.id)) {
       yield* gateway.cancel(runner, id).pipe(
-        Effect.catchAll((e) => Effect.logWarning("could not remove a prompt from the runner", { runner_id: driving.ref.id, workflow_id: id, error: e.message }))
+        Effect.catch((e) => Effect.logWarning("could not remove a prompt from the runner", { runner_id: driving.ref.id, workflow_id: id, error: e.message }))
       )
     }
   }
@@ -107,8 +107,8 @@ export const reconcile = Effect.gen(function*() {
 export const reconcileLoop = Effect.gen(function*() {
   const driving = yield* Driving
   const once = reconcile.pipe(
-    Effect.catchAll((e) => Effect.logWarning("could not reconcile with the runner", { runner_id: driving.ref.id, error: e.message }))
+    Effect.catch((e) => Effect.logWarning("could not reconcile with the runner", { runner_id: driving.ref.id, error: e.message }))
   )
-  const asked = Queue.take(driving.reconcileNow).pipe(Effect.zipRight(once), Effect.forever)
+  const asked = Queue.take(driving.reconcileNow).pipe(Effect.andThen(once), Effect.forever)
   yield* Effect.raceFirst(asked, Effect.repeat(once, Schedule.spaced(driving.options.reconcileInterval).pipe(Schedule.jittered)))
 })

@@ -63,7 +63,7 @@ export const failOrRetry = (
       ...failure
     }
     return T.Retried({ runner: refOf(next), attempts: [...w.attempts, attempt] })
-  }).pipe(Effect.catchAll((e) =>
+  }).pipe(Effect.catch((e) =>
     e._tag === "NoEligibleRunner"
       ? Effect.succeed(T.Failed(failure))
       : Effect.as(Effect.logWarning("could not look for a runner to retry on; the failure stands", { error: e.message }), T.Failed(failure))

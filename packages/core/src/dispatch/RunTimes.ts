@@ -14,11 +14,11 @@ import * as Ref from "effect/Ref"
 export const PER_RUNNER = 20
 export const RUNNERS = 10_000
 
-export class RunTimes extends Context.Tag("@wes/core/RunTimes")<RunTimes, {
+export class RunTimes extends Context.Service<RunTimes, {
   readonly record: (runnerId: string, ms: number) => Effect.Effect<void>
   /** The average of the recent runs on the runner, in ms; none before the first. */
   readonly average: (runnerId: string) => Effect.Effect<Option.Option<number>>
-}>() {
+}>()("@wes/core/RunTimes") {
   static layer: Layer.Layer<RunTimes> = Layer.effect(
     RunTimes,
     Effect.map(Ref.make(HashMap.empty<string, ReadonlyArray<number>>()), (ref) =>

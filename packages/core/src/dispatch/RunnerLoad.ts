@@ -15,10 +15,10 @@ export interface RunnerCandidate {
   readonly in_flight: number
 }
 
-export class RunnerLoad extends Context.Tag("@wes/core/RunnerLoad")<RunnerLoad, {
+export class RunnerLoad extends Context.Service<RunnerLoad, {
   /** Active runners of `userId`, and active managed runners of `types`, each with its unfinished workflows. */
   readonly candidates: (
     userId: string,
     types: ReadonlyArray<RunnerType>
   ) => Effect.Effect<ReadonlyArray<RunnerCandidate>, StorageError>
-}>() {}
+}>()("@wes/core/RunnerLoad") {}

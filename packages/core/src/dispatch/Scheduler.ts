@@ -65,7 +65,7 @@ export interface ChooseOptions {
   readonly needs?: Needs | undefined
 }
 
-export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
+export class Scheduler extends Context.Service<Scheduler, {
   /**
    * The runner for a workflow with `tags`: eligible (and, with `needs`, not known to lack any
    * of it), least in flight, ties round robin. `exclude` skips runners already tried. When the
@@ -86,7 +86,7 @@ export class Scheduler extends Context.Tag("@wes/core/Scheduler")<Scheduler, {
   ) => Effect.Effect<ReadonlyArray<InputTypeIndex | undefined>, StorageError>
   /** The runner a reference points to, if it still exists. */
   readonly resolve: (ref: RunnerRef) => Effect.Effect<Option.Option<RunnerTarget>, StorageError>
-}>() {
+}>()("@wes/core/Scheduler") {
   static Live: Layer.Layer<
     Scheduler,
     never,

@@ -9,7 +9,7 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
 import { describeMismatch, type InputTypeIndex, type ParamMismatch, typedPrompt } from "../capabilities/TypedParams.js"
@@ -81,8 +81,8 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     }
     // Only text and choice values are converted: without them, no lookup of the runner's types.
     const values = w.workflow_params.filter(([p]) => !p.startsWith("$file("))
-    const typed = values.length === 0 ? Either.right(w.workflow_json) : typedPrompt(w.workflow_json, values, yield* typesOf(runner))
-    if (Either.isLeft(typed)) return { _tag: "Failed" as const, end: notConverted(typed.left) }
+    const typed = values.length === 0 ? Result.succeed(w.workflow_json) : typedPrompt(w.workflow_json, values, yield* typesOf(runner))
+    if (Result.isFailure(typed)) return { _tag: "Failed" as const, end: notConverted(typed.left) }
     const files = new Map<string, string>()
     for (const [placeholder, key] of w.workflow_params) {
       if (!placeholder.startsWith("$file(")) continue
@@ -105,7 +105,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     // here, and again by the client as the request is written: it may wait for a connection, or
     // the process may be frozen, for longer than the lease has left.
     if (!driving.lease.held()) return { _tag: "LeaseLost" as const }
-    const placeholders = files.size === 0 ? [] : Either.getOrElse(findPlaceholders(w.workflow_json), () => [])
+    const placeholders = files.size === 0 ? [] : Result.getOrElse(findPlaceholders(w.workflow_json), () => [])
     return yield* gateway.submit(runner, {
       prompt_id: w.id,
       prompt: files.size === 0 ? typed.right : substitute(typed.right, placeholders, files),
@@ -169,14 +169,14 @@ const submitting = (claimed: ClaimedWorkflow) =>
           ? Effect.void
           : e._tag === "StorageError"
           ? attemptFailed
-          : Effect.zipRight(
+          : Effect.andThen(
             attemptFailed,
             Effect.logWarning("runner call failed", { runner_id: driving.ref.id, workflow_id: w.id, error: e.message })
           )
       )
     )
-    const result = yield* Effect.either(retryAfterFailure(tried, retrySchedule(driving.options), retryable))
-    if (Either.isLeft(result)) {
+    const result = yield* Effect.result(retryAfterFailure(tried, retrySchedule(driving.options), retryable))
+    if (Result.isFailure(result)) {
       const e = result.left
       if (e._tag === "StorageError") return yield* Effect.fail(e)
       if (e._tag === "PromptRejected") {

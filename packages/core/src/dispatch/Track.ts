@@ -106,7 +106,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           break
         case "Started":
           yield* started(step.id, step.at === null ? yield* DateTime.now : DateTime.unsafeMake(step.at)).pipe(
-            Effect.catchAll(logged("could not record the start of a prompt"))
+            Effect.catch(logged("could not record the start of a prompt"))
           )
           break
         case "Done": {
@@ -116,7 +116,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           // they stay with the end, whose write puts them after it.
           const before = HashMap.get(tracked, step.id)
           const publishNow = step.leading.length > 0 && Option.isSome(before) && before.value.workflow.status === "running"
-          if (publishNow) yield* bus.publish(step.id, step.leading).pipe(Effect.catchAll(logged("could not publish run events")))
+          if (publishNow) yield* bus.publish(step.id, step.leading).pipe(Effect.catch(logged("could not publish run events")))
           // While it is being submitted, after the runner's answer to the post (PostAnswer.ts).
           yield* driving.fork(
             "could not record the end of a prompt",
@@ -126,7 +126,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
         }
       }
     }
-    for (const [id, run] of pass.publish) yield* bus.publish(id, run).pipe(Effect.catchAll(logged("could not publish run events")))
+    for (const [id, run] of pass.publish) yield* bus.publish(id, run).pipe(Effect.catch(logged("could not publish run events")))
   })
 
 /** Events handled at most this many at a time. */

@@ -19,7 +19,7 @@ export const RunnerDevice = Schema.Struct({
   index: Schema.NullOr(Schema.Int),
   /** Bytes. */
   vram_total: Schema.Number
-}).annotations({ identifier: "RunnerDevice" })
+}).annotate({ identifier: "RunnerDevice" })
 export interface RunnerDevice extends Schema.Schema.Type<typeof RunnerDevice> {}
 
 /** The runner's ComfyUI as WES last probed it. */
@@ -29,7 +29,7 @@ export const RunnerComfyUI = Schema.Struct({
   devices: Schema.Array(RunnerDevice),
   /** The runner answers `GET /api/jobs`: WES cancels and asks after prompts through it. */
   jobs_api: Schema.Boolean
-}).annotations({
+}).annotate({
   identifier: "RunnerComfyUI",
   description: "The runner's ComfyUI as WES last probed it (GET /system_stats, at registration and at every " +
     "(re)connection); null until probed"

@@ -14,7 +14,7 @@ export interface ManagedRunnerQuery extends PageRequest {
   readonly status?: RunnerStatus | undefined
 }
 
-export class ManagedRunnerRepository extends Context.Tag("@wes/core/ManagedRunnerRepository")<
+export class ManagedRunnerRepository extends Context.Service<
   ManagedRunnerRepository,
   {
     readonly insert: (runner: ManagedRunner) => Effect.Effect<ManagedRunner, StorageError>
@@ -34,4 +34,4 @@ export class ManagedRunnerRepository extends Context.Tag("@wes/core/ManagedRunne
     /** Every active managed runner of the given types (scheduling candidates). */
     readonly listActive: (types: ReadonlyArray<RunnerType>) => Effect.Effect<ReadonlyArray<ManagedRunner>, StorageError>
   }
->() {}
+>()("@wes/core/ManagedRunnerRepository") {}

@@ -36,7 +36,7 @@ import { decodeRequest } from "../shared/Validation.js"
 import type { WorkflowSummary } from "../workflows/Workflow.js"
 import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
 
-export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerService")<ManagedRunnerService, {
+export class ManagedRunnerService extends Context.Service<ManagedRunnerService, {
   /** Active managed runners the caller's tier may use (403 for free). */
   readonly list: (
     user: User,
@@ -55,7 +55,7 @@ export class ManagedRunnerService extends Context.Tag("@wes/core/ManagedRunnerSe
     input: unknown
   ) => Effect.Effect<ManagedRunnerAdminView, ValidationError | NotFound | RunnerProbeFailed | StorageError>
   readonly adminDelete: (id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
-}>() {
+}>()("@wes/core/ManagedRunnerService") {
   static Live: Layer.Layer<
     ManagedRunnerService,
     never,

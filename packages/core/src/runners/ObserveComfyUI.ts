@@ -34,5 +34,5 @@ export const observeComfyUI = (
       })
     }
   }).pipe(
-    Effect.catchAll((e) => Effect.logWarning("could not probe the runner's ComfyUI", { runner_id: runner.id, error: e.message }))
+    Effect.catch((e) => Effect.logWarning("could not probe the runner's ComfyUI", { runner_id: runner.id, error: e.message }))
   )

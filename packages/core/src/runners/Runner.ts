@@ -7,7 +7,7 @@ import { RunnerType } from "../accounts/Tier.js"
 import { CapabilitiesView } from "../capabilities/View.js"
 import { comfyUIWarning, RunnerComfyUI } from "./ComfyUIVersion.js"
 
-export const RunnerStatus = Schema.Literal("active", "disabled").annotations({
+export const RunnerStatus = Schema.Literals(["active", "disabled"]).annotate({
   identifier: "RunnerStatus",
   message: () => ({ message: "must be active or disabled", override: true })
 })
@@ -27,7 +27,7 @@ export const RunnerEndpoint = Schema.String.pipe(
   Schema.filter(isRunnerEndpoint, {
     message: () => "must be an http:// or https:// URL with a host (no credentials, query or fragment)"
   })
-).annotations({ identifier: "RunnerEndpoint", description: "http or https URL of the runner's ComfyUI API" })
+).annotate({ identifier: "RunnerEndpoint", description: "http or https URL of the runner's ComfyUI API" })
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // eslint-disable-next-line no-control-regex
@@ -36,7 +36,7 @@ const HEADER_VALUE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/
 const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "upgrade"])
 
 /** Custom headers sent with every request to a runner (string keys to string values). */
-export const RunnerHeaders = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
+export const RunnerHeaders = Schema.Record(Schema.String, Schema.String)).pipe(
   Schema.filter((h) => {
     const names = Object.keys(h)
     if (names.length > 50) return "at most 50 headers are allowed"
@@ -50,7 +50,7 @@ export const RunnerHeaders = Schema.Record({ key: Schema.String, value: Schema.S
     }
     return true
   })
-).annotations({ identifier: "RunnerHeaders", description: "Custom HTTP headers sent to the runner" })
+).annotate({ identifier: "RunnerHeaders", description: "Custom HTTP headers sent to the runner" })
 export type RunnerHeaders = typeof RunnerHeaders.Type
 
 /** A tag as sent in a JSON array (normalized by `Tags.normalizeTags`). */
@@ -80,15 +80,15 @@ export const Runner = Schema.Struct({
   status: RunnerStatus,
   endpoint: Schema.String,
   tags: Schema.Array(Schema.String),
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  headers: Schema.Record(Schema.String, Schema.String)),
   comfyui: Schema.NullOr(RunnerComfyUI),
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "RunnerRecord" })
+}).annotate({ identifier: "RunnerRecord" })
 export interface Runner extends Schema.Schema.Type<typeof Runner> {}
 
 /** What a runner's detail warns about (its ComfyUI version), or null. */
-const RunnerWarning = Schema.NullOr(Schema.String).annotations({
+const RunnerWarning = Schema.NullOr(Schema.String).annotate({
   description: "What WES warns about this runner's ComfyUI (a version with the cancel race, one below the minimum), or null"
 })
 
@@ -97,7 +97,7 @@ export const RunnerView = Schema.Struct({
   ...Runner.fields,
   warning: RunnerWarning,
   capabilities: Schema.NullOr(CapabilitiesView)
-}).annotations({ identifier: "Runner" })
+}).annotate({ identifier: "Runner" })
 export interface RunnerView extends Schema.Schema.Type<typeof RunnerView> {}
 
 /** Body of create-runner. */
@@ -106,7 +106,7 @@ export const CreateRunnerRequest = Schema.Struct({
   endpoint: RunnerEndpoint,
   headers: Schema.optional(RunnerHeaders),
   tags: Schema.optional(TagList)
-}).annotations({ identifier: "CreateRunnerRequest" })
+}).annotate({ identifier: "CreateRunnerRequest" })
 export interface CreateRunnerRequest extends Schema.Schema.Type<typeof CreateRunnerRequest> {}
 
 /** Body of update-runner: every field optional; tags replace the old ones. */
@@ -116,7 +116,7 @@ export const UpdateRunnerRequest = Schema.Struct({
   headers: Schema.optional(RunnerHeaders),
   tags: Schema.optional(TagList),
   status: Schema.optional(RunnerStatus)
-}).annotations({ identifier: "UpdateRunnerRequest" })
+}).annotate({ identifier: "UpdateRunnerRequest" })
 export interface UpdateRunnerRequest extends Schema.Schema.Type<typeof UpdateRunnerRequest> {}
 
 /** A managed runner as stored (and as the operator sees it). */
@@ -126,12 +126,12 @@ export const ManagedRunner = Schema.Struct({
   runner_type: RunnerType,
   status: RunnerStatus,
   endpoint: Schema.String,
-  headers: Schema.Record({ key: Schema.String, value: Schema.String }),
+  headers: Schema.Record(Schema.String, Schema.String)),
   tags: Schema.Array(Schema.String),
   comfyui: Schema.NullOr(RunnerComfyUI),
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "ManagedRunnerRecord" })
+}).annotate({ identifier: "ManagedRunnerRecord" })
 export interface ManagedRunner extends Schema.Schema.Type<typeof ManagedRunner> {}
 
 /** A managed runner as the operator sees it: the record and what its `/object_info` offered. */
@@ -139,7 +139,7 @@ export const ManagedRunnerAdminView = Schema.Struct({
   ...ManagedRunner.fields,
   warning: RunnerWarning,
   capabilities: Schema.NullOr(CapabilitiesView)
-}).annotations({ identifier: "ManagedRunnerAdminView" })
+}).annotate({ identifier: "ManagedRunnerAdminView" })
 export interface ManagedRunnerAdminView extends Schema.Schema.Type<typeof ManagedRunnerAdminView> {}
 
 /** A managed runner as users see it: no endpoint, headers or owner. */
@@ -151,7 +151,7 @@ export const ManagedRunnerView = Schema.Struct({
   tags: Schema.Array(Schema.String),
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "ManagedRunner" })
+}).annotate({ identifier: "ManagedRunner" })
 export interface ManagedRunnerView extends Schema.Schema.Type<typeof ManagedRunnerView> {}
 
 export const toManagedRunnerView = (r: ManagedRunner): ManagedRunnerView => ({
@@ -172,7 +172,7 @@ export const CreateManagedRunnerRequest = Schema.Struct({
   headers: Schema.optional(RunnerHeaders),
   tags: Schema.optional(TagList),
   status: Schema.optional(RunnerStatus)
-}).annotations({ identifier: "CreateManagedRunnerRequest" })
+}).annotate({ identifier: "CreateManagedRunnerRequest" })
 export interface CreateManagedRunnerRequest extends Schema.Schema.Type<typeof CreateManagedRunnerRequest> {}
 
 /** Operator's partial update of a managed runner. */
@@ -183,7 +183,7 @@ export const UpdateManagedRunnerRequest = Schema.Struct({
   headers: Schema.optional(RunnerHeaders),
   tags: Schema.optional(TagList),
   status: Schema.optional(RunnerStatus)
-}).annotations({ identifier: "UpdateManagedRunnerRequest" })
+}).annotate({ identifier: "UpdateManagedRunnerRequest" })
 export interface UpdateManagedRunnerRequest extends Schema.Schema.Type<typeof UpdateManagedRunnerRequest> {}
 
 /** What the service needs to talk to a runner of either kind. */
@@ -229,11 +229,11 @@ export const unmaskHeaders = (sent: RunnerHeaders, stored: RunnerHeaders): Runne
 
 /** A schema whose encoded form masks the header values of `schema`'s records (responses). */
 const masked = <A extends { readonly headers: RunnerHeaders }, I>(schema: Schema.Schema<A, I>, identifier: string) =>
-  Schema.transform(schema, Schema.typeSchema(schema), {
+  Schema.transform(schema, Schema.toType(schema), {
     strict: true,
     decode: (r) => r,
     encode: (r) => ({ ...r, headers: maskHeaders(r.headers) })
-  }).annotations({ identifier })
+  }).annotate({ identifier })
 
 /** A user-owned runner as responses show it: header values masked. */
 export const RunnerResponse = masked(RunnerView, "RunnerResponse")

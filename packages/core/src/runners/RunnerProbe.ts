@@ -31,18 +31,18 @@ const categoryOf = (e: RunnerUnreachable | RunnerRequestFailed): keyof typeof PR
     : "unreachable"
 
 const failed = (category: keyof typeof PROBE_MESSAGES, reason: string) =>
-  Effect.zipRight(
+  Effect.andThen(
     Effect.logInfo("runner probe failed", { category, reason }),
     Effect.fail(new RunnerProbeFailed({ message: PROBE_MESSAGES[category] }))
   )
 
-export class RunnerProbe extends Context.Tag("@wes/core/RunnerProbe")<RunnerProbe, {
+export class RunnerProbe extends Context.Service<RunnerProbe, {
   /**
    * What the runner's ComfyUI answered when `GET {endpoint}/system_stats` answers in a supported
    * version; else a 400 naming the category, or the minimum version. Null when not probed (`Off`).
    */
   readonly check: (runner: RunnerTarget) => Effect.Effect<RunnerComfyUI | null, RunnerProbeFailed>
-}>() {
+}>()("@wes/core/RunnerProbe") {
   /** Probes through the gateway with a timeout. */
   static layer = (timeout: Duration.DurationInput = Duration.seconds(5)): Layer.Layer<RunnerProbe, never, RunnerGateway> =>
     Layer.effect(RunnerProbe, Effect.map(RunnerGateway, (gateway) => RunnerProbe.of({

@@ -12,7 +12,7 @@ export interface RunnerListQuery extends PageRequest {
   readonly status?: RunnerStatus | undefined
 }
 
-export class RunnerRepository extends Context.Tag("@wes/core/RunnerRepository")<RunnerRepository, {
+export class RunnerRepository extends Context.Service<RunnerRepository, {
   /** Stores a runner unless the user already has `limit` runners. */
   readonly insert: (runner: Runner, limit?: number) => Effect.Effect<Runner, LimitReached | StorageError>
   readonly findById: (id: string) => Effect.Effect<Option.Option<Runner>, StorageError>
@@ -33,4 +33,4 @@ export class RunnerRepository extends Context.Tag("@wes/core/RunnerRepository")<
   readonly count: (userId: string) => Effect.Effect<number, StorageError>
   /** Every active runner of the user (scheduling candidates). */
   readonly listActiveForUser: (userId: string) => Effect.Effect<ReadonlyArray<Runner>, StorageError>
-}>() {}
+}>()("@wes/core/RunnerRepository") {}

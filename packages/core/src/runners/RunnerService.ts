@@ -2,7 +2,7 @@
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -43,12 +43,12 @@ export interface ListRunnersInput extends PageInput {
   readonly status?: string | undefined
 }
 
-const decodeStatus = Schema.decodeUnknownEither(RunnerStatus)
+const decodeStatus = Schema.decodeUnknownExit(RunnerStatus)
 
 /** Validates an optional `status` filter. */
-export const statusFilter = (status: string | undefined): Either.Either<RunnerStatus | undefined, ValidationError> => {
-  if (status === undefined || status === "") return Either.right(undefined)
-  return Either.mapLeft(decodeStatus(status), () => ValidationError.field("status", "must be active or disabled"))
+export const statusFilter = (status: string | undefined): Result.Result<RunnerStatus | undefined, ValidationError> => {
+  if (status === undefined || status === "") return Result.succeed(undefined)
+  return Result.mapLeft(decodeStatus(status), () => ValidationError.field("status", "must be active or disabled"))
 }
 
 /** The 409 for deleting a runner that still has work. */
@@ -58,7 +58,7 @@ export const runnerBusy = (count: number): Conflict =>
       "disable it and wait for them to finish (or cancel them) before deleting it"
   })
 
-export class RunnerService extends Context.Tag("@wes/core/RunnerService")<RunnerService, {
+export class RunnerService extends Context.Service<RunnerService, {
   readonly create: (
     user: User,
     input: unknown
@@ -75,7 +75,7 @@ export class RunnerService extends Context.Tag("@wes/core/RunnerService")<Runner
   readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
   /** The caller's workflows on the runner, newest first, at most 10. */
   readonly history: (user: User, id: string) => Effect.Effect<ReadonlyArray<WorkflowSummary>, NotFound | StorageError>
-}>() {
+}>()("@wes/core/RunnerService") {
   static Live: Layer.Layer<
     RunnerService,
     never,

@@ -30,7 +30,7 @@ export interface Blob {
   readonly stream: Stream.Stream<Uint8Array, StorageError>
 }
 
-export class BlobStore extends Context.Tag("@wes/core/BlobStore")<BlobStore, {
+export class BlobStore extends Context.Service<BlobStore, {
   /** Writes `content` under `key` (replacing any blob there); the number of bytes written. */
   readonly put: (
     key: string,
@@ -42,7 +42,7 @@ export class BlobStore extends Context.Tag("@wes/core/BlobStore")<BlobStore, {
   readonly copy: (from: string, to: string) => Effect.Effect<boolean, StorageError>
   /** Removes a blob (no error when absent). */
   readonly delete: (key: string) => Effect.Effect<void, StorageError>
-}>() {}
+}>()("@wes/core/BlobStore") {}
 
 const SEGMENT = /^[A-Za-z0-9._-]{1,200}$/
 

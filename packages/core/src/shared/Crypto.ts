@@ -4,12 +4,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
 /** Secure random bytes and SHA-256. */
-export class Crypto extends Context.Tag("@wes/core/Crypto")<Crypto, {
+export class Crypto extends Context.Service<Crypto, {
   /** `n` cryptographically secure random bytes. */
   readonly randomBytes: (n: number) => Effect.Effect<Uint8Array>
   /** Lowercase hex SHA-256 of the UTF-8 bytes of `text`. */
   readonly sha256Hex: (text: string) => Effect.Effect<string>
-}>() {}
+}>()("@wes/core/Crypto") {}
 
 const toHex = (buffer: ArrayBuffer): string => {
   const bytes = new Uint8Array(buffer)

@@ -12,7 +12,7 @@ export const FieldIssue = Schema.Struct({
 export interface FieldIssue extends Schema.Schema.Type<typeof FieldIssue> {}
 
 /** The request is malformed: missing or out-of-bounds fields, bad workflow JSON, bad parameters. */
-export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
+export class ValidationError extends Schema.TaggedErrorClass<ValidationError>()("ValidationError", {
   message: Schema.String,
   details: Schema.Array(FieldIssue)
 }) {
@@ -23,7 +23,7 @@ export class ValidationError extends Schema.TaggedError<ValidationError>()("Vali
 }
 
 /** No active runner accessible to the caller carries every tag of the workflow. */
-export class NoEligibleRunner extends Schema.TaggedError<NoEligibleRunner>()("NoEligibleRunner", {
+export class NoEligibleRunner extends Schema.TaggedErrorClass<NoEligibleRunner>()("NoEligibleRunner", {
   message: Schema.String,
   tags: Schema.Array(Schema.String)
 }) {}
@@ -42,33 +42,33 @@ export interface RunnerLack extends Schema.Schema.Type<typeof RunnerLack> {}
  * Runners carry the workflow's tags, but none has every node class and model file it uses
  * (400): `runners` says which runner lacks what.
  */
-export class MissingCapabilities extends Schema.TaggedError<MissingCapabilities>()("MissingCapabilities", {
+export class MissingCapabilities extends Schema.TaggedErrorClass<MissingCapabilities>()("MissingCapabilities", {
   message: Schema.String,
   runners: Schema.Array(RunnerLack)
 }) {}
 
 /** The runner endpoint did not answer the reachability probe. */
-export class RunnerProbeFailed extends Schema.TaggedError<RunnerProbeFailed>()("RunnerProbeFailed", {
+export class RunnerProbeFailed extends Schema.TaggedErrorClass<RunnerProbeFailed>()("RunnerProbeFailed", {
   message: Schema.String
 }) {}
 
 /** A tier limit would be exceeded; the message names the limit and its value. */
-export class TierLimitExceeded extends Schema.TaggedError<TierLimitExceeded>()("TierLimitExceeded", {
+export class TierLimitExceeded extends Schema.TaggedErrorClass<TierLimitExceeded>()("TierLimitExceeded", {
   message: Schema.String,
   limit: Schema.String,
   value: Schema.Number
 }) {}
 
 /** The caller's tier has no access to managed runners. */
-export class ManagedRunnersForbidden extends Schema.TaggedError<ManagedRunnersForbidden>()(
+export class ManagedRunnersForbidden extends Schema.TaggedErrorClass<ManagedRunnersForbidden>()(
   "ManagedRunnersForbidden",
   { message: Schema.String }
 ) {}
 
 /** A resource does not exist or belongs to someone else (the two are indistinguishable on purpose). */
-export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
+export class NotFound extends Schema.TaggedErrorClass<NotFound>()("NotFound", {
   message: Schema.String,
-  resource: Schema.Literal("workflow", "template", "runner", "managed_runner", "user", "token", "output", "webhook", "delivery")
+  resource: Schema.Literals(["workflow", "template", "runner", "managed_runner", "user", "token", "output", "webhook", "delivery"])
 }) {
   static workflow = () => new NotFound({ resource: "workflow", message: "Workflow not found" })
   static template = () => new NotFound({ resource: "template", message: "Template not found" })
@@ -82,33 +82,33 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
 }
 
 /** The request conflicts with the resource's current state (e.g. cancelling a finished workflow). */
-export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+export class Conflict extends Schema.TaggedErrorClass<Conflict>()("Conflict", {
   message: Schema.String
 }) {}
 
 /** No Authorization header (401 "Missing authorization header"). */
-export class MissingAuthorization extends Schema.TaggedError<MissingAuthorization>()("MissingAuthorization", {
+export class MissingAuthorization extends Schema.TaggedErrorClass<MissingAuthorization>()("MissingAuthorization", {
   message: Schema.optionalWith(Schema.String, { default: () => "Missing authorization header" })
 }) {}
 
 /** Unknown, malformed or revoked token (401 "Invalid token"). */
-export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
+export class InvalidToken extends Schema.TaggedErrorClass<InvalidToken>()("InvalidToken", {
   message: Schema.optionalWith(Schema.String, { default: () => "Invalid token" })
 }) {}
 
 /** A known token past its expiry (401 "Token has expired"). */
-export class TokenExpired extends Schema.TaggedError<TokenExpired>()("TokenExpired", {
+export class TokenExpired extends Schema.TaggedErrorClass<TokenExpired>()("TokenExpired", {
   message: Schema.optionalWith(Schema.String, { default: () => "Token has expired" })
 }) {}
 
 /** The store could not be reached or failed; the request may be retried (503). */
-export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
+export class StorageError extends Schema.TaggedErrorClass<StorageError>()("StorageError", {
   message: Schema.String,
   cause: Schema.optional(Schema.Defect)
 }) {}
 
 /** A transition the workflow state machine forbids (never reaches a client as such). */
-export class IllegalTransition extends Schema.TaggedError<IllegalTransition>()("IllegalTransition", {
+export class IllegalTransition extends Schema.TaggedErrorClass<IllegalTransition>()("IllegalTransition", {
   message: Schema.String,
   workflow_id: Schema.String,
   from: Schema.String,

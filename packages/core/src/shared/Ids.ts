@@ -26,10 +26,10 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 export const isUuid = (s: string): boolean => UUID_PATTERN.test(s)
 
 /** Produces new identifiers. */
-export class IdGenerator extends Context.Tag("@wes/core/IdGenerator")<IdGenerator, {
+export class IdGenerator extends Context.Service<IdGenerator, {
   /** A new lowercase UUID string; v7 (time-ordered) in the live layer. */
   readonly next: Effect.Effect<string>
-}>() {}
+}>()("@wes/core/IdGenerator") {}
 
 const hex = (bytes: Uint8Array): string => {
   let s = ""

@@ -22,7 +22,7 @@ export const JsonObject = Schema.declare(isJsonObject, {
 export type JsonObject = typeof JsonObject.Type
 
 /** A timestamp: an ISO 8601 string on the wire, a `DateTime.Utc` inside. */
-export const Timestamp = Schema.DateTimeUtc.annotations({
+export const Timestamp = Schema.DateTimeUtc.annotate({
   identifier: "Timestamp",
   description: "ISO 8601 timestamp (UTC)"
 })

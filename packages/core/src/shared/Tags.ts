@@ -3,7 +3,7 @@
  * characters, and compared case-insensitively (stored lowercase). A runner matches a workflow
  * when its tags contain every workflow tag; a workflow without tags matches every runner.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { ValidationError } from "./Errors.js"
 
 /** Longest accepted tag. */
@@ -15,12 +15,12 @@ export const MAX_TAGS = 10
 const FORBIDDEN = /[,\u0000-\u001f\u007f]/
 
 /** Normalizes one tag, or explains why it is not a tag. */
-export const normalizeTag = (raw: string): Either.Either<string, string> => {
+export const normalizeTag = (raw: string): Result.Result<string, string> => {
   const tag = raw.trim()
-  if (tag.length === 0) return Either.left("tags must not be empty")
-  if (tag.length > MAX_TAG_LENGTH) return Either.left(`a tag is at most ${MAX_TAG_LENGTH} characters`)
-  if (FORBIDDEN.test(tag)) return Either.left("tags must not contain commas or control characters")
-  return Either.right(tag.toLowerCase())
+  if (tag.length === 0) return Result.fail("tags must not be empty")
+  if (tag.length > MAX_TAG_LENGTH) return Result.fail(`a tag is at most ${MAX_TAG_LENGTH} characters`)
+  if (FORBIDDEN.test(tag)) return Result.fail("tags must not contain commas or control characters")
+  return Result.succeed(tag.toLowerCase())
 }
 
 /**
@@ -30,21 +30,21 @@ export const normalizeTag = (raw: string): Either.Either<string, string> => {
 export const normalizeTags = (
   raw: ReadonlyArray<string>,
   field = "tags"
-): Either.Either<ReadonlyArray<string>, ValidationError> => {
+): Result.Result<ReadonlyArray<string>, ValidationError> => {
   if (raw.length > MAX_TAGS) {
-    return Either.left(ValidationError.field(field, `at most ${MAX_TAGS} tags are allowed (got ${raw.length})`))
+    return Result.fail(ValidationError.field(field, `at most ${MAX_TAGS} tags are allowed (got ${raw.length})`))
   }
   const out: Array<string> = []
   for (const t of raw) {
     const n = normalizeTag(t)
-    if (Either.isLeft(n)) {
+    if (Result.isFailure(n)) {
       // An over-long tag is not echoed back (the message already says what is wrong with it).
       const shown = t.trim().length > MAX_TAG_LENGTH ? "" : `: ${JSON.stringify(t)}`
-      return Either.left(ValidationError.field(field, `${n.left}${shown}`))
+      return Result.fail(ValidationError.field(field, `${n.left}${shown}`))
     }
     if (!out.includes(n.right)) out.push(n.right)
   }
-  return Either.right(out)
+  return Result.succeed(out)
 }
 
 /**
@@ -53,8 +53,8 @@ export const normalizeTags = (
  */
 export const parseTagList = (
   field: string | undefined
-): Either.Either<ReadonlyArray<string>, ValidationError> => {
-  if (field === undefined || field.trim() === "") return Either.right([])
+): Result.Result<ReadonlyArray<string>, ValidationError> => {
+  if (field === undefined || field.trim() === "") return Result.succeed([])
   return normalizeTags(field.split(","), "tags")
 }
 

@@ -1,6 +1,6 @@
 /** Turning schema decode failures into the 400 `ValidationError` that names each field. */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { type FieldIssue, ValidationError } from "./Errors.js"
@@ -83,9 +83,9 @@ export const fromParseError = (error: ParseResult.ParseError): ValidationError =
 
 /** Decodes `input` with `schema`, failing with a `ValidationError` (all errors, excess fields rejected). */
 export const decodeRequest = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "all", onExcessProperty: "error" })
+  const decode = Schema.decodeUnknownExit(schema, { errors: "all", onExcessProperty: "error" })
   return (input: unknown): Effect.Effect<A, ValidationError> =>
-    Either.match(decode(input), { onLeft: (e) => Effect.fail(fromParseError(e)), onRight: Effect.succeed })
+    Result.match(decode(input), { onFailure: (e) => Effect.fail(fromParseError(e)), onSuccess: Effect.succeed })
 }
 
 /** Fails with `ValidationError.field` unless `value` is a string of `min`..`max` characters. */
@@ -94,13 +94,13 @@ export const requireText = (
   value: unknown,
   min: number,
   max: number
-): Either.Either<string, ValidationError> => {
+): Result.Result<string, ValidationError> => {
   if (value === undefined || value === null || value === "") {
-    return min > 0 ? Either.left(ValidationError.field(field, "is required")) : Either.right("")
+    return min > 0 ? Result.fail(ValidationError.field(field, "is required")) : Result.succeed("")
   }
-  if (typeof value !== "string") return Either.left(ValidationError.field(field, "must be a string"))
+  if (typeof value !== "string") return Result.fail(ValidationError.field(field, "must be a string"))
   if (value.length < min || value.length > max) {
-    return Either.left(ValidationError.field(field, `must be ${min}-${max} characters`))
+    return Result.fail(ValidationError.field(field, `must be ${min}-${max} characters`))
   }
-  return Either.right(value)
+  return Result.succeed(value)
 }

@@ -22,11 +22,11 @@ const listFields = {
 }
 
 /** A template with its body: stored form, and what create, get and update return. */
-export const Template = Schema.Struct({ ...listFields, body: JsonObject }).annotations({ identifier: "Template" })
+export const Template = Schema.Struct({ ...listFields, body: JsonObject }).annotate({ identifier: "Template" })
 export interface Template extends Schema.Schema.Type<typeof Template> {}
 
 /** A template in list responses: no body. */
-export const TemplateListItem = Schema.Struct(listFields).annotations({ identifier: "TemplateListItem" })
+export const TemplateListItem = Schema.Struct(listFields).annotate({ identifier: "TemplateListItem" })
 export interface TemplateListItem extends Schema.Schema.Type<typeof TemplateListItem> {}
 
 export const toTemplateListItem = (t: Template): TemplateListItem => ({

@@ -7,7 +7,7 @@ import type { LimitReached } from "../shared/LimitReached.js"
 import type { PageRequest, Paged } from "../shared/Pagination.js"
 import type { Template, TemplateListItem } from "./Template.js"
 
-export class TemplateRepository extends Context.Tag("@wes/core/TemplateRepository")<TemplateRepository, {
+export class TemplateRepository extends Context.Service<TemplateRepository, {
   /** Stores a template unless the user already has `limit` templates. */
   readonly insert: (template: Template, limit?: number) => Effect.Effect<Template, LimitReached | StorageError>
   readonly findForUser: (userId: string, id: string) => Effect.Effect<Option.Option<Template>, StorageError>
@@ -22,4 +22,4 @@ export class TemplateRepository extends Context.Tag("@wes/core/TemplateRepositor
   /** The user's templates without bodies, newest first. */
   readonly list: (userId: string, page: PageRequest) => Effect.Effect<Paged<TemplateListItem>, StorageError>
   readonly count: (userId: string) => Effect.Effect<number, StorageError>
-}>() {}
+}>()("@wes/core/TemplateRepository") {}

@@ -28,14 +28,14 @@ export type UpdateTemplateInput = CreateTemplateInput
 const validateBody = (body: unknown) =>
   Effect.flatMap(validateWorkflowJson(body, "body"), (valid) => Effect.as(findPlaceholders(valid, "body"), valid))
 
-export class TemplateService extends Context.Tag("@wes/core/TemplateService")<TemplateService, {
+export class TemplateService extends Context.Service<TemplateService, {
   readonly create: (user: User, input: CreateTemplateInput) => Effect.Effect<Template, ValidationError | TierLimitExceeded | StorageError>
   readonly get: (user: User, id: string) => Effect.Effect<Template, NotFound | StorageError>
   readonly list: (user: User, page: PageInput) => Effect.Effect<Paged<TemplateListItem>, ValidationError | StorageError>
   /** Omitted fields keep their values; workflows already created from it are not affected. */
   readonly update: (user: User, id: string, input: UpdateTemplateInput) => Effect.Effect<Template, ValidationError | NotFound | StorageError>
   readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | StorageError>
-}>() {
+}>()("@wes/core/TemplateService") {
   static Live: Layer.Layer<TemplateService, never, TemplateRepository | TierPolicy | IdGenerator> = Layer.effect(
     TemplateService,
     Effect.gen(function*() {

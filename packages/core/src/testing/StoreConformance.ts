@@ -4,7 +4,7 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -81,11 +81,11 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
     const owner = F.user()
     const results = yield* Effect.forEach(
       Array.from({ length: 8 }, () => F.template(owner.id)),
-      (t) => Effect.either(repo.insert(t, 3)),
+      (t) => Effect.result(repo.insert(t, 3)),
       { concurrency: "unbounded" }
     )
-    yield* equal(results.filter(Either.isRight).length, 3, "exactly the limit")
-    yield* ok(results.filter(Either.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "templates"), "limit named")
+    yield* equal(results.filter(Result.isRight).length, 3, "exactly the limit")
+    yield* ok(results.filter(Result.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "templates"), "limit named")
   }))
 ]
 
@@ -124,11 +124,11 @@ const runnerCases: ReadonlyArray<ConformanceCase> = [
     const owner = F.user()
     const results = yield* Effect.forEach(
       Array.from({ length: 6 }, () => F.runner(owner.id)),
-      (r) => Effect.either(repo.insert(r, 2)),
+      (r) => Effect.result(repo.insert(r, 2)),
       { concurrency: "unbounded" }
     )
-    yield* equal(results.filter(Either.isRight).length, 2, "exactly the limit")
-    yield* ok(results.filter(Either.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "runners"), "limit named")
+    yield* equal(results.filter(Result.isRight).length, 2, "exactly the limit")
+    yield* ok(results.filter(Result.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "runners"), "limit named")
   })),
   c("runners of both kinds keep what their ComfyUI answered; a probe's change is stored without touching updated_at", Effect.gen(function*() {
     const runners = yield* RunnerRepository

@@ -5,7 +5,7 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -184,20 +184,20 @@ export const workflowCases: ReadonlyArray<ConformanceCase> = [
     const limits = { active_workflows: 5, workflows_per_day: 100, day_start: F.at(0) }
     const results = yield* Effect.forEach(
       Array.from({ length: 12 }, (_, i) => F.workflow(owner.id, { created_at: F.at(i) })),
-      (w) => Effect.either(repo.create(w, { limits })),
+      (w) => Effect.result(repo.create(w, { limits })),
       { concurrency: "unbounded" }
     )
-    yield* equal(results.filter(Either.isRight).length, 5, "exactly the limit succeeds")
-    const errors = results.filter(Either.isLeft).map((e) => e.left)
+    yield* equal(results.filter(Result.isRight).length, 5, "exactly the limit succeeds")
+    const errors = results.filter(Result.isLeft).map((e) => e.left)
     yield* ok(errors.every((e) => e._tag === "LimitReached" && e.limit === "active_workflows"), "the rest name active_workflows")
     const daily = { active_workflows: 1000, workflows_per_day: 7, day_start: F.at(0) }
     const more = yield* Effect.forEach(
       Array.from({ length: 5 }, (_, i) => F.workflow(owner.id, { status: "completed", created_at: F.at(20 + i) })),
-      (w) => Effect.either(repo.create(w, { limits: daily })),
+      (w) => Effect.result(repo.create(w, { limits: daily })),
       { concurrency: "unbounded" }
     )
-    yield* equal(more.filter(Either.isRight).length, 2, "5 of 7 used: two more fit the daily limit")
-    yield* ok(more.filter(Either.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "workflows_per_day"), "daily limit named")
+    yield* equal(more.filter(Result.isRight).length, 2, "5 of 7 used: two more fit the daily limit")
+    yield* ok(more.filter(Result.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "workflows_per_day"), "daily limit named")
     const yesterday = { active_workflows: 1000, workflows_per_day: 7, day_start: F.at(100) }
     yield* repo.create(F.workflow(owner.id, { status: "completed", created_at: F.at(101) }), { limits: yesterday })
   })),

@@ -92,7 +92,7 @@ export const runDeliverer = (options: DelivererOptions) =>
       const batch = yield* claim(free)
       for (const d of batch) {
         yield* FiberSet.run(fibers, deliverOne(d, options).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("webhook delivery not recorded", { delivery_id: d.id, cause })),
+          Effect.catchCause((cause) => Effect.logWarning("webhook delivery not recorded", { delivery_id: d.id, cause })),
           Effect.ensuring(Queue.offer(freed, undefined))
         ))
       }

@@ -37,7 +37,7 @@ export const WebhookEndpoint = Schema.Struct({
   previous_expires_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "WebhookEndpoint" })
+}).annotate({ identifier: "WebhookEndpoint" })
 export interface WebhookEndpoint extends Schema.Schema.Type<typeof WebhookEndpoint> {}
 
 /** The secrets that sign a delivery at `now`: the current one, and the previous one while it is valid. */
@@ -52,11 +52,11 @@ export const maskSecret = (secret: string): string => `${secret.slice(0, 10)}...
 /** The endpoint as GET /v1/webhook shows it (the secret masked). */
 export const WebhookView = Schema.Struct({
   url: Schema.String,
-  secret: Schema.String.annotations({ description: "Masked; the whole secret is only in the answer that created it" }),
+  secret: Schema.String.annotate({ description: "Masked; the whole secret is only in the answer that created it" }),
   previous_secret_expires_at: Schema.NullOr(Timestamp),
   created_at: Timestamp,
   updated_at: Timestamp
-}).annotations({ identifier: "Webhook" })
+}).annotate({ identifier: "Webhook" })
 export interface WebhookView extends Schema.Schema.Type<typeof WebhookView> {}
 
 export const toWebhookView = (e: WebhookEndpoint, now: DateTime.Utc): WebhookView => ({
@@ -67,7 +67,7 @@ export const toWebhookView = (e: WebhookEndpoint, now: DateTime.Utc): WebhookVie
   updated_at: e.updated_at
 })
 
-export const DeliveryStatus = Schema.Literal("pending", "delivered", "failed")
+export const DeliveryStatus = Schema.Literals(["pending", "delivered", "failed"])
 export type DeliveryStatus = typeof DeliveryStatus.Type
 
 /** One try at sending a delivery. */
@@ -80,7 +80,7 @@ export const DeliveryAttempt = Schema.Struct({
   duration_ms: Schema.Int,
   /** When the next try is due (null: none will come). */
   next_attempt_at: Schema.NullOr(Timestamp)
-}).annotations({ identifier: "DeliveryAttempt" })
+}).annotate({ identifier: "DeliveryAttempt" })
 export interface DeliveryAttempt extends Schema.Schema.Type<typeof DeliveryAttempt> {}
 
 /** A delivery: one event to one URL, its body as sent (signed byte for byte), and its attempts. */
@@ -99,11 +99,11 @@ export const WebhookDelivery = Schema.Struct({
   expires_at: Timestamp,
   delivered_at: Schema.NullOr(Timestamp),
   attempts: Schema.Array(DeliveryAttempt)
-}).annotations({ identifier: "WebhookDeliveryRecord" })
+}).annotate({ identifier: "WebhookDeliveryRecord" })
 export interface WebhookDelivery extends Schema.Schema.Type<typeof WebhookDelivery> {}
 
 /** A delivery as GET /v1/workflow/{id}/deliveries lists it (the body is not repeated). */
-export const DeliveryView = WebhookDelivery.pipe(Schema.omit("user_id", "payload")).annotations({ identifier: "WebhookDelivery" })
+export const DeliveryView = WebhookDelivery.pipe(Schema.omit("user_id", "payload")).annotate({ identifier: "WebhookDelivery" })
 export interface DeliveryView extends Schema.Schema.Type<typeof DeliveryView> {}
 
 export const toDeliveryView = ({ payload: _p, user_id: _u, ...view }: WebhookDelivery): DeliveryView => view

@@ -17,7 +17,7 @@ export type DeliveryOutcome =
   | { readonly _tag: "RetryAt"; readonly at: DateTime.Utc }
   | { readonly _tag: "Failed" }
 
-export class WebhookRepository extends Context.Tag("@wes/core/WebhookRepository")<WebhookRepository, {
+export class WebhookRepository extends Context.Service<WebhookRepository, {
   /**
    * Completes when deliveries were recorded since the last call (at once if some were), so the
    * pool sends them without waiting for its next poll; only a hint (it may never complete).
@@ -61,4 +61,4 @@ export class WebhookRepository extends Context.Tag("@wes/core/WebhookRepository"
     now: DateTime.Utc,
     expiresAt: DateTime.Utc
   ) => Effect.Effect<Option.Option<WebhookDelivery>, StorageError>
-}>() {}
+}>()("@wes/core/WebhookRepository") {}

@@ -13,7 +13,7 @@ export interface WebhookMessage {
   readonly secrets: ReadonlyArray<string>
 }
 
-export class WebhookSender extends Context.Tag("@wes/core/WebhookSender")<WebhookSender, {
+export class WebhookSender extends Context.Service<WebhookSender, {
   /** POSTs the message, signed; never fails: every way it can end is a `SendResult`. */
   readonly send: (message: WebhookMessage) => Effect.Effect<SendResult>
-}>() {}
+}>()("@wes/core/WebhookSender") {}

@@ -24,7 +24,7 @@ import {
 } from "./Webhook.js"
 import { WebhookRepository } from "./WebhookRepository.js"
 
-export class WebhookService extends Context.Tag("@wes/core/WebhookService")<WebhookService, {
+export class WebhookService extends Context.Service<WebhookService, {
   readonly get: (user: User) => Effect.Effect<WebhookView, NotFound | StorageError>
   /** Sets the URL; a new endpoint gets a secret, shown whole in this answer only. */
   readonly put: (user: User, url: string) => Effect.Effect<WebhookView, ValidationError | StorageError>
@@ -35,7 +35,7 @@ export class WebhookService extends Context.Tag("@wes/core/WebhookService")<Webh
   readonly requireEndpoint: (user: User) => Effect.Effect<void, NotFound | StorageError>
   readonly deliveries: (user: User, workflowId: string) => Effect.Effect<ReadonlyArray<DeliveryView>, NotFound | StorageError>
   readonly retry: (user: User, workflowId: string, deliveryId: string) => Effect.Effect<DeliveryView, NotFound | StorageError>
-}>() {}
+}>()("@wes/core/WebhookService") {}
 
 const make = Effect.gen(function*() {
   const repo = yield* WebhookRepository

@@ -11,7 +11,7 @@ import { TagList } from "../runners/Runner.js"
 import { isJsonObject, JsonObject } from "../shared/Json.js"
 import { fieldName, type Placeholder, placeholderKey } from "./Placeholders.js"
 
-const TypeOrText = Schema.NullOr(InputType).annotations({
+const TypeOrText = Schema.NullOr(InputType).annotate({
   description: "What the value is converted to: BOOLEAN (true/false, yes/no, 1/0), INT or FLOAT (within min and max, " +
     "an INT on the grid of step), COMBO (one of options); null: sent as text (a text input, a file, types not known or " +
     "runners that disagree, each then checking the value by its own)"
@@ -22,30 +22,30 @@ export const ParameterInput = Schema.Struct({
   class_type: Schema.String,
   input: Schema.String,
   type: TypeOrText
-}).annotations({ identifier: "ParameterInput" })
+}).annotate({ identifier: "ParameterInput" })
 
 export const WorkflowParameter = Schema.Struct({
-  field: Schema.String.annotations({ description: "The form field: `$name` or `#name`" }),
-  placeholder: Schema.String.annotations({ description: "As workflow_params writes it: `$text(name)`, `$file(name)`, `#choice(name)`" }),
-  kind: Schema.Literal("text", "file", "choice"),
+  field: Schema.String.annotate({ description: "The form field: `$name` or `#name`" }),
+  placeholder: Schema.String.annotate({ description: "As workflow_params writes it: `$text(name)`, `$file(name)`, `#choice(name)`" }),
+  kind: Schema.Literals(["text", "file", "choice"]),
   default: Schema.NullOr(Schema.String),
-  options: Schema.Array(Schema.String).annotations({ description: "A choice's options (empty: any value)" }),
-  type: TypeOrText.annotations({ description: "The type every input it fills takes (null when they differ, or text)" }),
+  options: Schema.Array(Schema.String).annotate({ description: "A choice's options (empty: any value)" }),
+  type: TypeOrText.annotate({ description: "The type every input it fills takes (null when they differ, or text)" }),
   inputs: Schema.Array(ParameterInput)
-}).annotations({ identifier: "WorkflowParameter" })
+}).annotate({ identifier: "WorkflowParameter" })
 export type WorkflowParameter = typeof WorkflowParameter.Type
 
 export const WorkflowParameters = Schema.Struct({ parameters: Schema.Array(WorkflowParameter) })
-  .annotations({ identifier: "WorkflowParameters" })
+  .annotate({ identifier: "WorkflowParameters" })
 
 export const DescribeParametersRequest = Schema.Struct({
-  workflow_json: Schema.optional(JsonObject.annotations({
+  workflow_json: Schema.optional(JsonObject.annotate({
     description: "The workflow in ComfyUI API format",
     message: () => ({ message: "must be a JSON object (the workflow in ComfyUI API format)", override: true })
   })),
-  template_id: Schema.optional(Schema.String.annotations({ description: "Or one of your templates" })),
-  tags: Schema.optional(TagList.annotations({ description: "The tags the workflow will be created with (they select its runners)" }))
-}).annotations({ identifier: "DescribeParametersRequest" })
+  template_id: Schema.optional(Schema.String.annotate({ description: "Or one of your templates" })),
+  tags: Schema.optional(TagList.annotate({ description: "The tags the workflow will be created with (they select its runners)" }))
+}).annotate({ identifier: "DescribeParametersRequest" })
 
 /** One type when every candidate agrees on it, else null. */
 const agreed = (types: ReadonlyArray<InputType | undefined>): InputType | null => {

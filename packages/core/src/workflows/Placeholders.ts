@@ -9,7 +9,7 @@
  * options. A value that opens like a placeholder of no known kind (`$txt(name)`, `#text(name)`)
  * is refused naming the known kinds, rather than sent to the runner as text.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { type FieldIssue, ValidationError } from "../shared/Errors.js"
 import { isJsonObject, type JsonObject } from "../shared/Json.js"
 import type { WorkflowParam } from "./Workflow.js"
@@ -52,35 +52,35 @@ type Parsed = { readonly kind: PlaceholderKind; readonly name: string; readonly 
 /**
  * Parses one input value. `undefined`: not a placeholder. Left: it opens like one but is malformed.
  */
-export const parsePlaceholder = (value: string): Either.Either<Parsed, string> | undefined => {
+export const parsePlaceholder = (value: string): Result.Result<Parsed, string> | undefined => {
   const m = OPENING.exec(value)
   if (m === null) {
     const other = LOOKALIKE.exec(value)
-    return other === null ? undefined : Either.left(`${other[1]}( is not a placeholder kind; the kinds are ${KINDS}`)
+    return other === null ? undefined : Result.fail(`${other[1]}( is not a placeholder kind; the kinds are ${KINDS}`)
   }
   const opener = m[1]!
   const kind: PlaceholderKind = opener === "$text" ? "text" : opener === "$file" ? "file" : "choice"
-  if (!value.endsWith(")")) return Either.left(`${opener}(...) must end with ")"`)
+  if (!value.endsWith(")")) return Result.fail(`${opener}(...) must end with ")"`)
   const body = value.slice(opener.length + 1, -1)
   const comma = body.indexOf(",")
   const name = (comma === -1 ? body : body.slice(0, comma)).trim()
   if (!NAME.test(name)) {
-    return Either.left(`placeholder name ${JSON.stringify(name)} must be 1-255 characters of A-Z, a-z, 0-9, _ and -`)
+    return Result.fail(`placeholder name ${JSON.stringify(name)} must be 1-255 characters of A-Z, a-z, 0-9, _ and -`)
   }
   const rest = comma === -1 ? undefined : body.slice(comma + 1)
   switch (kind) {
     case "file":
       return rest === undefined
-        ? Either.right({ kind, name, default: undefined, options: [] })
-        : Either.left(`$file(${name}) takes no default`)
+        ? Result.succeed({ kind, name, default: undefined, options: [] })
+        : Result.fail(`$file(${name}) takes no default`)
     case "text":
-      return Either.right({ kind, name, default: rest?.trim(), options: [] })
+      return Result.succeed({ kind, name, default: rest?.trim(), options: [] })
     case "choice": {
-      if (rest === undefined) return Either.right({ kind, name, default: undefined, options: [] })
+      if (rest === undefined) return Result.succeed({ kind, name, default: undefined, options: [] })
       const options = rest.split(",").map((o) => o.trim())
-      if (options.some((o) => o === "")) return Either.left(`#choice(${name}, ...) has an empty option`)
-      if (new Set(options).size !== options.length) return Either.left(`#choice(${name}, ...) lists an option twice`)
-      return Either.right({ kind, name, default: options[0], options })
+      if (options.some((o) => o === "")) return Result.fail(`#choice(${name}, ...) has an empty option`)
+      if (new Set(options).size !== options.length) return Result.fail(`#choice(${name}, ...) lists an option twice`)
+      return Result.succeed({ kind, name, default: options[0], options })
     }
   }
 }
@@ -95,7 +95,7 @@ const sameDeclaration = (a: Parsed, b: Parsed): boolean =>
 export const findPlaceholders = (
   workflow: JsonObject,
   field = "workflow_json"
-): Either.Either<ReadonlyArray<Placeholder>, ValidationError> => {
+): Result.Result<ReadonlyArray<Placeholder>, ValidationError> => {
   const byField = new Map<string, { parsed: Parsed; locations: Array<PlaceholderLocation> }>()
   const issues: Array<FieldIssue> = []
   for (const [node, def] of Object.entries(workflow)) {
@@ -105,7 +105,7 @@ export const findPlaceholders = (
       const parsed = parsePlaceholder(value)
       if (parsed === undefined) continue
       const path = `${field}.${node}.inputs.${input}`
-      if (Either.isLeft(parsed)) {
+      if (Result.isFailure(parsed)) {
         issues.push({ field: path, message: parsed.left })
         continue
       }
@@ -126,9 +126,9 @@ export const findPlaceholders = (
     }
   }
   if (issues.length > 0) {
-    return Either.left(new ValidationError({ message: `${issues[0]!.field}: ${issues[0]!.message}`, details: issues }))
+    return Result.fail(new ValidationError({ message: `${issues[0]!.field}: ${issues[0]!.message}`, details: issues }))
   }
-  return Either.right(
+  return Result.succeed(
     Array.from(byField.values(), ({ locations, parsed }) => ({ ...parsed, locations }))
   )
 }
@@ -165,7 +165,7 @@ export const resolveParams = <F>(
   placeholders: ReadonlyArray<Placeholder>,
   supplied: ReadonlyArray<SuppliedParam<F>>,
   inherited: ReadonlyArray<WorkflowParam> = []
-): Either.Either<ReadonlyArray<ResolvedParam<F>>, ValidationError> => {
+): Result.Result<ReadonlyArray<ResolvedParam<F>>, ValidationError> => {
   const issues: Array<FieldIssue> = []
   const byField = new Map(placeholders.map((p) => [fieldName(p), p] as const))
   const given = new Map<string, SuppliedParam<F>["value"]>()
@@ -200,9 +200,9 @@ export const resolveParams = <F>(
   }
   if (issues.length > 0) {
     const first = issues[0]!
-    return Either.left(new ValidationError({ message: `${PARAMETER_VALIDATION_FAILED}: ${first.field} ${first.message}`, details: issues }))
+    return Result.fail(new ValidationError({ message: `${PARAMETER_VALIDATION_FAILED}: ${first.field} ${first.message}`, details: issues }))
   }
-  return Either.right(resolved)
+  return Result.succeed(resolved)
 }
 
 /**

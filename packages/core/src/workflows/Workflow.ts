@@ -4,16 +4,14 @@ import * as Schema from "effect/Schema"
 import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "../shared/Ids.js"
 import { JsonObject, Timestamp } from "../shared/Json.js"
 
-export const WorkflowStatus = Schema.Literal(
-  "accepted",
+export const WorkflowStatus = Schema.Literals(["accepted",
   "uploaded",
   "queued",
   "running",
   "completed",
   "cancelled",
   "invalid",
-  "failed"
-).annotations({
+  "failed"]).annotate({
   identifier: "WorkflowStatus",
   message: () => ({
     message: "must be one of accepted, uploaded, queued, running, completed, cancelled, invalid, failed",
@@ -31,7 +29,7 @@ export const isTerminal = (s: WorkflowStatus): boolean =>
   s === "completed" || s === "cancelled" || s === "invalid" || s === "failed"
 
 /** How urgent a workflow is; on each runner higher priorities go first (dispatch/Ordering.ts). */
-export const Priority = Schema.Literal("low", "normal", "high").annotations({
+export const Priority = Schema.Literals(["low", "normal", "high"]).annotate({
   identifier: "Priority",
   message: () => ({ message: "must be low, normal or high", override: true })
 })
@@ -43,17 +41,17 @@ export type Priority = typeof Priority.Type
  */
 export const WorkflowAttempt = Schema.Struct({
   runner_id: Schema.String,
-  runner_kind: Schema.Literal("user", "managed"),
+  runner_kind: Schema.Literals(["user", "managed"]),
   started_at: Schema.NullOr(Timestamp),
   ended_at: Timestamp,
   error_node: Schema.NullOr(Schema.String),
   exception_type: Schema.String,
   exception_message: Schema.String
-}).annotations({ identifier: "WorkflowAttempt" })
+}).annotate({ identifier: "WorkflowAttempt" })
 export interface WorkflowAttempt extends Schema.Schema.Type<typeof WorkflowAttempt> {}
 
 /** `[placeholder, value]`, e.g. `["$text(prompt)", "a cat"]`; for files the value is the blob path. */
-export const WorkflowParam = Schema.Tuple(Schema.String, Schema.String)
+export const WorkflowParam = Schema.Tuple([Schema.String, Schema.String])
 export type WorkflowParam = typeof WorkflowParam.Type
 
 const summaryFields = {
@@ -92,7 +90,7 @@ const detailFields = {
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
-export const WorkflowSummary = Schema.Struct(summaryFields).annotations({ identifier: "WorkflowSummary" })
+export const WorkflowSummary = Schema.Struct(summaryFields).annotate({ identifier: "WorkflowSummary" })
 export interface WorkflowSummary extends Schema.Schema.Type<typeof WorkflowSummary> {}
 
 /**
@@ -118,7 +116,7 @@ const timingFields = {
 }
 
 /** Detail form: get-workflow. */
-export const WorkflowDetail = Schema.Struct({ ...detailFields, ...queueEstimateFields, ...timingFields }).annotations({
+export const WorkflowDetail = Schema.Struct({ ...detailFields, ...queueEstimateFields, ...timingFields }).annotate({
   identifier: "WorkflowDetail"
 })
 export interface WorkflowDetail extends Schema.Schema.Type<typeof WorkflowDetail> {}
@@ -132,14 +130,14 @@ export const Workflow = Schema.Struct({
   dispatch_attempts: Schema.Int,
   /** Set just before a prompt is posted to a runner: after a restart, ask the runner before posting again. */
   submitted_at: Schema.NullOr(Timestamp)
-}).annotations({ identifier: "Workflow" })
+}).annotate({ identifier: "Workflow" })
 export interface Workflow extends Schema.Schema.Type<typeof Workflow> {}
 
 /**
  * A stored workflow without its definition (`workflow_json`, the one large field): what every
  * path that does not submit or show the definition reads and gets back from a transition.
  */
-export const WorkflowHead = Workflow.pipe(Schema.omit("workflow_json")).annotations({ identifier: "WorkflowHead" })
+export const WorkflowHead = Workflow.pipe(Schema.omit("workflow_json")).annotate({ identifier: "WorkflowHead" })
 export interface WorkflowHead extends Schema.Schema.Type<typeof WorkflowHead> {}
 
 /** The summary form of a stored workflow. */
@@ -222,10 +220,10 @@ export const WorkflowOutput = Schema.Struct({
   size: Schema.Int,
   blob_key: Schema.String,
   created_at: Timestamp
-}).annotations({ identifier: "WorkflowOutput" })
+}).annotate({ identifier: "WorkflowOutput" })
 export interface WorkflowOutput extends Schema.Schema.Type<typeof WorkflowOutput> {}
 
 /** The outputs endpoint's view of an output (no storage key). */
 export const WorkflowOutputView = WorkflowOutput.pipe(Schema.omit("blob_key", "workflow_id", "created_at"))
-  .annotations({ identifier: "WorkflowOutputView" })
+  .annotate({ identifier: "WorkflowOutputView" })
 export interface WorkflowOutputView extends Schema.Schema.Type<typeof WorkflowOutputView> {}

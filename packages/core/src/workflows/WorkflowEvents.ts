@@ -18,7 +18,7 @@ import { Timestamp } from "../shared/Json.js"
 import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "./Workflow.js"
 import { type TransitionPlan, withCarried } from "./WorkflowStatus.js"
 
-export const WorkflowEventType = Schema.Literal("status", "queue", "progress", "executing", "output", "retry", "done")
+export const WorkflowEventType = Schema.Literals(["status", "queue", "progress", "executing", "output", "retry", "done"])
 export type WorkflowEventType = typeof WorkflowEventType.Type
 
 export const WorkflowEvent = Schema.Struct({
@@ -27,7 +27,7 @@ export const WorkflowEvent = Schema.Struct({
   type: WorkflowEventType,
   data: Schema.Unknown,
   created_at: Timestamp
-}).annotations({ identifier: "WorkflowEvent" })
+}).annotate({ identifier: "WorkflowEvent" })
 export interface WorkflowEvent extends Schema.Schema.Type<typeof WorkflowEvent> {}
 
 /** An event before the log numbers it. */
@@ -101,7 +101,7 @@ export const transitionEvents = (
 /** How many events a subscriber reads from the log at a time. */
 export const READ_BATCH = 256
 
-export class WorkflowEventBus extends Context.Tag("@wes/core/WorkflowEventBus")<WorkflowEventBus, {
+export class WorkflowEventBus extends Context.Service<WorkflowEventBus, {
   /** Appends events to a workflow's log (consecutive sequence numbers) and wakes its subscribers. */
   readonly publish: (
     workflowId: string,
@@ -117,7 +117,7 @@ export class WorkflowEventBus extends Context.Tag("@wes/core/WorkflowEventBus")<
   readonly lastSeq: (workflowId: string) => Effect.Effect<number, StorageError>
   /** Every event after `afterSeq`, then new ones as they are published; never ends by itself. */
   readonly subscribe: (workflowId: string, afterSeq: number) => Stream.Stream<WorkflowEvent, StorageError>
-}>() {}
+}>()("@wes/core/WorkflowEventBus") {}
 
 /**
  * What a wake-up says: the events of the publish that woke the subscriber, when the bus carries

@@ -4,7 +4,7 @@
  * (top-level `nodes` and `links` arrays) is rejected with a message that says how to export in
  * API format; any other shape is rejected naming what is wrong.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { type FieldIssue, ValidationError } from "../shared/Errors.js"
 import { depthMessage, isJsonObject, JSON_MAX_BYTES, utf8Length, JSON_MAX_DEPTH, type JsonObject, nestsDeeperThan, sizeMessage, textNestsDeeperThan } from "../shared/Json.js"
 
@@ -22,11 +22,11 @@ export const UI_FORMAT_MESSAGE =
 export const validateWorkflowJson = (
   value: unknown,
   field = "workflow_json"
-): Either.Either<JsonObject, ValidationError> => {
+): Result.Result<JsonObject, ValidationError> => {
   const fail = (issues: ReadonlyArray<FieldIssue>) => {
     const first = issues[0]!
     const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : ""
-    return Either.left(new ValidationError({ message: `${first.field}: ${first.message}${more}`, details: issues }))
+    return Result.fail(new ValidationError({ message: `${first.field}: ${first.message}${more}`, details: issues }))
   }
   if (!isJsonObject(value)) {
     const what = Array.isArray(value) ? "an array" : value === null ? "null" : `a ${typeof value}`
@@ -71,29 +71,29 @@ export const validateWorkflowJson = (
       }
     }
   }
-  return issues.length > 0 ? fail(issues) : Either.right(value)
+  return issues.length > 0 ? fail(issues) : Result.succeed(value)
 }
 
 /** Refuses JSON text over the size or depth bound (`JSON_MAX_BYTES`, `JSON_MAX_DEPTH`) before it is parsed. */
-export const checkJsonText = (text: string, field: string): Either.Either<string, ValidationError> => {
-  if (utf8Length(text) > JSON_MAX_BYTES) return Either.left(ValidationError.field(field, sizeMessage()))
-  if (textNestsDeeperThan(text, JSON_MAX_DEPTH)) return Either.left(ValidationError.field(field, depthMessage()))
-  return Either.right(text)
+export const checkJsonText = (text: string, field: string): Result.Result<string, ValidationError> => {
+  if (utf8Length(text) > JSON_MAX_BYTES) return Result.fail(ValidationError.field(field, sizeMessage()))
+  if (textNestsDeeperThan(text, JSON_MAX_DEPTH)) return Result.fail(ValidationError.field(field, depthMessage()))
+  return Result.succeed(text)
 }
 
 /** Parses JSON text, then validates it as a workflow definition. */
 export const parseWorkflowJson = (
   text: string,
   field = "workflow_json"
-): Either.Either<JsonObject, ValidationError> => {
+): Result.Result<JsonObject, ValidationError> => {
   const bounds = checkJsonText(text, field)
-  if (Either.isLeft(bounds)) return Either.left(bounds.left)
+  if (Result.isFailure(bounds)) return Result.fail(bounds.left)
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch (e) {
     const reason = e instanceof Error ? e.message : String(e)
-    return Either.left(ValidationError.field(field, `is not valid JSON (${reason})`))
+    return Result.fail(ValidationError.field(field, `is not valid JSON (${reason})`))
   }
   return validateWorkflowJson(parsed, field)
 }

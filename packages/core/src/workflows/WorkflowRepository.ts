@@ -42,7 +42,7 @@ export interface WorkflowInsertLimits {
 }
 
 /** The create carried an `Idempotency-Key` already used by this user within the window. */
-export class DuplicateIdempotencyKey extends Schema.TaggedError<DuplicateIdempotencyKey>()(
+export class DuplicateIdempotencyKey extends Schema.TaggedErrorClass<DuplicateIdempotencyKey>()(
   "DuplicateIdempotencyKey",
   { existing: Workflow }
 ) {}
@@ -77,7 +77,7 @@ export type TransitionOutcome =
   | { readonly _tag: "Missing" }
 
 /** Workflows by id and by owner; every `...ForUser` method treats another user's id as missing. */
-export class WorkflowRepository extends Context.Tag("@wes/core/WorkflowRepository")<WorkflowRepository, {
+export class WorkflowRepository extends Context.Service<WorkflowRepository, {
   /**
    * Stores a new workflow (status accepted) with its first `status` event, and wakes the
    * dispatcher of its runner; `limits` and the idempotency key are checked atomically with it.
@@ -123,4 +123,4 @@ export class WorkflowRepository extends Context.Tag("@wes/core/WorkflowRepositor
   readonly unfinishedRunners: Effect.Effect<ReadonlyArray<RunnerRef>, StorageError>
   /** The outputs of a workflow, in the order they were recorded. */
   readonly listOutputs: (workflowId: string) => Effect.Effect<ReadonlyArray<WorkflowOutput>, StorageError>
-}>() {}
+}>()("@wes/core/WorkflowRepository") {}

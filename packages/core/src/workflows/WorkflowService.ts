@@ -40,7 +40,7 @@ export * from "./usecases/Inputs.js"
 
 type CreateError = ValidationError | NoEligibleRunner | MissingCapabilities | TierLimitExceeded | NotFound | StorageError
 
-export class WorkflowService extends Context.Tag("@wes/core/WorkflowService")<WorkflowService, {
+export class WorkflowService extends Context.Service<WorkflowService, {
   readonly create: (user: User, input: CreateWorkflowInput) => Effect.Effect<Workflow, CreateError>
   readonly rerun: (user: User, id: string, input: RerunWorkflowInput) => Effect.Effect<Workflow, CreateError>
   /** The definition's placeholders with the types of the inputs they fill on the runners it may go to. */
@@ -73,7 +73,7 @@ export class WorkflowService extends Context.Tag("@wes/core/WorkflowService")<Wo
    * when the workflow is already finished: `first` then ends with `done`).
    */
   readonly followStart: (user: User, id: string, lastEventId?: number) => Effect.Effect<FollowStart, NotFound | StorageError>
-}>() {
+}>()("@wes/core/WorkflowService") {
   static Live: Layer.Layer<
     WorkflowService,
     never,

@@ -13,7 +13,7 @@
  */
 import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { IllegalTransition } from "../shared/Errors.js"
 import {
@@ -188,7 +188,7 @@ const fieldsOf = (event: WorkflowTransition, at: DateTime.Utc): PlannedFields =>
 export const planTransition = (
   steps: readonly [WorkflowTransition, ...Array<WorkflowTransition>],
   at: DateTime.Utc
-): Either.Either<TransitionPlan, IllegalTransition> => {
+): Result.Result<TransitionPlan, IllegalTransition> => {
   const first = transitions[steps[0]._tag]
   let possible: ReadonlyArray<WorkflowStatus> = first.from
   let status: WorkflowStatus | undefined
@@ -198,7 +198,7 @@ export const planTransition = (
     const rule = transitions[step._tag]
     const blocked = possible.find((s) => !rule.from.includes(s))
     if (blocked !== undefined) {
-      return Either.left(new IllegalTransition({
+      return Result.fail(new IllegalTransition({
         workflow_id: "",
         from: blocked,
         event: step._tag,
@@ -235,7 +235,7 @@ export const planTransition = (
   )
   const reassigned = steps.some((s) => s._tag === "Reassigned")
   const retried = steps.some((s) => s._tag === "Retried")
-  return Either.right({
+  return Result.succeed({
     tags: steps.map((s) => s._tag),
     from: first.from,
     status,
@@ -258,15 +258,15 @@ export const withCarried = <A>(plan: TransitionPlan, planned: ReadonlyArray<A>, 
 ]
 
 /** `w` after `plan`, or `IllegalTransition` when its status is not one the plan may start from. */
-export const applyPlan = (w: Workflow, plan: TransitionPlan): Either.Either<Workflow, IllegalTransition> =>
+export const applyPlan = (w: Workflow, plan: TransitionPlan): Result.Result<Workflow, IllegalTransition> =>
   plan.from.includes(w.status)
-    ? Either.right({
+    ? Result.succeed({
       ...w,
       ...plan.set,
       status: plan.status ?? w.status,
       dispatch_attempts: plan.bumpAttempts ? w.dispatch_attempts + 1 : w.dispatch_attempts
     })
-    : Either.left(new IllegalTransition({
+    : Result.fail(new IllegalTransition({
       workflow_id: w.id,
       from: w.status,
       event: plan.tags.join("+"),
@@ -282,5 +282,5 @@ export const applyTransition = (
   w: Workflow,
   event: WorkflowTransition,
   now: DateTime.Utc
-): Either.Either<Workflow, IllegalTransition> =>
-  Either.flatMap(planTransition([event], now), (plan) => applyPlan(w, plan))
+): Result.Result<Workflow, IllegalTransition> =>
+  Result.flatMap(planTransition([event], now), (plan) => applyPlan(w, plan))

@@ -17,7 +17,7 @@ import { Fixtures } from "@wes/core/testing"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 
 const record = (runnerId: string, nodeClass: string): StoredCapabilities => ({
   runner_id: runnerId,

@@ -13,7 +13,7 @@ import {
   summarize,
   typedPrompt
 } from "@wes/core"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
 /** Specs copied from a bare ComfyUI 0.3.64's `/object_info` (tooltips shortened). */
@@ -74,40 +74,40 @@ describe("input types read from /object_info", () => {
 
 describe("converting a value to its input's type", () => {
   it("reads a BOOLEAN from true/false, yes/no and 1/0 in any case, and nothing else", () => {
-    for (const t of ["true", "TRUE", "Yes", "1", " true "]) expect(convert("ImageStitch", "match_image_size", t)).toEqual(Either.right(true))
-    for (const f of ["false", "False", "NO", "0"]) expect(convert("ImageStitch", "match_image_size", f)).toEqual(Either.right(false))
+    for (const t of ["true", "TRUE", "Yes", "1", " true "]) expect(convert("ImageStitch", "match_image_size", t)).toEqual(Result.succeed(true))
+    for (const f of ["false", "False", "NO", "0"]) expect(convert("ImageStitch", "match_image_size", f)).toEqual(Result.succeed(false))
     for (const bad of ["", "maybe", "on", "2"]) {
-      expect(convert("ImageStitch", "match_image_size", bad)).toEqual(Either.left("a BOOLEAN (true/false, yes/no or 1/0)"))
+      expect(convert("ImageStitch", "match_image_size", bad)).toEqual(Result.fail("a BOOLEAN (true/false, yes/no or 1/0)"))
     }
   })
 
   it("reads an INT within min and max, on the editor's grid of step counted from min", () => {
-    expect(convert("EmptyLatentImage", "width", "512")).toEqual(Either.right(512))
-    expect(convert("EmptyLatentImage", "width", "24")).toEqual(Either.right(24))
+    expect(convert("EmptyLatentImage", "width", "512")).toEqual(Result.succeed(512))
+    expect(convert("EmptyLatentImage", "width", "24")).toEqual(Result.succeed(24))
     for (const bad of ["500", "8", "16392", "512.5", "5e2", "0x200", "wide"]) {
-      expect(convert("EmptyLatentImage", "width", bad)).toEqual(Either.left("an INT from 16 to 16384 in steps of 8"))
+      expect(convert("EmptyLatentImage", "width", bad)).toEqual(Result.fail("an INT from 16 to 16384 in steps of 8"))
     }
   })
 
   it("sends an INT past 2^53 as its digits (ComfyUI's int() reads them exactly), within the declared max", () => {
-    expect(convert("KSampler", "seed", "18446744073709551615")).toEqual(Either.right("18446744073709551615"))
-    expect(convert("KSampler", "seed", "9007199254740991")).toEqual(Either.right(9007199254740991))
-    expect(Either.isLeft(convert("KSampler", "seed", "-1"))).toBe(true)
-    expect(Either.isLeft(convert("KSampler", "seed", "99999999999999999999999"))).toBe(true)
+    expect(convert("KSampler", "seed", "18446744073709551615")).toEqual(Result.succeed("18446744073709551615"))
+    expect(convert("KSampler", "seed", "9007199254740991")).toEqual(Result.succeed(9007199254740991))
+    expect(Result.isFailure(convert("KSampler", "seed", "-1"))).toBe(true)
+    expect(Result.isFailure(convert("KSampler", "seed", "99999999999999999999999"))).toBe(true)
   })
 
   it("reads a FLOAT within min and max", () => {
-    expect(convert("KSampler", "cfg", "7.25")).toEqual(Either.right(7.25))
-    expect(convert("KSampler", "cfg", "1e1")).toEqual(Either.right(10))
-    expect(convert("KSampler", "cfg", "100.5")).toEqual(Either.left("a FLOAT from 0 to 100"))
-    expect(convert("KSampler", "cfg", "NaN")).toEqual(Either.left("a FLOAT from 0 to 100"))
+    expect(convert("KSampler", "cfg", "7.25")).toEqual(Result.succeed(7.25))
+    expect(convert("KSampler", "cfg", "1e1")).toEqual(Result.succeed(10))
+    expect(convert("KSampler", "cfg", "100.5")).toEqual(Result.fail("a FLOAT from 0 to 100"))
+    expect(convert("KSampler", "cfg", "NaN")).toEqual(Result.fail("a FLOAT from 0 to 100"))
   })
 
   it("takes a combo value only when it is an option, and sends a numeric option as the number", () => {
-    expect(convert("ImageStitch", "direction", "left")).toEqual(Either.right("left"))
-    expect(convert("ImageStitch", "direction", "Left")).toEqual(Either.left('one of "right", "down", "left", "up"'))
-    expect(convert("MinimaxHailuoVideoNode", "duration", "10")).toEqual(Either.right(10))
-    expect(convert("MinimaxHailuoVideoNode", "duration", "8")).toEqual(Either.left('one of "6", "10"'))
+    expect(convert("ImageStitch", "direction", "left")).toEqual(Result.succeed("left"))
+    expect(convert("ImageStitch", "direction", "Left")).toEqual(Result.fail('one of "right", "down", "left", "up"'))
+    expect(convert("MinimaxHailuoVideoNode", "duration", "10")).toEqual(Result.succeed(10))
+    expect(convert("MinimaxHailuoVideoNode", "duration", "8")).toEqual(Result.fail('one of "6", "10"'))
   })
 })
 
@@ -121,7 +121,7 @@ const inputsOf = (prompt: JsonObject, node: string) => (prompt[node] as { inputs
 
 describe("the prompt a runner gets", () => {
   it("carries each value as the type of the input it fills: false for a BOOLEAN, the text for a STRING", () => {
-    const prompt = Either.getOrThrow(typedPrompt(graph, [["$text(match)", "false"], ["#choice(dir)", "down"]], types))
+    const prompt = Result.getOrThrow(typedPrompt(graph, [["$text(match)", "false"], ["#choice(dir)", "down"]], types))
     expect(inputsOf(prompt, "1")["match_image_size"]).toBe(false)
     expect(inputsOf(prompt, "1")["direction"]).toBe("down")
     expect(inputsOf(prompt, "2")["filename_prefix"]).toBe("false")
@@ -131,7 +131,7 @@ describe("the prompt a runner gets", () => {
 
   it("names the parameter, the node, its input and the type when a value does not convert", () => {
     const wrong = typedPrompt(graph, [["$text(match)", "maybe"], ["#choice(dir)", "down"]], types)
-    expect(wrong).toEqual(Either.left(expect.objectContaining({
+    expect(wrong).toEqual(Result.fail(expect.objectContaining({
       field: "$match",
       value: "maybe",
       node: "1",
@@ -146,13 +146,13 @@ describe("the prompt a runner gets", () => {
       "1": { class_type: "Custom", inputs: { flag: "$text(flag, false)", mode: "#choice(mode, True, False)", steps: "$text(steps, 20)", note: "$text(note)" } }
     }
     const values = [["$text(flag)", "yes"], ["#choice(mode)", "False"], ["$text(steps)", "30"], ["$text(note)", "false"]] as const
-    expect(inputsOf(Either.getOrThrow(typedPrompt(unknown, values, undefined)), "1")).toEqual({ flag: true, mode: false, steps: 30, note: "false" })
-    expect(Either.isLeft(typedPrompt(unknown, [["$text(flag)", "maybe"]], undefined))).toBe(true)
+    expect(inputsOf(Result.getOrThrow(typedPrompt(unknown, values, undefined)), "1")).toEqual({ flag: true, mode: false, steps: 30, note: "false" })
+    expect(Result.isFailure(typedPrompt(unknown, [["$text(flag)", "maybe"]], undefined))).toBe(true)
   })
 })
 
 describe("what a runner lacks when a value does not convert", () => {
-  const placeholders = Either.getOrThrow(findPlaceholders(graph))
+  const placeholders = Result.getOrThrow(findPlaceholders(graph))
   it("finds every input a text or choice value fills", () => {
     expect(placeholders.map((p) => p.name)).toEqual(["dir", "match", "photo"])
     const needs = needsOf(graph, [["$text(match)", "false"], ["#choice(dir)", "down"], ["$file(photo)", "inputs/w/photo/a.png"]])

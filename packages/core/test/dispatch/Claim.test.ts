@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { claimLoop, renewClaims } from "../../src/dispatch/Claim.js"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { drivingLayer, FakeWorkflows, schedulerFor, workflowOn } from "./harness.js"
@@ -78,7 +78,7 @@ describe("Claim", () => {
       yield* Fiber.interrupt(loop)
     }).pipe(Effect.provide(layerFor(store, { claim: waiting.claim, release: () => Effect.void }, {
       submit: (_, p) =>
-        Effect.sync(() => posted.push(p.prompt_id)).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as({ prompt_id: p.prompt_id, number: 1 }))
+        Effect.sync(() => posted.push(p.prompt_id)).pipe(Effect.andThen(Deferred.await(gate)), Effect.as({ prompt_id: p.prompt_id, number: 1 }))
     })))
   })
 

@@ -21,7 +21,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { heldLease, RUNNER, schedulerFor } from "./harness.js"
 
 const ref: RunnerRef = { kind: "user", id: RUNNER as never }
@@ -62,7 +62,7 @@ describe("Dispatcher", () => {
       // Taking the lease blocks: the driver is still starting while the others look.
       ownership: {
         instanceId: "instance-a",
-        acquire: (id) => Effect.sync(() => acquired.push(id)).pipe(Effect.zipRight(Deferred.await(held)), Effect.as(Option.none()))
+        acquire: (id) => Effect.sync(() => acquired.push(id)).pipe(Effect.andThen(Deferred.await(held)), Effect.as(Option.none()))
       }
     })
     return Effect.gen(function*() {

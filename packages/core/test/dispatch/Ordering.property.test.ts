@@ -2,7 +2,7 @@
  * Properties of the scheduling order (issue 17): no starvation, fair share within its bound,
  * round robin among equals, priority first. Random waiting sets of a few users, random loads.
  */
-import * as fc from "effect/FastCheck"
+import * as fc from "effect/testing/FastCheck"
 import { describe, expect, it } from "vitest"
 import { orderWaiting, type Waiting } from "../../src/dispatch/Ordering.js"
 import type { Priority } from "../../src/workflows/Workflow.js"

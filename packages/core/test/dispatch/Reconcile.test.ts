@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { stepsTo } from "../../src/dispatch/QueuePositions.js"
 import { reconcile, reconcileLoop } from "../../src/dispatch/Reconcile.js"
@@ -97,7 +97,7 @@ describe("Reconcile", () => {
     return Effect.gen(function*() {
       const driving = yield* Driving
       duringQueueRead = Effect.sync(() => void store.byId.set(late.id, late)).pipe(
-        Effect.zipRight(driving.inFlight.put({ workflow: headOf(late), phase: "onRunner" }))
+        Effect.andThen(driving.inFlight.put({ workflow: headOf(late), phase: "onRunner" }))
       )
       yield* reconcile
       expect(store.byId.get(late.id)).toMatchObject({ status: "queued" })

@@ -24,7 +24,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { Driving, type DrivingShape } from "../../src/dispatch/Driving.js"
 import { submit } from "../../src/dispatch/Submit.js"
 import { handleEvents } from "../../src/dispatch/Track.js"
@@ -171,7 +171,7 @@ describe("Submit", () => {
     // The store takes its time with the rejection: a write waiting for its turn would go first.
     const slowRejection: typeof store.transition = (request) =>
       request.steps[0]._tag === "Rejected"
-        ? Effect.zipRight(Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow(), { discard: true }), store.transition(request))
+        ? Effect.andThen(Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow(), { discard: true }), store.transition(request))
         : store.transition(request)
     let handling: Fiber.RuntimeFiber<void, never> | undefined
     let driving: DrivingShape | undefined

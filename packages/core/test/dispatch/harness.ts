@@ -19,7 +19,7 @@ import {
 import { Fixtures } from "@wes/core/testing"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
@@ -62,7 +62,7 @@ export const schedulerFor = (next?: RunnerTarget) =>
 export const drivingLayer = (
   over: { readonly options?: Partial<DispatcherOptions>; readonly lease?: RunnerLease; readonly socketClosed?: boolean } = {}
 ) =>
-  Layer.scoped(
+  Layer.effect(
     Driving,
     Effect.gen(function*() {
       const wake = yield* Queue.sliding<void>(1)
@@ -104,8 +104,8 @@ export class FakeWorkflows {
       this.requests.push(request)
       const current = this.byId.get(request.id)
       if (current === undefined) return { _tag: "Missing" }
-      const next = Either.flatMap(planTransition(request.steps, request.at), (plan) => applyPlan(current, plan))
-      if (Either.isLeft(next)) return { _tag: "Refused", status: current.status }
+      const next = Result.flatMap(planTransition(request.steps, request.at), (plan) => applyPlan(current, plan))
+      if (Result.isFailure(next)) return { _tag: "Refused", status: current.status }
       this.byId.set(request.id, next.right)
       return { _tag: "Applied", workflow: headOf(next.right) }
     })

@@ -1,5 +1,5 @@
 /** Rerun: the same definition with new parameter values (only the changed ones are sent), each field typed as create converts it. */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { useState } from "preact/hooks"
 import { api } from "../api.js"
 import { appendParams, describeParams, fieldOf, ParamFields, type ParamValues, placeholderKey, placeholdersOf } from "../params.js"
@@ -9,7 +9,7 @@ import { ErrorBox, useLoad } from "../ui.js"
 
 export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetailJson; readonly finished: boolean }) => {
   const found = placeholdersOf(workflow.workflow_json)
-  const placeholders = Either.getOrElse(found, () => [])
+  const placeholders = Result.getOrElse(found, () => [])
   const used = new Map(workflow.workflow_params.map(([key, value]) => [key, value]))
   const initial: ParamValues = Object.fromEntries(placeholders.flatMap((p) =>
     p.kind === "file" ? [] : [[fieldOf(p), used.get(placeholderKey(p)) ?? ""]]

@@ -4,7 +4,7 @@
  * value (described again when the tags change: they select the runners); it is sent as multipart
  * exactly like the API takes it, and the new workflow opens with live progress.
  */
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import { useEffect, useState } from "preact/hooks"
 import { api, ApiError } from "../api.js"
 import { appendParams, describeParams, ParamFields, type ParamValues, type Placeholder, placeholdersOf, valuesToSend } from "../params.js"
@@ -46,7 +46,7 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
 
   const use = (next: Source, definition: unknown, defaultName: string) => {
     const found = placeholdersOf(definition)
-    if (Either.isLeft(found)) return setError(new Error(found.left))
+    if (Result.isFailure(found)) return setError(new Error(found.left))
     setError(undefined)
     setSource(next)
     setPlaceholders(found.right)

@@ -5,13 +5,13 @@
  * metrics). An unknown path is 404; a known path with another method 405 with `Allow`. Every
  * failure is answered once, for the whole server, by Failures.ts.
  */
-import * as HttpApi from "@effect/platform/HttpApi"
-import type * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
-import type * as HttpApp from "@effect/platform/HttpApp"
-import type * as HttpMiddleware from "@effect/platform/HttpMiddleware"
-import * as HttpServer from "@effect/platform/HttpServer"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import type * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpApi from "effect/unstable/httpapi/HttpApi"
+import type * as HttpApiMiddleware from "effect/unstable/httpapi/HttpApiMiddleware"
+import type * as HttpApp from "effect/unstable/http/HttpEffect"
+import type * as HttpMiddleware from "effect/unstable/http/HttpMiddleware"
+import * as HttpServer from "effect/unstable/http/HttpServer"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import type * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -93,10 +93,10 @@ export const apiApp = (options: ApiAppOptions) =>
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest) as NodeRequest
       let found = router.find(request.method, request.url)
       if (found === undefined && request.method === "HEAD") found = router.find("GET", request.url)
-      if (found === undefined) return Effect.catchAllCause(notRouted(request), answerFailure)
+      if (found === undefined) return Effect.catchCause(notRouted(request), answerFailure)
       const { path, run } = found.handler
       if (request.record !== undefined) request.record.route = path
-      const program = Effect.catchAllCause(run(request, found.params, found.searchParams), answerFailure)
+      const program = Effect.catchCause(run(request, found.params, found.searchParams), answerFailure)
       return options.around === undefined ? program : options.around(path, request, program)
     }) as HttpApp.Default<unknown>
     return { app, context: groupsContext }
@@ -108,7 +108,7 @@ export const apiApp = (options: ApiAppOptions) =>
  * handlers were built in, merged once here rather than per request.
  */
 export const serveApi = (options: ApiAppOptions & { readonly middleware?: HttpMiddleware.HttpMiddleware | undefined }) =>
-  Layer.scopedDiscard(Effect.gen(function*() {
+  Layer.effectDiscard(Effect.gen(function*() {
     const { app, context } = yield* apiApp(options)
     const serve = options.middleware === undefined ? HttpServer.serveEffect(app) : HttpServer.serveEffect(app, options.middleware)
     yield* Effect.mapInputContext(serve, (input: Context.Context<HttpServer.HttpServer | Scope.Scope>) => Context.merge(input, context))

@@ -5,9 +5,9 @@
  * the context they were built in, which ApiApp.ts compiles into WES's router, instead of routes
  * of @effect/platform's HttpRouter.
  */
-import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import type * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiBuilder from "effect/unstable/httpapi/HttpApiBuilder"
+import type * as HttpApiEndpoint from "effect/unstable/httpapi/HttpApiEndpoint"
+import type * as HttpApiGroup from "effect/unstable/httpapi/HttpApiGroup"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -67,7 +67,7 @@ const make = (
   name: string,
   build: (handlers: ReturnType<typeof builder>) => Builder | Effect.Effect<Builder, unknown, unknown>
 ): Layer.Layer<GroupHandlers, unknown, unknown> =>
-  Layer.scoped(
+  Layer.effect(
     GroupHandlersTag(api.identifier, name),
     Effect.gen(function*() {
       const group = api.groups[name]

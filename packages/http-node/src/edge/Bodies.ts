@@ -29,7 +29,7 @@ export const readBytes = (source: IncomingMessage, max: number): Effect.Effect<B
     source.resume()
     return Effect.fail(tooLarge)
   }
-  return Effect.async<Buffer, ValidationError>((resume) => {
+  return Effect.callback<Buffer, ValidationError>((resume) => {
     const chunks: Array<Buffer> = []
     let size = 0
     const off = () => void source.off("data", onData).off("end", onEnd).off("error", onError).off("aborted", onError)

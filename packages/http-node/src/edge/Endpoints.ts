@@ -5,15 +5,15 @@
  * Decoders and encoders are made once, here; those that can answer synchronously do (an `Either`
  * is an Effect), so a request pays no fiber step for a decode that cannot wait.
  */
-import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import type * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import type * as HttpApiEndpoint from "effect/unstable/httpapi/HttpApiEndpoint"
+import * as HttpApiMiddleware from "effect/unstable/httpapi/HttpApiMiddleware"
+import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
+import type * as HttpApiSecurity from "effect/unstable/httpapi/HttpApiSecurity"
+import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -52,7 +52,7 @@ const middlewareEffect = ({ implementation, tag }: Middleware): Program => {
   let effect: Program | undefined
   for (const [key, security] of Object.entries(schemes)) {
     const attempt = Effect.flatMap(credential(security), (c) => handlers[key]!(c)) as Program
-    effect = effect === undefined ? attempt : Effect.catchAll(effect, () => attempt)
+    effect = effect === undefined ? attempt : Effect.catch(effect, () => attempt)
   }
   return effect ?? Effect.void
 }
@@ -69,15 +69,15 @@ export const withMiddlewares = (middlewares: ReadonlyArray<Middleware>): (progra
           onSuccess: (value) => (provides === undefined ? inner : Effect.provideService(inner, provides, value))
         })
     }
-    return (inner: Program): Program => (provides === undefined ? Effect.zipRight(effect, inner) : Effect.provideServiceEffect(inner, provides, effect))
+    return (inner: Program): Program => (provides === undefined ? Effect.andThen(effect, inner) : Effect.provideServiceEffect(inner, provides, effect))
   })
   return (program) => steps.reduce((inner, step) => step(inner), program)
 }
 
-type Decode = (input: unknown) => Either.Either<unknown, unknown>
+type Decode = (input: unknown) => Result.Result<unknown, unknown>
 
 const syncDecoder = (schema: Option.Option<Schema.Schema.Any>): Decode | undefined =>
-  Option.match(schema, { onNone: () => undefined, onSome: (s) => Schema.decodeUnknownEither(s as Schema.Schema<unknown, unknown>) })
+  Option.match(schema, { onNone: () => undefined, onSome: (s) => Schema.decodeUnknownExit(s as Schema.Schema<unknown, unknown>) })
 
 /** The answer for a handler's value, by the declared success schema(s). */
 const successEncoder = (endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps) => {
@@ -86,8 +86,8 @@ const successEncoder = (endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps) 
   const answers = [...schemas].map((schema) => {
     const encoding = HttpApiSchema.getEncoding(schema.ast)
     return {
-      is: Schema.is(Schema.typeSchema(schema)),
-      encode: Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>),
+      is: Schema.is(Schema.toType(schema)),
+      encode: Schema.encodeUnknownExit(schema as Schema.Schema<unknown, unknown>),
       status: HttpApiSchema.getStatusSuccessAST(schema.ast),
       empty: HttpApiSchema.isVoid(schema.ast),
       encoding
@@ -100,7 +100,7 @@ const successEncoder = (endpoint: HttpApiEndpoint.HttpApiEndpoint.AnyWithProps) 
     if (answer.empty) return Effect.succeed(HttpServerResponse.empty({ status: answer.status }))
     const encoded = answer.encode(value)
     // The handler answered what its own declaration refuses: a bug, not the client's fault.
-    if (Either.isLeft(encoded)) return Effect.die(encoded.left)
+    if (Result.isFailure(encoded)) return Effect.die(encoded.left)
     const { contentType, kind } = answer.encoding
     return Effect.succeed(
       kind === "Json"
@@ -133,7 +133,7 @@ export const compileEndpoint = (handler: Handler, middlewares: ReadonlyArray<Mid
   const decodeQuery = syncDecoder(endpoint.urlParamsSchema)
   const queryAst = Option.getOrUndefined(endpoint.urlParamsSchema)?.ast
   const kind = handler.withFullRequest ? undefined : payloadKindOf(endpoint)
-  const decodePayload = kind === undefined ? undefined : Schema.decodeUnknown(Option.getOrThrow(endpoint.payloadSchema) as Schema.Schema<unknown, unknown>)
+  const decodePayload = kind === undefined ? undefined : Schema.decodeUnknownEffect(Option.getOrThrow(endpoint.payloadSchema) as Schema.Schema<unknown, unknown>)
   const encode = successEncoder(endpoint)
   const wrap = withMiddlewares(middlewares)
   const run = handler.handler as (input: Record<string, unknown>) => Program
@@ -142,12 +142,12 @@ export const compileEndpoint = (handler: Handler, middlewares: ReadonlyArray<Mid
   const rest = (input: Record<string, unknown>, request: NodeRequest, search: Search): Program => {
     if (decodeHeaders !== undefined) {
       const headers = decodeHeaders(request.headers)
-      if (Either.isLeft(headers)) return headers
+      if (Result.isFailure(headers)) return headers
       input["headers"] = headers.right
     }
     if (decodeQuery !== undefined) {
       const query = decodeQuery(normalizeQuery(search, queryAst!))
-      if (Either.isLeft(query)) return query
+      if (Result.isFailure(query)) return query
       input["urlParams"] = query.right
     }
     return Effect.flatMap(run(input), encode)
@@ -157,7 +157,7 @@ export const compileEndpoint = (handler: Handler, middlewares: ReadonlyArray<Mid
     const input: Record<string, unknown> = { request }
     if (decodePath !== undefined) {
       const path = decodePath(params)
-      if (Either.isLeft(path)) return path
+      if (Result.isFailure(path)) return path
       input["path"] = path.right
     }
     if (kind === undefined || decodePayload === undefined) return rest(input, request, search)

@@ -5,10 +5,10 @@
  * field; a body reader's refusal (a defect carrying a `ValidationError` or `InternalError`) its
  * own answer; anything else a 500 with no details, logged.
  */
-import type * as HttpApi from "@effect/platform/HttpApi"
+import type * as HttpApi from "effect/unstable/httpapi/HttpApi"
 import type * as Context from "effect/Context"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
+import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import { fromDecodeIssues, ValidationError } from "@wes/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -47,7 +47,7 @@ const declaredErrors = (api: Api): ReadonlyArray<DeclaredError> => {
     HttpApiSchema.deunionize(schemas, group.errorSchema)
   }
   return [...schemas].map((schema) => ({
-    is: Schema.is(Schema.typeSchema(schema)),
+    is: Schema.is(Schema.toType(schema)),
     encode: Schema.encodeUnknownSync(schema as Schema.Schema<unknown, unknown>),
     status: HttpApiSchema.getStatusErrorAST(schema.ast),
     empty: HttpApiSchema.isVoid(schema.ast)

@@ -644,11 +644,11 @@ export class FakeComfyUI {
 }
 
 /** The fake as a service, for `layer(...)`-style tests. */
-export class FakeComfyUIServer extends Context.Tag("@wes/runner-client/testing/FakeComfyUIServer")<
+export class FakeComfyUIServer extends Context.Service<
   FakeComfyUIServer,
   FakeComfyUI
->() {
+>()("@wes/runner-client/testing/FakeComfyUIServer") {
   /** A fake started when the layer is built and closed when it is released. */
   static layer = (options: FakeComfyUIOptions = {}): Layer.Layer<FakeComfyUIServer> =>
-    Layer.scoped(FakeComfyUIServer, FakeComfyUI.scoped(options))
+    Layer.effect(FakeComfyUIServer, FakeComfyUI.scoped(options))
 }

@@ -13,7 +13,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { describe, expect } from "vitest"
 import { makeTestGateway, makeTestLayer, newUser } from "./harness.js"
 
@@ -25,8 +25,8 @@ const countingLayer = () => {
     Effect.map(AccountRepository, (repo) =>
       AccountRepository.of({
         ...repo,
-        findTokenByHash: (hash) => Effect.zipRight(Effect.sync(() => counts.lookups++), repo.findTokenByHash(hash)),
-        recordTokenUse: (uses) => Effect.zipRight(Effect.sync(() => (counts.writes += uses.length)), repo.recordTokenUse(uses))
+        findTokenByHash: (hash) => Effect.andThen(Effect.sync(() => counts.lookups++), repo.findTokenByHash(hash)),
+        recordTokenUse: (uses) => Effect.andThen(Effect.sync(() => (counts.writes += uses.length)), repo.recordTokenUse(uses))
       }))
   ).pipe(Layer.provideMerge(MemoryStoreLive))
   const gateway = Layer.succeed(RunnerGateway, makeTestGateway({ probes: [], cancels: [] }))

@@ -22,7 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import * as TestClock from "effect/TestClock"
+import * as TestClock from "effect/testing/TestClock"
 import { COMFYUI_0_3_64, type GatewayCalls, makeTestGateway, newUser, smoke } from "./harness.js"
 
 const node = { input: { required: {} } }
@@ -42,7 +42,7 @@ const layerWith = (
     ...base,
     nodeReplacements: () => Effect.succeed(replacements),
     objectInfo: (runner) =>
-      Effect.zipRight(Ref.update(reads, (n) => n + 1), Effect.flatMap(Ref.get(answer), Option.match({
+      Effect.andThen(Ref.update(reads, (n) => n + 1), Effect.flatMap(Ref.get(answer), Option.match({
         onNone: () => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 500, message: "GET /object_info: 500" })),
         onSome: Effect.succeed
       })))
@@ -154,7 +154,7 @@ describe("node replacements", () => {
         yield* Effect.gen(function*() {
           const user = yield* newUser("pro")
           const runner = yield* (yield* RunnerService).create(user, { name: "r", endpoint: "http://127.0.0.1:8188" })
-          const created = yield* Effect.either((yield* WorkflowService).create(user, { name: "old graph", workflow_json: deprecated }))
+          const created = yield* Effect.result((yield* WorkflowService).create(user, { name: "old graph", workflow_json: deprecated }))
           if (lacks.length === 0) expect(created._tag).toBe("Right")
           else expect(created).toMatchObject({ left: { _tag: "MissingCapabilities", runners: [{ runner_id: runner.id, node_classes: lacks }] } })
         }).pipe(Effect.provide(context))

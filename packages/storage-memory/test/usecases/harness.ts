@@ -42,7 +42,7 @@ export const makeTestGateway = (calls: GatewayCalls) =>
   RunnerGateway.of({
     probe: (runner) =>
       Effect.sync(() => calls.probes.push(runner.endpoint)).pipe(
-        Effect.zipRight(
+        Effect.andThen(
           runner.endpoint.includes("unreachable")
             ? Effect.fail(new RunnerUnreachable({ runner_id: runner.id, message: "connect ECONNREFUSED 127.0.0.1:1" }))
             : Effect.sync(() => calls.comfyui ?? COMFYUI_0_3_64)

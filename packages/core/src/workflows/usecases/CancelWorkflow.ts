@@ -42,7 +42,7 @@ export const makeCancelWorkflow = Effect.gen(function*() {
             onSome: (target) => gateway.cancel(target, w.prompt_id ?? w.id)
           })),
           Effect.timeout(CANCEL_ON_RUNNER_TIMEOUT),
-          Effect.catchAll((e) => Effect.logWarning("could not cancel on the runner", { workflow_id: id, error: String(e) }))
+          Effect.catch((e) => Effect.logWarning("could not cancel on the runner", { workflow_id: id, error: String(e) }))
         )
       }
       return w

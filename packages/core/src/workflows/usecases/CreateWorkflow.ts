@@ -6,7 +6,7 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -38,7 +38,7 @@ import { checkWebhookUrl } from "../../webhooks/Webhook.js"
 import { definitionOf } from "./Definition.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
-const decodePriority = Schema.decodeUnknownEither(Priority)
+const decodePriority = Schema.decodeUnknownExit(Priority)
 const NAME_MAX = 200
 
 export const makeCreateWorkflow = Effect.gen(function*() {
@@ -80,7 +80,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
     Effect.gen(function*() {
       if (raw === undefined || raw === "") return "normal" as const
       const decoded = decodePriority(raw)
-      if (Either.isLeft(decoded)) return yield* Effect.fail(ValidationError.field("priority", "must be low, normal or high"))
+      if (Result.isFailure(decoded)) return yield* Effect.fail(ValidationError.field("priority", "must be low, normal or high"))
       const max = policy.limitsFor(user.tier).max_priority
       if (priorityLevel(decoded.right) > priorityLevel(max)) {
         return yield* Effect.fail(new TierLimitExceeded({

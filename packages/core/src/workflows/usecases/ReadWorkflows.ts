@@ -1,6 +1,6 @@
 /** Reading workflows: one (detail), a page of the caller's (summaries), and their output files. */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
+import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { User } from "../../accounts/Account.js"
@@ -14,7 +14,7 @@ import { type WorkflowOutput, WorkflowStatus, type WorkflowView } from "../Workf
 import { WorkflowRepository } from "../WorkflowRepository.js"
 import type { ListWorkflowsInput } from "./Inputs.js"
 
-const decodeStatus = Schema.decodeUnknownEither(WorkflowStatus)
+const decodeStatus = Schema.decodeUnknownExit(WorkflowStatus)
 
 export const makeReadWorkflows = Effect.gen(function*() {
   const repo = yield* WorkflowRepository
@@ -36,7 +36,7 @@ export const makeReadWorkflows = Effect.gen(function*() {
       let status: WorkflowStatus | undefined
       if (input.status !== undefined && input.status !== "") {
         const decoded = decodeStatus(input.status)
-        if (Either.isLeft(decoded)) {
+        if (Result.isFailure(decoded)) {
           return yield* Effect.fail(ValidationError.field("status", `must be one of ${WorkflowStatus.literals.join(", ")}`))
         }
         status = decoded.right
@@ -44,7 +44,7 @@ export const makeReadWorkflows = Effect.gen(function*() {
       let tag: string | undefined
       if (input.tag !== undefined && input.tag !== "") {
         const normalized = normalizeTag(input.tag)
-        if (Either.isLeft(normalized)) return yield* Effect.fail(ValidationError.field("tag", normalized.left))
+        if (Result.isFailure(normalized)) return yield* Effect.fail(ValidationError.field("tag", normalized.left))
         tag = normalized.right
       }
       return yield* repo.list(user.id, { ...page, status, tag })
