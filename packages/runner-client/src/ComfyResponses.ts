@@ -32,7 +32,7 @@ export const toRunnerInfo = (s: typeof SystemStats.Type, jobsApi: boolean): Runn
 })
 
 /** `GET /node_replacements` (newer ComfyUI): deprecated class -> its replacements (`NodeReplace.as_dict()`). */
-export const NodeReplacementsAnswer = Schema.Record(Schema.String, Schema.Array(Schema.Unknown)))
+export const NodeReplacementsAnswer = Schema.Record(Schema.String, Schema.Array(Schema.Unknown))
 
 const Replacement = Schema.Struct({ new_node_id: Schema.String })
 const decodeReplacement = Schema.decodeUnknownOption(Replacement)
@@ -43,7 +43,7 @@ export const toNodeReplacements = (answer: typeof NodeReplacementsAnswer.Type): 
     [old, entries.flatMap((e) => Option.match(decodeReplacement(e), { onNone: () => [], onSome: (r) => [r.new_node_id] }))]))
 
 /** `GET /object_info`: an object of node classes; their definitions are read by core's summary. */
-export const ObjectInfoAnswer = Schema.Record(Schema.String, Schema.Unknown))
+export const ObjectInfoAnswer = Schema.Record(Schema.String, Schema.Unknown)
 
 /** `POST /upload/image` answer. */
 export const UploadAnswer = Schema.Struct({
@@ -170,7 +170,7 @@ const HistoryStatus = Schema.Struct({
 
 /** One history entry, reduced to what the service reads. */
 export const HistoryEntry = Schema.Struct({
-  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown)), { default: () => ({}) }),
+  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown), { default: () => ({}) }),
   status: Schema.optional(Schema.NullOr(HistoryStatus)),
   /** The queue item: `[number, prompt_id, prompt, extra_data, outputs_to_execute]`. */
   prompt: Schema.optional(Schema.Unknown)
@@ -189,7 +189,7 @@ const promptClasses = (item: unknown): Record<string, string> | undefined => {
 }
 
 /** `GET /history/{id}`: `{}` while unknown, pending or running. */
-export const HistoryAnswer = Schema.Record(Schema.String, Schema.Unknown))
+export const HistoryAnswer = Schema.Record(Schema.String, Schema.Unknown)
 
 const Timestamped = Schema.Struct({ timestamp: Schema.optional(Schema.Number) })
 
@@ -279,7 +279,7 @@ export const JobsPage = Schema.Struct({
 export const JobAnswer = Schema.Struct({
   id: Schema.String,
   status: Schema.Literals(["pending", "in_progress", "completed", "failed", "cancelled"]),
-  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown)), { default: () => ({}) }),
+  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown), { default: () => ({}) }),
   execution_status: Schema.optional(Schema.NullOr(HistoryStatus)),
   /** The prompt as queued: `{prompt, extra_data}`. */
   workflow: Schema.optional(Schema.Struct({ prompt: Schema.optional(Schema.Unknown) }))

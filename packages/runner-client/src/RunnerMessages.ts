@@ -31,7 +31,7 @@ const NodeState = Schema.Struct({
 })
 const ProgressState = message("progress_state", {
   prompt_id: Schema.String,
-  nodes: Schema.Record(Schema.String, NodeState))
+  nodes: Schema.Record(Schema.String, NodeState)
 })
 const Executing = message("executing", {
   node: Schema.NullOr(NodeId),

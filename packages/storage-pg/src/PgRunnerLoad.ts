@@ -16,7 +16,7 @@ const CandidateRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   endpoint: Schema.String,
-  headers: Schema.Record(Schema.String, Schema.String)),
+  headers: Schema.Record(Schema.String, Schema.String),
   tags: Schema.Array(Schema.String),
   status: RunnerStatus,
   comfyui: Schema.NullOr(RunnerComfyUI),

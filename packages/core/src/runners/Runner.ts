@@ -36,7 +36,7 @@ const HEADER_VALUE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/
 const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "upgrade"])
 
 /** Custom headers sent with every request to a runner (string keys to string values). */
-export const RunnerHeaders = Schema.Record(Schema.String, Schema.String)).pipe(
+export const RunnerHeaders = Schema.Record(Schema.String, Schema.String).pipe(
   Schema.filter((h) => {
     const names = Object.keys(h)
     if (names.length > 50) return "at most 50 headers are allowed"
@@ -80,7 +80,7 @@ export const Runner = Schema.Struct({
   status: RunnerStatus,
   endpoint: Schema.String,
   tags: Schema.Array(Schema.String),
-  headers: Schema.Record(Schema.String, Schema.String)),
+  headers: Schema.Record(Schema.String, Schema.String),
   comfyui: Schema.NullOr(RunnerComfyUI),
   created_at: Timestamp,
   updated_at: Timestamp
@@ -126,7 +126,7 @@ export const ManagedRunner = Schema.Struct({
   runner_type: RunnerType,
   status: RunnerStatus,
   endpoint: Schema.String,
-  headers: Schema.Record(Schema.String, Schema.String)),
+  headers: Schema.Record(Schema.String, Schema.String),
   tags: Schema.Array(Schema.String),
   comfyui: Schema.NullOr(RunnerComfyUI),
   created_at: Timestamp,
