@@ -3,7 +3,7 @@ import { group } from "./edge/ApiGroups.js"
 import { AccountService, IssueTokenRequest, ManagedRunnerService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { WesApi } from "./Api.js"
+import { WesApi } from "@wes/api"
 
 /** `issueToken` takes the body as sent (it decodes it itself): the decoded timestamp goes back to its text. */
 const tokenRequestAsSent = Schema.encodeEffect(IssueTokenRequest)

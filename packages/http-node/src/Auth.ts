@@ -5,8 +5,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { notFound, UnauthorizedError } from "./ApiErrors.js"
-import { AdminAuthentication, Authentication } from "./Api.js"
+import { notFound, UnauthorizedError } from "@wes/api"
+import { AdminAuthentication, Authentication } from "@wes/api"
 import { NodeRequest } from "./NodeRequest.js"
 
 /** Reads the raw header: the contract tells a missing header from an invalid token. */

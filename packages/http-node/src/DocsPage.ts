@@ -4,7 +4,7 @@
  * kilobytes, where a bundled JavaScript viewer costs megabytes of memory in every process.
  */
 import * as OpenApi from "effect/unstable/httpapi/OpenApi"
-import { WesApi } from "./Api.js"
+import { WesApi } from "@wes/api"
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 type Obj = { readonly [key: string]: Json }

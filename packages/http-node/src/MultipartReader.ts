@@ -20,8 +20,8 @@ import * as Stream from "effect/Stream"
 import * as MP from "multipasta"
 import type { IncomingMessage } from "node:http"
 import * as NodeFs from "node:fs"
-import { InternalError } from "./ApiErrors.js"
-import { FormFile, type FormRecord } from "./Forms.js"
+import { InternalError } from "@wes/api"
+import { FormFile, type FormRecord } from "@wes/api"
 
 export interface MultipartLimits {
   /** Bytes of the whole body (the contract: 50 MB per request). */

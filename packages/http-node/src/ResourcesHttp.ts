@@ -2,7 +2,7 @@
 import { group } from "./edge/ApiGroups.js"
 import { AccountService, ManagedRunnerService, RunnerService, TemplateService } from "@wes/core"
 import * as Effect from "effect/Effect"
-import { CurrentUser, WesApi } from "./Api.js"
+import { CurrentUser, WesApi } from "@wes/api"
 
 export const userHttp = group(WesApi, "user", (handlers) =>
   Effect.map(AccountService, (accounts) =>

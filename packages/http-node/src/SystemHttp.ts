@@ -2,8 +2,8 @@
 import { group } from "./edge/ApiGroups.js"
 import { AccountRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
-import { unavailable } from "./ApiErrors.js"
-import { WesApi } from "./Api.js"
+import { unavailable } from "@wes/api"
+import { WesApi } from "@wes/api"
 import { Shutdown } from "./Shutdown.js"
 
 const NIL_UUID = "00000000-0000-0000-0000-000000000000"

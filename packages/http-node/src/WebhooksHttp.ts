@@ -8,7 +8,7 @@ import { checkWebhookUrl, type StorageError, type User, ValidationError, Webhook
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { CurrentUser, WesApi } from "./Api.js"
+import { CurrentUser, WesApi } from "@wes/api"
 import { type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
 import { webhookRefusal } from "./WebhookSenderNode.js"
 

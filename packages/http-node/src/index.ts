@@ -2,8 +2,7 @@
  * @wes/http-node: the reference /v1 server. `WesApi` is the HttpApi declaration (server, OpenAPI
  * and typed client come from it); `serverLayer` is the whole server as layers; `wes serve` runs it.
  */
-export * from "./Api.js"
-export * from "./ApiErrors.js"
+export * from "@wes/api"
 export { loadConfig, WesConfig } from "./Config.js"
 export { CryptoNode } from "./CryptoNode.js"
 export { FsBlobStoreLive, makeFsBlobStore } from "./FsBlobStore.js"

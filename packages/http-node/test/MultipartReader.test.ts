@@ -17,7 +17,7 @@ import os from "node:os"
 import path from "node:path"
 import { PassThrough } from "node:stream"
 import { describe, expect } from "vitest"
-import { FormFile } from "../src/Forms.js"
+import { FormFile } from "@wes/api"
 import { type MultipartLimits, MultipartReader } from "../src/MultipartReader.js"
 
 const BOUNDARY = "reader-test"

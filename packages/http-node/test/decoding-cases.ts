@@ -11,8 +11,8 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 import * as Stream from "effect/Stream"
-import { WesApi } from "../src/Api.js"
-import { FormFile } from "../src/Forms.js"
+import { WesApi } from "@wes/api"
+import { FormFile } from "@wes/api"
 import { compact, type Request } from "./replay.js"
 
 type Value = { readonly _tag: "json"; readonly value: unknown } | { readonly _tag: "text"; readonly value: string } | { readonly _tag: "file"; readonly text: string }

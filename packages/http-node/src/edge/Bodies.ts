@@ -8,7 +8,7 @@ import { depthMessage, JSON_MAX_DEPTH, textNestsDeeperThan, ValidationError } fr
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { IncomingMessage } from "node:http"
-import type { InternalError } from "../ApiErrors.js"
+import type { InternalError } from "@wes/api"
 import type { MultipartReader } from "../MultipartReader.js"
 
 /** How a route's body is encoded, by its declaration. */

@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { InternalError } from "../ApiErrors.js"
+import { InternalError } from "@wes/api"
 
 /** A JSON answer, written by node from the string (no intermediate bytes). */
 export const jsonResponse = (body: unknown, status: number, headers?: Record<string, string>): HttpServerResponse.HttpServerResponse => {

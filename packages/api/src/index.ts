@@ -1,0 +1,3 @@
+export * from "./Api.js"
+export * from "./ApiErrors.js"
+export * from "./Forms.js"
