@@ -11,6 +11,7 @@ export const shared: UserConfig = {
     alias: [
       { find: /^@wes\/core\/testing$/, replacement: src("core", "testing.ts") },
       { find: /^@wes\/core$/, replacement: src("core") },
+      { find: /^@wes\/api$/, replacement: src("api") },
       { find: /^@wes\/storage-memory$/, replacement: src("storage-memory") },
       { find: /^@wes\/storage-pg$/, replacement: src("storage-pg") },
       { find: /^@wes\/runner-client\/testing$/, replacement: src("runner-client", "testing.ts") },

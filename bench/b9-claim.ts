@@ -5,7 +5,7 @@
  * first-come claim of a job queue (graphile-worker's shape: oldest first, `FOR UPDATE SKIP
  * LOCKED LIMIT 4`) on the same table and rows, in the same run. Both stores; in process.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { DispatchQueue, WorkflowRepository } from "@wes/core"
 import { Fixtures } from "@wes/core/testing"
 import { MemoryStoreLive } from "@wes/storage-memory"

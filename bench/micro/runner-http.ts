@@ -8,8 +8,8 @@
  *   pnpm --filter @wes/bench exec tsx micro/runner-http.ts [calls per round = 4000]
  */
 import * as http from "node:http"
-import * as HttpClient from "effect/unstable/http/HttpClient"
-import * as HttpClientRequest from "effect/unstable/http/HttpClientRequest"
+import * as HttpClient from "effect/http/HttpClient"
+import * as HttpClientRequest from "effect/http/HttpClientRequest"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"

@@ -22,7 +22,7 @@
  * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`,
  * `profileStart`, `profileStop`).
  */
-import * as HttpServer from "effect/unstable/http/HttpServer"
+import * as HttpServer from "effect/http/HttpServer"
 import {
   AccountRepository,
   AccountService,

@@ -1,17 +1,16 @@
 /**
- * A typed WES client derived from the HttpApi declaration (`WesApi` of @wes/http-node): every
- * path, payload, response and error is typed from the same source the server is built from.
+ * A typed WES client derived from the HttpApi declaration (`makeClient` of @wes/api, the contract's
+ * package): every path, payload, response and error is typed from the same source the server is
+ * built from.
  *
  *   1. registers a runner (a ComfyUI endpoint) with a tag of its own,
  *   2. submits a workflow with a file parameter (multipart FormData),
  *   3. follows the workflow's server-sent events with a progress bar,
  *   4. downloads the output.
  */
-import * as FetchHttpClient from "effect/unstable/http/FetchHttpClient"
-import * as HttpApiClient from "effect/unstable/httpapi/HttpApiClient"
-import * as HttpClient from "effect/unstable/http/HttpClient"
-import * as HttpClientRequest from "effect/unstable/http/HttpClientRequest"
-import { WesApi } from "@wes/http-node"
+import { makeClient } from "@wes/api"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClientResponse from "effect/http/HttpClientResponse"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { ProgressBar, type SseEvent, sseEvents, type Terminal } from "./progress.js"
@@ -48,11 +47,7 @@ const TAG = "example-client"
 export const runClient = (options: ClientOptions) =>
   Effect.gen(function*() {
     // Every request carries the token; the base URL prefixes every path.
-    const http = (yield* HttpClient.HttpClient).pipe(
-      HttpClient.mapRequest(HttpClientRequest.prependUrl(options.baseUrl)),
-      HttpClient.mapRequest(HttpClientRequest.bearerToken(options.token))
-    )
-    const client = yield* HttpApiClient.makeWith(WesApi, { httpClient: http })
+    const client = yield* makeClient({ baseUrl: options.baseUrl, token: options.token })
     const log = (line: string) => options.terminal.write(`${line}\n`)
 
     const me = yield* client.user.get()
@@ -72,12 +67,13 @@ export const runClient = (options: ClientOptions) =>
     const created = yield* client.workflows.create({ payload: form })
     log(`workflow ${created.id} ${created.status}`)
 
-    // 3. The event stream, read as it arrives (status, queue, executing, progress, output, ..., done).
+    // 3. The event stream, read as it arrives (status, queue, executing, progress, output, ..., done):
+    //    the response itself, not a decoded body, which would wait for the stream's end.
     const nodes = Object.keys(JSON.parse(options.workflowJson) as object).length
     const bar = new ProgressBar(nodes, options.terminal)
-    const response = yield* HttpClient.filterStatusOk(http).get(`/v1/workflow/${created.id}/subscribe`, {
-      headers: { accept: "text/event-stream" }
-    })
+    const response = yield* client.workflows.subscribe({ params: { id: created.id }, headers: {}, responseMode: "response-only" }).pipe(
+      Effect.flatMap(HttpClientResponse.filterStatusOk)
+    )
     const events = yield* sseEvents(response.stream).pipe(
       Stream.tap((event) => Effect.sync(() => bar.update(event))),
       Stream.takeUntil((event) => event.event === "done"),
@@ -85,17 +81,17 @@ export const runClient = (options: ClientOptions) =>
     )
 
     // 4. The result and its first output file.
-    const finished = yield* client.workflows.get({ path: { id: created.id } })
+    const finished = yield* client.workflows.get({ params: { id: created.id } })
     if (finished.status !== "completed") {
       return yield* Effect.fail(new Error(`workflow ${finished.status}: ${finished.exception_type ?? ""} ${finished.exception_message ?? ""}`))
     }
-    const { outputs } = yield* client.workflows.outputs({ path: { id: created.id } })
+    const { outputs } = yield* client.workflows.outputs({ params: { id: created.id } })
     const first = outputs[0]
     if (first === undefined) return yield* Effect.fail(new Error("the workflow produced no file"))
-    const bytes = yield* client.workflows.output({ path: { id: created.id, output_id: first.id } })
+    const bytes = yield* client.workflows.output({ params: { id: created.id, output_id: first.id } })
     log(`downloaded ${first.filename} (${first.content_type}, ${bytes.length} bytes)`)
 
-    if (options.removeRunner !== false) yield* client.runners.delete({ path: { id: runner.id } })
+    if (options.removeRunner !== false) yield* client.runners.delete({ params: { id: runner.id } })
     return {
       workflowId: created.id,
       status: finished.status,

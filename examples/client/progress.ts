@@ -1,8 +1,7 @@
 /**
- * Server-sent events by hand (the typed client reads a whole body; an event stream never ends
- * while the workflow runs) and a terminal progress bar fed by them.
+ * Server-sent events, parsed from the subscribe response's body as it arrives (an event stream
+ * never ends while the workflow runs), and a terminal progress bar fed by them.
  */
-import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 
 /** One event of `GET /v1/workflow/{id}/subscribe`. */
@@ -43,13 +42,12 @@ export const parseSseBlock = (block: string): SseEvent | undefined => {
 export const sseEvents = <E, R>(body: Stream.Stream<Uint8Array, E, R>): Stream.Stream<SseEvent, E, R> =>
   body.pipe(
     Stream.decodeText(),
-    Stream.mapAccum("", (buffer, text) => {
+    // The unfinished tail of the text is kept for the next chunk.
+    Stream.mapAccum(() => "", (buffer, text: string) => {
       const blocks = (buffer + text).split(/\r?\n\r?\n/)
       const rest = blocks.pop() ?? ""
-      return [rest, blocks] as const
-    }),
-    Stream.flattenIterables,
-    Stream.filterMap((block) => Option.fromNullable(parseSseBlock(block)))
+      return [rest, blocks.flatMap((block) => parseSseBlock(block) ?? [])] as const
+    })
   )
 
 /** Where the bar is drawn: a TTY redraws one line, anything else gets a line per change. */

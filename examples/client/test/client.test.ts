@@ -4,11 +4,9 @@
  * ComfyUI: the client registers it, submits a workflow with a file, follows the events and
  * downloads a PNG.
  */
-import * as FetchHttpClient from "effect/unstable/http/FetchHttpClient"
-import * as HttpApiClient from "effect/unstable/httpapi/HttpApiClient"
-import * as HttpClient from "effect/unstable/http/HttpClient"
-import * as HttpClientRequest from "effect/unstable/http/HttpClientRequest"
-import { jsonLoggerLayer, loadConfig, serverLayer, WesApi } from "@wes/http-node"
+import { makeClient } from "@wes/api"
+import { jsonLoggerLayer, loadConfig, serverLayer } from "@wes/http-node"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import { FakeComfyUI, inspectImage, solidPng } from "@wes/runner-client/testing"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
@@ -39,7 +37,7 @@ const freePort = () =>
 const startWes = async (env: Record<string, string>) => {
   const port = await freePort()
   const config = await Effect.runPromise(loadConfig.pipe(
-    Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries({ ...env, WES_PORT: String(port) }))))
+    Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord({ ...env, WES_PORT: String(port) }))
   ))
   const logs: Array<string> = []
   const runtime = ManagedRuntime.make(serverLayer(config).pipe(Layer.provide(jsonLoggerLayer((line) => logs.push(line)))))
@@ -50,12 +48,9 @@ const startWes = async (env: Record<string, string>) => {
 /** A user and a token, through the operator API with the same typed client. */
 const newToken = (baseUrl: string) =>
   Effect.gen(function*() {
-    const admin = yield* HttpApiClient.make(WesApi, {
-      baseUrl,
-      transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(ADMIN_TOKEN))
-    })
+    const admin = yield* makeClient({ baseUrl, token: ADMIN_TOKEN })
     const user = yield* admin.admin.createUser({ payload: { tier: "pro" } })
-    return (yield* admin.admin.issueToken({ path: { id: user.id }, payload: { name: "example client" } })).token
+    return (yield* admin.admin.issueToken({ params: { id: user.id }, payload: { name: "example client" } })).token
   }).pipe(Effect.provide(FetchHttpClient.layer), Effect.runPromise)
 
 describe("examples/client", () => {

@@ -5,7 +5,7 @@
  * included. Handlers fail with core's errors as they are; the server encodes each with the one
  * declared schema for its status, so the mapping to the contract is written here once.
  */
-import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import {
   Conflict,
   FieldIssue,
@@ -22,83 +22,136 @@ import {
   ValidationError
 } from "@wes/core"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 
-export class BadRequestError extends Schema.Class<BadRequestError>("BadRequest")({
-  status: Schema.Literal(400),
-  message: Schema.String,
-  details: Schema.optional(Schema.Array(FieldIssue))
-}, HttpApiSchema.annotate({ status: 400, description: "The request is invalid; `details` names the fields." })) {}
+/**
+ * The body of one status. The struct carries the identifier and description, so the OpenAPI
+ * document names its component after the body (`BadRequest`), not after the class's encoded side.
+ * The classes' own identifiers are distinct from every other class's (`@wes/api/...`): Effect
+ * recognizes a class's instances by its identifier, and core's `NotFound` and `Conflict` errors
+ * would otherwise pass for the bodies.
+ */
+const body = <const Fields extends Schema.Struct.Fields>(identifier: string, description: string, fields: Fields) =>
+  Schema.Struct(fields).annotate({ identifier, description })
 
-export class UnauthorizedError extends Schema.Class<UnauthorizedError>("Unauthorized")({
-  status: Schema.Literal(401),
-  message: Schema.Literals(["Missing authorization header", "Invalid token", "Token has expired"])
-}, HttpApiSchema.annotate({ status: 401, description: "Missing, invalid or expired token." })) {}
+export class BadRequestError extends Schema.Class<BadRequestError>("@wes/api/BadRequestError")(
+  body("BadRequest", "The request is invalid; `details` names the fields.", {
+    status: Schema.Literal(400),
+    message: Schema.String,
+    details: Schema.optionalKey(Schema.Array(FieldIssue))
+  }),
+  { httpApiStatus: 400 }
+) {}
 
-export class ForbiddenError extends Schema.Class<ForbiddenError>("Forbidden")({
-  status: Schema.Literal(403),
-  message: Schema.String
-}, HttpApiSchema.annotate({ status: 403, description: "A tier limit or permission; the message names it." })) {}
+export class UnauthorizedError extends Schema.Class<UnauthorizedError>("@wes/api/UnauthorizedError")(
+  body("Unauthorized", "Missing, invalid or expired token.", {
+    status: Schema.Literal(401),
+    message: Schema.Literals(["Missing authorization header", "Invalid token", "Token has expired"])
+  }),
+  { httpApiStatus: 401 }
+) {}
 
-export class NotFoundError extends Schema.Class<NotFoundError>("NotFound")({
-  status: Schema.Literal(404),
-  message: Schema.String
-}, HttpApiSchema.annotate({ status: 404, description: "Missing, or not the caller's." })) {}
+export class ForbiddenError extends Schema.Class<ForbiddenError>("@wes/api/ForbiddenError")(
+  body("Forbidden", "A tier limit or permission; the message names it.", {
+    status: Schema.Literal(403),
+    message: Schema.String
+  }),
+  { httpApiStatus: 403 }
+) {}
 
-export class MethodNotAllowedError extends Schema.Class<MethodNotAllowedError>("MethodNotAllowed")({
-  status: Schema.Literal(405),
-  message: Schema.String
-}, HttpApiSchema.annotate({ status: 405, description: "The path exists, but not with this method; see Allow." })) {}
+export class NotFoundError extends Schema.Class<NotFoundError>("@wes/api/NotFoundError")(
+  body("NotFound", "Missing, or not the caller's.", {
+    status: Schema.Literal(404),
+    message: Schema.String
+  }),
+  { httpApiStatus: 404 }
+) {}
 
-export class ConflictError extends Schema.Class<ConflictError>("Conflict")({
-  status: Schema.Literal(409),
-  message: Schema.String
-}, HttpApiSchema.annotate({ status: 409, description: "The resource's state does not allow this." })) {}
+const METHOD_NOT_ALLOWED = "The path exists, but not with this method; see Allow."
 
-export class RateLimitedError extends Schema.Class<RateLimitedError>("TooManyRequests")({
-  status: Schema.Literal(429),
-  message: Schema.Literal("Rate limit exceeded")
-}, HttpApiSchema.annotate({ status: 429, description: "Rate limit exceeded; see Retry-After." })) {}
+export class MethodNotAllowedError extends Schema.Class<MethodNotAllowedError>("@wes/api/MethodNotAllowedError")(
+  body("MethodNotAllowed", METHOD_NOT_ALLOWED, {
+    status: Schema.Literal(405),
+    message: Schema.String
+  }),
+  { httpApiStatus: 405, description: METHOD_NOT_ALLOWED }
+) {}
 
-export class HeadersTooLargeError extends Schema.Class<HeadersTooLargeError>("RequestHeaderFieldsTooLarge")({
-  status: Schema.Literal(431),
-  message: Schema.String
-}, HttpApiSchema.annotate({
-  status: 431,
-  description: "The request line and headers exceed 16 KB (answered by the HTTP parser, before any route)."
-})) {}
+export class ConflictError extends Schema.Class<ConflictError>("@wes/api/ConflictError")(
+  body("Conflict", "The resource's state does not allow this.", {
+    status: Schema.Literal(409),
+    message: Schema.String
+  }),
+  { httpApiStatus: 409 }
+) {}
 
-export class InternalError extends Schema.Class<InternalError>("InternalServerError")({
-  status: Schema.Literal(500),
-  message: Schema.String
-}, HttpApiSchema.annotate({ status: 500, description: "An unexpected error." })) {}
+const RATE_LIMITED = "Rate limit exceeded; see Retry-After."
 
-export class UnavailableError extends Schema.Class<UnavailableError>("ServiceUnavailable")({
-  status: Schema.Literal(503),
-  message: Schema.String
-}, HttpApiSchema.annotate({ status: 503, description: "A dependency (the store) is unavailable; retry later." })) {}
+export class RateLimitedError extends Schema.Class<RateLimitedError>("@wes/api/RateLimitedError")(
+  body("TooManyRequests", RATE_LIMITED, {
+    status: Schema.Literal(429),
+    message: Schema.Literal("Rate limit exceeded")
+  }),
+  { httpApiStatus: 429, description: RATE_LIMITED }
+) {}
+
+const HEADERS_TOO_LARGE = "The request line and headers exceed 16 KB (answered by the HTTP parser, before any route)."
+
+export class HeadersTooLargeError extends Schema.Class<HeadersTooLargeError>("@wes/api/HeadersTooLargeError")(
+  body("RequestHeaderFieldsTooLarge", HEADERS_TOO_LARGE, {
+    status: Schema.Literal(431),
+    message: Schema.String
+  }),
+  { httpApiStatus: 431, description: HEADERS_TOO_LARGE }
+) {}
+
+const INTERNAL = "An unexpected error."
+
+export class InternalError extends Schema.Class<InternalError>("@wes/api/InternalError")(
+  body("InternalServerError", INTERNAL, {
+    status: Schema.Literal(500),
+    message: Schema.String
+  }),
+  { httpApiStatus: 500, description: INTERNAL }
+) {}
+
+export class UnavailableError extends Schema.Class<UnavailableError>("@wes/api/UnavailableError")(
+  body("ServiceUnavailable", "A dependency (the store) is unavailable; retry later.", {
+    status: Schema.Literal(503),
+    message: Schema.String
+  }),
+  { httpApiStatus: 503 }
+) {}
 
 /**
  * The declared error of one status: on the wire `body` (its class's JSON), as a value either the
- * body itself or any of `causes`, each turned into the body by `toBody` when it is sent.
+ * body itself or any of `causes`, each turned into the body by `toBody` when it is sent. A client
+ * decodes the body class.
  */
-const declared = <B extends Schema.Schema.AnyNoContext, const C extends ReadonlyArray<Schema.Schema.AnyNoContext>>(
+const declared = <B extends Schema.Top, const C extends ReadonlyArray<Schema.Top>>(
   body: B,
   status: number,
   causes: C,
-  toBody: (cause: Schema.Schema.Type<C[number]>) => Schema.Schema.Type<B>
+  toBody: (cause: C[number]["Type"]) => B["Type"]
 ) => {
   const isBody = Schema.is(Schema.toType(body))
-  return Schema.transform(body, Schema.Union([Schema.toType(body), ...causes.map((c) => Schema.toType(c))]), {
-    strict: false,
-    decode: (b) => b,
-    encode: (e) => (isBody(e) ? e : toBody(e as Schema.Schema.Type<C[number]>))
-  }).annotate(HttpApiSchema.annotate({ status }))
+  const isCause = (e: B["Type"] | C[number]["Type"]): e is C[number]["Type"] => !isBody(e)
+  return body.pipe(
+    Schema.decodeTo(
+      Schema.Union([Schema.toType(body), ...causes.map((c) => Schema.toType(c))]),
+      SchemaTransformation.transform<B["Type"] | C[number]["Type"], B["Type"]>({
+        decode: (b) => b,
+        encode: (e) => (isCause(e) ? toBody(e) : e)
+      })
+    ),
+    HttpApiSchema.status(status)
+  )
 }
 
 /**
  * 400: the request is malformed (core's validation, no runner for the tags, no runner with the
  * workflow's nodes and models: `details` has one entry per runner, a runner that does not answer
- * the probe).
+ * the probe). Its response is described by its body (the other statuses' are "Error").
  */
 export const BadRequest = declared(BadRequestError, 400, [ValidationError, NoEligibleRunner, MissingCapabilities, RunnerProbeFailed], (e) =>
   new BadRequestError(
@@ -107,7 +160,7 @@ export const BadRequest = declared(BadRequestError, 400, [ValidationError, NoEli
       : e._tag === "MissingCapabilities"
       ? { status: 400, message: e.message, details: e.runners.map(runnerLacks) }
       : { status: 400, message: e.message }
-  ))
+  )).annotate({ description: "The request is invalid; `details` names the fields." })
 
 /** One runner's lack as a 400 detail: `runner:<name>` and what it lacks. */
 const runnerLacks = (r: MissingCapabilities["runners"][number]) => ({

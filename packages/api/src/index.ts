@@ -1,3 +1,5 @@
 export * from "./Api.js"
 export * from "./ApiErrors.js"
+export * from "./Client.js"
 export * from "./Forms.js"
+export * from "./OpenApiDocument.js"

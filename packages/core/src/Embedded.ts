@@ -18,16 +18,13 @@
  * `runtime`.
  */
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { CreateUserRequest, IssuedToken, IssueTokenRequest, User } from "./accounts/Account.js"
 import { AccountService, type TokenUseOptions } from "./accounts/AccountService.js"
@@ -58,7 +55,7 @@ export interface WesOptions {
    * The reachability probe of a runner's endpoint when it is registered or changed: a timeout
    * (default 5 seconds), or `false` to accept every endpoint without asking it.
    */
-  readonly probe?: Duration.DurationInput | false
+  readonly probe?: Duration.Input | false
   /** Ids and crypto (default: UUID v7 and the Web Crypto API). */
   readonly platform?: Layer.Layer<IdGenerator | Crypto, unknown>
   /**
@@ -195,7 +192,7 @@ export const embeddedLayer = (options: WesOptions): Layer.Layer<WesServices, unk
 }
 
 /** The error a failed effect ends with: the typed failure itself, else the defect. */
-const errorOf = <E>(cause: Cause.Cause<E>): unknown => Option.getOrElse(Cause.failureOption(cause), () => Cause.squash(cause))
+const errorOf = <E>(cause: Cause.Cause<E>): unknown => Cause.squash(cause)
 
 const encodeUser = Schema.encodeSync(User)
 const encodeToken = Schema.encodeSync(IssuedToken)
@@ -210,7 +207,7 @@ const idOf = (user: WesUserRef) => (typeof user === "string" ? user : user.id)
 const parseJson = (value: unknown) => {
   if (typeof value !== "string") return Effect.succeed(value)
   const bounds = checkJsonText(value, "workflow_json")
-  if (Result.isFailure(bounds)) return Effect.fail(bounds.left)
+  if (Result.isFailure(bounds)) return Effect.fail(bounds.failure)
   return Effect.try({
     try: () => JSON.parse(value) as unknown,
     catch: (e) =>
@@ -229,7 +226,7 @@ const uploadOf = (file: WesFile): UploadedFile => ({
     : Stream.fromAsyncIterable(file.data, (e) => new StorageError({ message: `could not read ${file.filename}: ${String(e)}`, cause: e }))
 })
 
-const concat = (chunks: Chunk.Chunk<Uint8Array>): Uint8Array => {
+const concat = (chunks: Iterable<Uint8Array>): Uint8Array => {
   let size = 0
   for (const c of chunks) size += c.length
   const out = new Uint8Array(size)
@@ -242,65 +239,22 @@ const concat = (chunks: Chunk.Chunk<Uint8Array>): Uint8Array => {
 }
 
 /**
- * A stream as an async iterable whose errors are the stream's typed failures. The stream starts
- * on the first `next()`; `return()` (a `break` out of `for await`) stops it.
- */
-const iterate = <A, E, R>(runtime: ManagedRuntime.ManagedRuntime<R, unknown>, stream: Stream.Stream<A, E, R>): AsyncIterable<A> => ({
-  [Symbol.asyncIterator]: () => {
-    let scope: Scope.CloseableScope | undefined
-    let pull: Effect.Effect<Chunk.Chunk<A>, Option.Option<E>, R> | undefined
-    let buffer: Array<A> = []
-    let finished = false
-    const stop = async () => {
-      finished = true
-      buffer = []
-      const open = scope
-      scope = undefined
-      if (open !== undefined) await runtime.runPromise(Scope.close(open, Exit.void))
-    }
-    const next = async (): Promise<IteratorResult<A, undefined>> => {
-      for (;;) {
-        if (buffer.length > 0) return { done: false, value: buffer.shift() as A }
-        if (finished) return { done: true, value: undefined }
-        if (pull === undefined) {
-          const opened = await runtime.runPromise(Scope.make())
-          scope = opened
-          pull = await runtime.runPromise(Scope.provide(Stream.toPull(stream), opened))
-        }
-        const exit = await runtime.runPromise(Effect.exit(pull))
-        if (Exit.isSuccess(exit)) {
-          buffer = Chunk.toArray(exit.value)
-          continue
-        }
-        await stop()
-        const failure = Cause.failureOption(exit.cause)
-        // A failure of `None` is the end of the stream.
-        if (Option.isSome(failure) && Option.isNone(failure.value)) return { done: true, value: undefined }
-        throw Option.isSome(failure) && Option.isSome(failure.value) ? failure.value.value : Cause.squash(exit.cause)
-      }
-    }
-    return {
-      next,
-      return: async () => {
-        await stop()
-        return { done: true, value: undefined }
-      }
-    }
-  }
-})
-
-/**
  * Starts WES in this process over `options.store` and `options.gateway`: the use cases and (unless
  * `dispatcher: false`) the dispatcher. Rejects when a layer cannot start (e.g. the database is
  * unreachable).
  */
 export const createWes = async (options: WesOptions): Promise<Wes> => {
   const runtime = ManagedRuntime.make(embeddedLayer(options))
-  const started = await runtime.runPromiseExit(Effect.void)
+  const started = await runtime.runPromiseExit(Effect.context<WesServices>())
   if (Exit.isFailure(started)) {
     await runtime.dispose()
     throw errorOf(started.cause)
   }
+  /**
+   * A stream as an async iterable whose errors are the stream's typed failures. The stream
+   * starts on the first `next()`; `return()` (a `break` out of `for await`) stops it.
+   */
+  const iterate = <A, E>(stream: Stream.Stream<A, E, WesServices>): AsyncIterable<A> => Stream.toAsyncIterableWith(stream, started.value)
 
   const run = <A, E>(effect: Effect.Effect<A, E, WesServices>): Promise<A> =>
     runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(errorOf(exit.cause))))
@@ -308,7 +262,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
   const userOf = (ref: WesUserRef) => Effect.flatMap(AccountService, (accounts) => accounts.getUser(idOf(ref)))
 
   /** Runs `f` with the user and the workflow service. */
-  const asUser = <A, E>(ref: WesUserRef, f: (user: User, workflows: WorkflowService["Type"]) => Effect.Effect<A, E, WesServices>) =>
+  const asUser = <A, E>(ref: WesUserRef, f: (user: User, workflows: WorkflowService["Service"]) => Effect.Effect<A, E, WesServices>) =>
     run(Effect.gen(function*() {
       const user = yield* userOf(ref)
       return yield* f(user, yield* WorkflowService)
@@ -364,11 +318,10 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
       asUser(ref, (user, workflows) => workflows.cancel(user, id).pipe(Effect.andThen(workflows.get(user, id)), Effect.map((w) => encodeDetail(toDetail(w))))),
     follow: (ref, id, options = {}) =>
       iterate(
-        runtime,
         Stream.unwrap(Effect.gen(function*() {
           const user = yield* userOf(ref)
           return yield* (yield* WorkflowService).follow(user, id, options.lastEventId)
-        })).pipe(Stream.map(encodeEvent))
+        })).pipe(Stream.map((event) => encodeEvent(event)))
       ),
     waitForWorkflow: (ref, id) =>
       asUser(ref, (user, workflows) =>
@@ -387,7 +340,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
         })),
     openOutput: async (ref, id, outputId) => {
       const { stream, ...rest } = await openOutput(ref, id, outputId)
-      return { ...rest, content: iterate(runtime, stream) }
+      return { ...rest, content: iterate(stream) }
     },
     run,
     runtime,

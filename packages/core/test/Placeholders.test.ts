@@ -24,7 +24,7 @@ const text = (field: string, t: string): SuppliedParam<string> => ({ field, valu
 const file = (field: string, f: string): SuppliedParam<string> => ({ field, value: { _tag: "File", file: f } })
 const failureOf = <A>(r: Result.Result<A, { message: string; details: ReadonlyArray<{ field: string; message: string }> }>) => {
   if (Result.isSuccess(r)) throw new Error("expected a failure")
-  return r.left
+  return r.failure
 }
 
 describe("placeholders: parsing", () => {

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -21,7 +20,7 @@ const harness = Effect.sync(() => {
   const append = (n: number): ReadonlyArray<WorkflowEvent> => {
     const added: Array<WorkflowEvent> = []
     for (let i = 0; i < n; i++) {
-      added.push({ workflow_id: "w", seq: log.length + 1, type: "progress", data: log.length + 1, created_at: DateTime.unsafeMake(0) })
+      added.push({ workflow_id: "w", seq: log.length + 1, type: "progress", data: log.length + 1, created_at: DateTime.makeUnsafe(0) })
       log.push(added[added.length - 1]!)
     }
     return added
@@ -29,7 +28,7 @@ const harness = Effect.sync(() => {
   return { subscribe: subscribeFromLog(read, listen), reads, append, offer: (events: ReadonlyArray<WorkflowEvent> | undefined) => slot!.offer(events) }
 })
 
-const seqs = (c: Chunk.Chunk<WorkflowEvent>) => Chunk.toReadonlyArray(c).map((e) => e.seq)
+const seqs = (c: ReadonlyArray<WorkflowEvent>) => c.map((e) => e.seq)
 
 /** Waits until `condition` holds (checked every millisecond, for 5 s at most). */
 const until = (condition: () => boolean) =>
@@ -44,7 +43,7 @@ describe("subscribeFromLog", () => {
       const h = yield* harness
       const seen: Array<number> = []
       h.append(2)
-      const got = yield* h.subscribe("w", 0).pipe(Stream.tap((e) => Effect.sync(() => seen.push(e.seq))), Stream.take(6), Stream.runCollect, Effect.fork)
+      const got = yield* h.subscribe("w", 0).pipe(Stream.tap((e) => Effect.sync(() => seen.push(e.seq))), Stream.take(6), Stream.runCollect, Effect.forkChild)
       // Level with the log: it read 1-2, then nothing, and waits.
       yield* until(() => h.reads.count === 2)
       h.offer(h.append(1))
@@ -58,7 +57,7 @@ describe("subscribeFromLog", () => {
     Effect.gen(function*() {
       const h = yield* harness
       const seen: Array<number> = []
-      const got = yield* h.subscribe("w", 0).pipe(Stream.tap((e) => Effect.sync(() => seen.push(e.seq))), Stream.take(7), Stream.runCollect, Effect.fork)
+      const got = yield* h.subscribe("w", 0).pipe(Stream.tap((e) => Effect.sync(() => seen.push(e.seq))), Stream.take(7), Stream.runCollect, Effect.forkChild)
       yield* until(() => h.reads.count === 1)
       // A gap: events 1-2 were never announced; 3 was.
       h.append(2)

@@ -5,7 +5,7 @@ import { encodedSummary, summaryData } from "../src/workflows/WorkflowEvents.js"
 
 describe("summaryData", () => {
   it("is the summary as the contract's schema encodes it, key order included", () => {
-    const at = (ms: number) => DateTime.unsafeMake(ms)
+    const at = (ms: number) => DateTime.makeUnsafe(ms)
     const cases = [
       Fixtures.workflow(Fixtures.uuid()),
       Fixtures.workflow(Fixtures.uuid(), { status: "running", tags: ["a", "b"], started_at: at(1_700_000_000_123) }),

@@ -3,7 +3,7 @@ import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
 const ok = <A>(e: Result.Result<A, ValidationError>): A => Result.getOrThrowWith(e, (err) => err)
-const err = <A>(e: Result.Result<A, ValidationError>): ValidationError => Result.getLeft(e).pipe((o) => {
+const err = <A>(e: Result.Result<A, ValidationError>): ValidationError => Result.getFailure(e).pipe((o) => {
   if (o._tag === "None") throw new Error("expected an error")
   return o.value
 })

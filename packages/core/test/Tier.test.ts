@@ -27,7 +27,7 @@ describe("tier policy", () => {
   it("allows reaching a limit exactly and refuses one past it, naming the limit and its value", () => {
     expect(Result.isSuccess(policy.check("free", "templates", 9))).toBe(true)
     const past = policy.check("free", "templates", 10)
-    expect(Result.isFailure(past) && past.left).toMatchObject({
+    expect(Result.isFailure(past) && past.failure).toMatchObject({
       _tag: "TierLimitExceeded",
       limit: "templates",
       value: 10,
@@ -35,7 +35,7 @@ describe("tier policy", () => {
     })
     expect(Result.isSuccess(policy.check("free", "workflow_params", 0, 10))).toBe(true)
     const params = policy.check("free", "workflow_params", 0, 11)
-    expect(Result.isFailure(params) && params.left.message).toBe(
+    expect(Result.isFailure(params) && params.failure.message).toBe(
       "Workflow parameter limit exceeded: the free tier allows 10 parameters per workflow"
     )
   })
@@ -43,7 +43,7 @@ describe("tier policy", () => {
   it("names every limit in its message", () => {
     for (const limit of ["active_workflows", "workflows_per_day", "templates", "runners", "workflow_params"] as const) {
       const r = policy.check("pro", limit, defaultTierTable.pro[limit])
-      expect(Result.isFailure(r) && r.left.message).toContain(String(defaultTierTable.pro[limit]))
+      expect(Result.isFailure(r) && r.failure.message).toContain(String(defaultTierTable.pro[limit]))
     }
   })
 
@@ -53,8 +53,7 @@ describe("tier policy", () => {
     expect(policy.requireManagedAccess("plus")).toEqual(Result.succeed(["pro", "plus"]))
   })
 
-  const withEnv = (env: Record<string, string>) =>
-    Layer.setConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env))))
+  const withEnv = (env: Record<string, string>) => ConfigProvider.layer(ConfigProvider.fromEnvRecord(env))
 
   it.effect("takes overrides from WES_TIER_LIMITS, keeping the rest", () =>
     Effect.gen(function*() {

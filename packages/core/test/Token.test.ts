@@ -48,8 +48,8 @@ describe("tokens", () => {
     }).pipe(Effect.provide(CryptoWeb)))
 
   it("expires at the expiry instant, not before", () => {
-    const expiry = DateTime.unsafeMake("2026-11-21T10:00:00Z")
-    expect(isExpired(expiry, DateTime.unsafeMake("2026-11-21T09:59:59.999Z"))).toBe(false)
+    const expiry = DateTime.makeUnsafe("2026-11-21T10:00:00Z")
+    expect(isExpired(expiry, DateTime.makeUnsafe("2026-11-21T09:59:59.999Z"))).toBe(false)
     expect(isExpired(expiry, expiry)).toBe(true)
     expect(isExpired(null, expiry)).toBe(false)
   })

@@ -1,3 +1,4 @@
+/// <reference types="node" />
 /**
  * The 400 wording of the core's request decoding (what an embedder calling the use cases reads in
  * a `ValidationError`), compared with golden/validation.json: each request schema and input beside

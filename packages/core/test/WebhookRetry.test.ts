@@ -37,7 +37,7 @@ describe("webhook retries", () => {
       const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) => Ref.update(times, (ts) => [...ts, now])).pipe(
         Effect.andThen(Effect.flatMap(Ref.get(times), (ts) => (ts.length < 10 ? Effect.fail("500") : Effect.void)))
       )
-      const fiber = yield* Effect.fork(Effect.retry(attempt, webhookRetrySchedule(options)))
+      const fiber = yield* Effect.forkChild(Effect.retry(attempt, webhookRetrySchedule(options)))
       for (let i = 0; i < 400; i++) yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
       const ts = yield* Ref.get(times)
@@ -65,7 +65,7 @@ describe("webhook retries", () => {
 
   it.effect("an attempt's outcome: delivered, retried within the window, failed past it or when not retryable", () =>
     Effect.gen(function*() {
-      const now = DateTime.unsafeMake("2026-01-01T00:00:00Z")
+      const now = DateTime.makeUnsafe("2026-01-01T00:00:00Z")
       const expires = DateTime.addDuration(now, Duration.hours(24))
       expect(yield* outcomeOf(answered(204), 1, now, expires, options)).toEqual({ _tag: "Delivered" })
       expect(yield* outcomeOf(answered(410), 1, now, expires, options)).toEqual({ _tag: "Failed" })

@@ -11,7 +11,7 @@ const smoke = {
 const message = (u: unknown, field?: string) => {
   const r = validateWorkflowJson(u, field)
   if (Result.isSuccess(r)) throw new Error("expected a rejection")
-  return r.left
+  return r.failure
 }
 
 describe("workflow JSON", () => {
@@ -69,6 +69,6 @@ describe("workflow JSON", () => {
   it("parses JSON text and reports invalid JSON as such", () => {
     expect(Result.isSuccess(parseWorkflowJson(JSON.stringify(smoke)))).toBe(true)
     const r = parseWorkflowJson("{not json")
-    expect(Result.isFailure(r) && r.left.message.startsWith("workflow_json: is not valid JSON")).toBe(true)
+    expect(Result.isFailure(r) && r.failure.message.startsWith("workflow_json: is not valid JSON")).toBe(true)
   })
 })

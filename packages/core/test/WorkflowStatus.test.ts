@@ -5,7 +5,7 @@ import * as DateTime from "effect/DateTime"
 import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 
-const now = DateTime.unsafeMake("2026-11-21T10:00:00Z")
+const now = DateTime.makeUnsafe("2026-11-21T10:00:00Z")
 const inState = (status: WorkflowStatus, over: Partial<Workflow> = {}) => Fixtures.workflow(Fixtures.uuid(), { status, ...over })
 const apply = (w: Workflow, e: WorkflowTransition) => applyTransition(w, e, now)
 const failure = { error_node: "3", exception_type: "torch.OutOfMemoryError", exception_message: "CUDA out of memory" }
@@ -43,7 +43,7 @@ describe("workflow state machine", () => {
     expect([w.status, w.prompt_id, w.queue_number]).toEqual(["queued", "p", 2])
     w = Result.getOrThrow(apply(w, sample.QueueMoved))
     expect([w.status, w.queue_number]).toEqual(["queued", 1])
-    const startedAt = DateTime.unsafeMake("2026-11-21T09:59:00Z")
+    const startedAt = DateTime.makeUnsafe("2026-11-21T09:59:00Z")
     w = Result.getOrThrow(apply(w, WorkflowTransition.Started({ at: startedAt })))
     expect([w.status, w.started_at, w.queue_number, w.completed_at]).toEqual(["running", startedAt, 0, null])
     w = Result.getOrThrow(apply(w, sample.Completed))
@@ -83,7 +83,7 @@ describe("workflow state machine", () => {
         const allowed = transitions[tag].from.includes(status)
         expect([status, tag, Result.isSuccess(r)]).toEqual([status, tag, allowed])
         if (Result.isFailure(r)) {
-          expect(r.left).toMatchObject({ _tag: "IllegalTransition", from: status, event: tag })
+          expect(r.failure).toMatchObject({ _tag: "IllegalTransition", from: status, event: tag })
         }
       }
     }

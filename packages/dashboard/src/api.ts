@@ -1,7 +1,17 @@
 /**
- * Requests to the /v1 API with the signed-in token (kept in session storage: it ends with the
- * tab). Every failure becomes an `ApiError` carrying the server's own message and details.
+ * The /v1 API through the typed client of the contract (`makeClient` of @wes/api), with the
+ * signed-in token (kept in session storage: it ends with the tab). Every failure becomes an
+ * `ApiError` carrying the server's own message and details.
  */
+import { makeClient, type WesClient } from "@wes/api"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
+import * as HttpClientError from "effect/http/HttpClientError"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+
 const KEY = "wes.token"
 
 export const getToken = (): string | null => sessionStorage.getItem(KEY)
@@ -25,50 +35,62 @@ export const setUnauthorizedHandler = (f: (message: string) => void): void => {
   onUnauthorized = f
 }
 
-export const authHeaders = (token: string | null = getToken()): Headers => {
-  const headers = new Headers()
-  if (token !== null) headers.set("authorization", `Bearer ${token}`)
-  return headers
+/** The contract's error body (`{status, message, details?}`): what every declared error decodes to. */
+const isErrorBody = (u: unknown): u is { readonly status: number; readonly message: string; readonly details?: ReadonlyArray<FieldIssue> | undefined } =>
+  typeof u === "object" && u !== null && "status" in u && typeof u.status === "number" && "message" in u && typeof u.message === "string"
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/**
+ * A failed call as an ApiError: a declared error as the server sent it; an undeclared status
+ * with the message of its body, if it has one; a request the client refuses to encode as a 400
+ * naming the fields (what the server would answer); a network failure as status 0.
+ */
+const errorOf = (error: unknown): Effect.Effect<ApiError> => {
+  if (isErrorBody(error)) return Effect.succeed(new ApiError(error.status, error.message, error.details ?? []))
+  if (HttpClientError.isHttpClientError(error)) {
+    const response = error.response
+    if (response === undefined) return Effect.succeed(new ApiError(0, "The server cannot be reached"))
+    const fallback = new ApiError(response.status, `The server answered ${response.status}`)
+    return response.json.pipe(
+      Effect.map((body) => (isErrorBody(body) ? new ApiError(response.status, body.message, body.details ?? []) : fallback)),
+      Effect.orElseSucceed(() => fallback)
+    )
+  }
+  if (Schema.isSchemaError(error)) {
+    const details = formatIssues(error.issue).issues.map((i) => ({ field: (i.path ?? []).map(String).join("."), message: i.message }))
+    const first = details[0]
+    return Effect.succeed(new ApiError(400, first === undefined ? error.message : `${first.field}: ${first.message}`, details))
+  }
+  return Effect.succeed(new ApiError(0, error instanceof Error ? error.message : String(error)))
 }
 
-const errorOf = async (res: Response): Promise<ApiError> => {
-  const body: unknown = await res.json().catch(() => undefined)
-  if (typeof body === "object" && body !== null && "message" in body && typeof body.message === "string") {
-    const details = "details" in body && Array.isArray(body.details) ? (body.details as ReadonlyArray<FieldIssue>) : []
-    return new ApiError(res.status, body.message, details)
+/** The client of one token (the last one asked for is kept: the signed-in user's, nearly always). */
+let cached: { readonly token: string | null; readonly client: WesClient } | undefined
+const clientOf = (token: string | null): WesClient => {
+  if (cached?.token !== token) {
+    const client = Effect.runSync(makeClient(token === null ? {} : { token }).pipe(Effect.provide(FetchHttpClient.layer)))
+    cached = { token, client }
   }
-  return new ApiError(res.status, `The server answered ${res.status} ${res.statusText}`)
+  return cached.client
 }
 
-/** A raw response (2xx), or an ApiError. */
-export const request = async (path: string, init: RequestInit = {}, token: string | null = getToken()): Promise<Response> => {
-  const headers = authHeaders(token)
-  new Headers(init.headers).forEach((value, key) => headers.set(key, value))
-  let res: Response
-  try {
-    res = await fetch(path, { ...init, headers })
-  } catch {
-    throw new ApiError(0, "The server cannot be reached")
-  }
-  if (res.ok) return res
-  const error = await errorOf(res)
-  if (res.status === 401 && token !== null && token === getToken()) onUnauthorized(error.message)
+export interface CallOptions {
+  /** Another token than the signed-in one (sign-in checks the one typed). */
+  readonly token?: string | null | undefined
+  /** Aborts the request (and a stream being read). */
+  readonly signal?: AbortSignal | undefined
+}
+
+/**
+ * One use of the typed client (`call((api) => api.workflows.get({ params: { id } }))`), as a
+ * promise: the decoded answer, or an ApiError.
+ */
+export const call = async <A, E>(f: (client: WesClient) => Effect.Effect<A, E>, options: CallOptions = {}): Promise<A> => {
+  const token = options.token === undefined ? getToken() : options.token
+  const exit = await Effect.runPromiseExit(Effect.suspend(() => f(clientOf(token))), { signal: options.signal })
+  if (Exit.isSuccess(exit)) return exit.value
+  const error = await Effect.runPromise(errorOf(Cause.squash(exit.cause)))
+  if (error.status === 401 && token !== null && token === getToken()) onUnauthorized(error.message)
   throw error
-}
-
-/** The JSON body of a request (undefined for 204). */
-export const api = async <T>(path: string, init: RequestInit = {}, token?: string | null): Promise<T> => {
-  const res = await request(path, init, token === undefined ? getToken() : token)
-  return (res.status === 204 ? undefined : await res.json()) as T
-}
-
-export const postJson = <T>(path: string, method: string, body: unknown): Promise<T> =>
-  api<T>(path, { method, headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
-
-/** `?a=1&b=2` from the defined values. */
-export const query = (params: Record<string, string | number | undefined>): string => {
-  const q = new URLSearchParams()
-  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== "") q.set(k, String(v))
-  const s = q.toString()
-  return s === "" ? "" : `?${s}`
 }

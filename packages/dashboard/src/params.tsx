@@ -5,40 +5,42 @@
  * value is converted to on create comes from the server (`POST /v1/workflow/parameters`): a
  * BOOLEAN is a checkbox, an INT or FLOAT a number field with its bounds, a COMBO a select.
  */
-import { findPlaceholders, type Placeholder, placeholderKey } from "@wes/core"
+import { findPlaceholders, isJsonObject, type JsonObject, type Placeholder, placeholderKey } from "@wes/core"
 import * as Result from "effect/Result"
-import { postJson } from "./api.js"
-import type { InputTypeJson, WorkflowParameterJson } from "./types.js"
+import { call } from "./api.js"
+import type { InputTypeData } from "./types.js"
 
 export { type Placeholder, placeholderKey }
 
+/** A definition, or the message saying why it is not one. */
+export const definitionOf = (workflow: unknown): Result.Result<JsonObject, string> =>
+  isJsonObject(workflow)
+    ? Result.succeed(workflow)
+    : Result.fail("The file is not a JSON object (a ComfyUI API-format workflow maps node ids to nodes)")
+
 /** The placeholders of a definition, or the message saying why they cannot be read. */
-export const placeholdersOf = (workflow: unknown): Result.Result<ReadonlyArray<Placeholder>, string> => {
-  if (typeof workflow !== "object" || workflow === null || Array.isArray(workflow)) {
-    return Result.fail("The file is not a JSON object (a ComfyUI API-format workflow maps node ids to nodes)")
-  }
-  return Result.mapLeft(findPlaceholders(workflow as Parameters<typeof findPlaceholders>[0]), (e) => e.message)
-}
+export const placeholdersOf = (workflow: JsonObject): Result.Result<ReadonlyArray<Placeholder>, string> =>
+  Result.mapError(findPlaceholders(workflow), (e) => e.message)
 
 export const fieldOf = (p: Placeholder): string => (p.kind === "choice" ? `#${p.name}` : `$${p.name}`)
 
 export type ParamValues = Readonly<Record<string, string | File | undefined>>
 
 /** Each form field's type as create converts it (absent or null: text). */
-export type ParamTypes = ReadonlyMap<string, InputTypeJson | null>
+export type ParamTypes = ReadonlyMap<string, InputTypeData | null>
 
 /** The server's description of a definition's parameters: the type of each form field. */
 export const describeParams = async (
-  body: { readonly workflow_json?: unknown; readonly template_id?: string; readonly tags: ReadonlyArray<string> }
+  payload: { readonly workflow_json?: JsonObject; readonly template_id?: string; readonly tags: ReadonlyArray<string> }
 ): Promise<ParamTypes> => {
-  const { parameters } = await postJson<{ parameters: ReadonlyArray<WorkflowParameterJson> }>("/v1/workflow/parameters", "POST", body)
+  const { parameters } = await call((api) => api.workflows.parameters({ payload }))
   return new Map(parameters.map((p) => [p.field, p.type]))
 }
 
 /** How create reads a BOOLEAN (true/yes/1, any case). */
 const isTrue = (value: string | undefined): boolean => value !== undefined && /^(true|yes|1)$/i.test(value.trim())
 
-const typeLabel = (t: InputTypeJson): string => {
+const typeLabel = (t: InputTypeData): string => {
   const range = "min" in t || "max" in t ? ` ${t.min ?? "…"} to ${t.max ?? "…"}` : ""
   return t.type === "INT" || t.type === "FLOAT" ? `${t.type}${range}` : t.type
 }
@@ -55,7 +57,7 @@ export const valuesToSend = (placeholders: ReadonlyArray<Placeholder>, types: Pa
 const ValueInput = (props: {
   readonly id: string
   readonly p: Placeholder
-  readonly type: InputTypeJson | null | undefined
+  readonly type: InputTypeData | null | undefined
   readonly value: string | undefined
   readonly onChange: (value: string) => void
 }) => {

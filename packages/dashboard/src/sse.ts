@@ -1,10 +1,19 @@
 /**
  * Follows a workflow's event stream (`GET /v1/workflow/{id}/subscribe`). EventSource cannot send
- * the bearer header, so the stream is read with fetch. When the stream ends before `done` (server
- * restart, a slow client dropped), it reconnects with `Last-Event-ID` after a growing delay
- * (1 s doubling to 30 s, reset by any event): nothing is lost, and nothing is polled.
+ * the bearer header, so the stream is the typed client's answer, read as it arrives (its
+ * `responseMode: "response-only"`: a decoded body would wait for the end of the stream). When the
+ * stream ends before `done` (server restart, a slow client dropped), it reconnects with
+ * `Last-Event-ID` after a growing delay (1 s doubling to 30 s, reset by any event): nothing is
+ * lost, and nothing is polled.
  */
-import { ApiError, request } from "./api.js"
+import { WesApi } from "@wes/api"
+import * as Effect from "effect/Effect"
+import * as HttpApiClient from "effect/http-api/HttpApiClient"
+import * as Stream from "effect/Stream"
+import { ApiError, call } from "./api.js"
+
+/** A refused subscription (any answer but 200) as its declared error. */
+const refusal = HttpApiClient.decodeResponse(WesApi, { group: "workflows", endpoint: "subscribe" })
 
 export interface StreamEvent {
   readonly id: number
@@ -49,25 +58,35 @@ export const follow = (workflowId: string, options: FollowOptions): (() => void)
   let last = options.after
   let delay = 1000
   let done = false
-  const connect = async (): Promise<void> => {
-    const headers: Record<string, string> = last === undefined ? {} : { "last-event-id": String(last) }
-    const res = await request(`/v1/workflow/${workflowId}/subscribe`, { headers, signal: controller.signal })
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-    let buffer = ""
-    for (;;) {
-      const { done: ended, value } = await reader.read()
-      if (ended) return
-      const { events, rest } = parseEvents(buffer + value)
-      buffer = rest
-      for (const e of events) {
-        last = e.id
-        delay = 1000
-        options.onEvent(e)
-        if (e.type === "done") done = true
-      }
-      if (done) return void controller.abort()
-    }
-  }
+  const connect = (): Promise<void> =>
+    call((api) =>
+      Effect.gen(function*() {
+        const response = yield* api.workflows.subscribe({
+          params: { id: workflowId },
+          headers: last === undefined ? {} : { "last-event-id": last },
+          responseMode: "response-only"
+        })
+        if (response.status !== 200) return yield* Effect.asVoid(refusal(response))
+        yield* response.stream.pipe(
+          Stream.decodeText(),
+          // The unfinished tail of the text waits for the next chunk.
+          Stream.mapAccum(() => "", (buffer, text: string) => {
+            const { events, rest } = parseEvents(buffer + text)
+            return [rest, events] as const
+          }),
+          Stream.takeUntil((e) => e.type === "done"),
+          Stream.runForEach((e) =>
+            Effect.sync(() => {
+              last = e.id
+              delay = 1000
+              options.onEvent(e)
+              if (e.type === "done") done = true
+            })
+          )
+        )
+      }), { signal: controller.signal }).then(() => {
+      if (done) controller.abort()
+    })
   const loop = async (): Promise<void> => {
     while (!done && !controller.signal.aborted) {
       try {

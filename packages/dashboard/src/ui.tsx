@@ -1,4 +1,5 @@
 /** Small shared pieces: errors, status badges, times, paging, async state. */
+import * as DateTime from "effect/DateTime"
 import type { ComponentChildren } from "preact"
 import { useCallback, useEffect, useState } from "preact/hooks"
 import { ApiError } from "./api.js"
@@ -17,8 +18,11 @@ export const ErrorBox = ({ error }: { readonly error: unknown }) => {
 
 export const StatusBadge = ({ status }: { readonly status: string }) => <span class={`badge s-${status}`}>{status}</span>
 
-export const Time = ({ at }: { readonly at: string | null | undefined }) =>
-  at === null || at === undefined ? <span class="muted">-</span> : <time dateTime={at} title={at}>{new Date(at).toLocaleString()}</time>
+export const Time = ({ at }: { readonly at: DateTime.Utc | null | undefined }) => {
+  if (at === null || at === undefined) return <span class="muted">-</span>
+  const iso = DateTime.formatIso(at)
+  return <time dateTime={iso} title={iso}>{DateTime.toDate(at).toLocaleString()}</time>
+}
 
 export const Tags = ({ tags }: { readonly tags: ReadonlyArray<string> }) =>
   tags.length === 0 ? <span class="muted">none</span> : <span>{tags.map((t) => <span class="tag" key={t}>{t}</span>)}</span>

@@ -1,32 +1,22 @@
 /** The two bearer-token middlewares: users (/v1) and the operator (/admin/v1). */
-import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
 import { AccountService, bearerToken } from "@wes/core"
 import * as Effect from "effect/Effect"
+import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { notFound, UnauthorizedError } from "@wes/api"
-import { AdminAuthentication, Authentication } from "@wes/api"
-import { NodeRequest } from "./NodeRequest.js"
-
-/** Reads the raw header: the contract tells a missing header from an invalid token. */
-const authorizationHeader = Effect.map(
-  Effect.serviceOption(HttpServerRequest.HttpServerRequest),
-  Option.flatMap((r) => Option.fromNullable(r.headers.authorization))
-)
+import { AdminAuthentication, Authentication, CurrentUser, notFound, UnauthorizedError } from "@wes/api"
+import { recordUser } from "./AccessLog.js"
 
 export const AuthenticationLive: Layer.Layer<Authentication, never, AccountService> = Layer.effect(
   Authentication,
   Effect.map(AccountService, (accounts) =>
     Authentication.of({
-      // The raw header: the contract tells a missing header from an invalid token.
-      bearer: () =>
-        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-          Effect.map(accounts.authenticate(request.headers.authorization), (principal) => {
-            // The request log names the caller.
-            if (request instanceof NodeRequest && request.record !== undefined) request.record.userId = principal.user.id
-            return principal
-          }))
+      // The raw header, not HttpApi's credential: the contract tells a missing header from an invalid token.
+      bearer: (httpEffect) =>
+        Effect.flatMap(HttpServerRequest, (request) =>
+          Effect.flatMap(accounts.authenticate(request.headers.authorization), (principal) =>
+            Effect.andThen(recordUser(principal.user.id), Effect.provideService(httpEffect, CurrentUser, principal))))
     }))
 )
 
@@ -37,24 +27,27 @@ const sameSecret = (a: string, b: string): boolean => {
   return diff === 0
 }
 
+const missing = new UnauthorizedError({ status: 401, message: "Missing authorization header" })
+const invalid = new UnauthorizedError({ status: 401, message: "Invalid token" })
+
 /** Without an admin token configured, every /admin/v1 path answers 404 as if it did not exist. */
 export const adminAuthenticationLayer = (adminToken: Option.Option<Redacted.Redacted<string>>): Layer.Layer<AdminAuthentication> =>
   Layer.succeed(
     AdminAuthentication,
     AdminAuthentication.of({
-      adminBearer: () =>
+      adminBearer: (httpEffect) =>
         Option.match(adminToken, {
           onNone: () => Effect.fail(notFound()),
           onSome: (expected) =>
-            Effect.flatMap(authorizationHeader, (header) => {
-              if (Option.isNone(header) || header.value.trim() === "") {
-                return Effect.fail(new UnauthorizedError({ status: 401, message: "Missing authorization header" }))
-              }
-              const token = bearerToken(header.value)
-              return token !== undefined && sameSecret(token, Redacted.value(expected))
-                ? Effect.void
-                : Effect.fail(new UnauthorizedError({ status: 401, message: "Invalid token" }))
-            })
+            Effect.andThen(
+              Effect.flatMap(HttpServerRequest, (request) => {
+                const header = request.headers.authorization
+                if (header === undefined || header.trim() === "") return Effect.fail(missing)
+                const token = bearerToken(header)
+                return token !== undefined && sameSecret(token, Redacted.value(expected)) ? Effect.void : Effect.fail(invalid)
+              }),
+              httpEffect
+            )
         })
     })
   )

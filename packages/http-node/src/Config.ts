@@ -3,13 +3,14 @@
  * at start with a message naming the variable.
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
 import { parseRateLimit, parseTrustProxy, type RateLimitSettings } from "./RateLimit.js"
+import { invalidConfig, missingConfig } from "./Startup.js"
 import { TracingConfig } from "./Tracing.js"
 
 export interface WesConfig {
@@ -89,74 +90,70 @@ export interface WesConfig {
 /** The shortest accepted WES_ADMIN_TOKEN. */
 export const ADMIN_TOKEN_MIN_LENGTH = 32
 
+/** `name` read with `parse`; its message (naming the variable) is the configuration error. */
 const parsed = <A>(name: string, config: Config.Config<string>, parse: (s: string) => Result.Result<A, string>) =>
-  Config.mapOrFail(config, (value) =>
-    Result.mapLeft(parse(value), (message) => ConfigError.InvalidData([name], message)))
+  Config.mapEffect(config, (value) => Effect.mapError(Effect.fromResult(parse(value)), (message) => invalidConfig(name, message)))
+
+/** `name` decoded by `schema`, then refused with `message` unless `valid`. */
+const checked = <A>(schema: Schema.Codec<A, unknown>, name: string, message: string, valid: (a: A) => boolean) =>
+  Config.schema(schema.check(Schema.makeFilter((a: A) => valid(a), { message })), name)
+
+/** A duration of at least `min` milliseconds (and at most `max`). */
+const duration = (name: string, message: string, min: number, max = Infinity) =>
+  checked(Schema.DurationFromString, name, message, (d) => Duration.toMillis(d) >= min && Duration.toMillis(d) <= max)
+
+/** An integer from `min` to `max`. */
+const integer = (name: string, message: string, min: number, max: number) => checked(Schema.Int, name, message, (n) => n >= min && n <= max)
 
 export const WesConfig: Config.Config<WesConfig> = Config.all({
-  port: Config.port("WES_PORT").pipe(Config.withDefault(8080)),
-  host: Config.string("WES_HOST").pipe(Config.withDefault("127.0.0.1")),
-  storage: Config.option(Config.literal("memory", "postgres")("WES_STORAGE")),
-  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
-  adminToken: Config.option(Config.redacted("WES_ADMIN_TOKEN").pipe(Config.validate({
-    message: `WES_ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (generate one with: openssl rand -hex 32)`,
-    validation: (token) => Redacted.value(token).length >= ADMIN_TOKEN_MIN_LENGTH
-  }))),
-  metricsToken: Config.option(Config.redacted("WES_METRICS_TOKEN")),
-  rateLimit: parsed("WES_RATE_LIMIT", Config.string("WES_RATE_LIMIT").pipe(Config.withDefault("40/10s")), parseRateLimit),
-  trustedProxies: parsed("WES_TRUST_PROXY", Config.string("WES_TRUST_PROXY").pipe(Config.withDefault("false")), parseTrustProxy),
-  blobDir: Config.option(Config.string("WES_BLOB_DIR")),
-  dev: Config.boolean("WES_DEV").pipe(Config.withDefault(false)),
-  shutdownGrace: Config.duration("WES_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(10))),
-  runnerConcurrency: Config.integer("WES_RUNNER_CONCURRENCY").pipe(
-    Config.validate({ message: "WES_RUNNER_CONCURRENCY must be from 1 to 64", validation: (n) => n >= 1 && n <= 64 }),
-    Config.withDefault(4)
-  ),
-  priorityAging: Config.duration("WES_PRIORITY_AGING").pipe(
-    Config.validate({ message: "WES_PRIORITY_AGING must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
+  port: Config.Port("WES_PORT").pipe(Config.withDefault(8080)),
+  host: Config.String("WES_HOST").pipe(Config.withDefault("127.0.0.1")),
+  storage: Config.option(Config.Literals(["memory", "postgres"], "WES_STORAGE")),
+  databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  adminToken: Config.option(checked(
+    Schema.Redacted(Schema.String),
+    "WES_ADMIN_TOKEN",
+    `WES_ADMIN_TOKEN must be at least ${ADMIN_TOKEN_MIN_LENGTH} characters (generate one with: openssl rand -hex 32)`,
+    (token) => Redacted.value(token).length >= ADMIN_TOKEN_MIN_LENGTH
+  )),
+  metricsToken: Config.option(Config.Redacted("WES_METRICS_TOKEN")),
+  rateLimit: parsed("WES_RATE_LIMIT", Config.String("WES_RATE_LIMIT").pipe(Config.withDefault("40/10s")), parseRateLimit),
+  trustedProxies: parsed("WES_TRUST_PROXY", Config.String("WES_TRUST_PROXY").pipe(Config.withDefault("false")), parseTrustProxy),
+  blobDir: Config.option(Config.String("WES_BLOB_DIR")),
+  dev: Config.Boolean("WES_DEV").pipe(Config.withDefault(false)),
+  shutdownGrace: Config.Duration("WES_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(10))),
+  runnerConcurrency: integer("WES_RUNNER_CONCURRENCY", "WES_RUNNER_CONCURRENCY must be from 1 to 64", 1, 64).pipe(Config.withDefault(4)),
+  priorityAging: duration("WES_PRIORITY_AGING", "WES_PRIORITY_AGING must be at least 1 second", 1000).pipe(
     Config.withDefault(Duration.minutes(5))
   ),
-  runnerLostAfter: Config.duration("WES_RUNNER_LOST_AFTER").pipe(
-    Config.validate({ message: "WES_RUNNER_LOST_AFTER must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
+  runnerLostAfter: duration("WES_RUNNER_LOST_AFTER", "WES_RUNNER_LOST_AFTER must be at least 1 second", 1000).pipe(
     Config.withDefault(Duration.minutes(10))
   ),
-  lease: Config.duration("WES_LEASE").pipe(
-    Config.validate({ message: "WES_LEASE must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
-    Config.withDefault(Duration.seconds(15))
-  ),
-  dbSilenceTimeout: Config.duration("WES_DB_SILENCE_TIMEOUT").pipe(
-    Config.validate({ message: "WES_DB_SILENCE_TIMEOUT must be at least 1 second", validation: (d) => Duration.toMillis(d) >= 1000 }),
-    Config.option
-  ),
-  dbPreparedStatements: Config.boolean("WES_DB_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
-  runnerAllowPrivate: Config.option(Config.boolean("WES_RUNNER_ALLOW_PRIVATE")),
-  runnerDenyPrivate: Config.option(Config.boolean("WES_RUNNER_DENY_PRIVATE")),
-  capabilityRefresh: Config.duration("WES_CAPABILITY_REFRESH").pipe(
-    Config.validate({ message: "WES_CAPABILITY_REFRESH must be at least 10 seconds", validation: (d) => Duration.toMillis(d) >= 10_000 }),
+  lease: duration("WES_LEASE", "WES_LEASE must be at least 1 second", 1000).pipe(Config.withDefault(Duration.seconds(15))),
+  dbSilenceTimeout: Config.option(duration("WES_DB_SILENCE_TIMEOUT", "WES_DB_SILENCE_TIMEOUT must be at least 1 second", 1000)),
+  dbPreparedStatements: Config.Boolean("WES_DB_PREPARED_STATEMENTS").pipe(Config.withDefault(true)),
+  runnerAllowPrivate: Config.option(Config.Boolean("WES_RUNNER_ALLOW_PRIVATE")),
+  runnerDenyPrivate: Config.option(Config.Boolean("WES_RUNNER_DENY_PRIVATE")),
+  capabilityRefresh: duration("WES_CAPABILITY_REFRESH", "WES_CAPABILITY_REFRESH must be at least 10 seconds", 10_000).pipe(
     Config.withDefault(Duration.minutes(5))
   ),
   tracing: TracingConfig,
-  webhookAllowPrivate: Config.option(Config.boolean("WES_WEBHOOK_ALLOW_PRIVATE")),
-  webhookTimeout: Config.duration("WES_WEBHOOK_TIMEOUT").pipe(
-    Config.validate({
-      message: "WES_WEBHOOK_TIMEOUT must be from 100 milliseconds to 60 seconds",
-      validation: (d) => Duration.toMillis(d) >= 100 && Duration.toMillis(d) <= 60_000
-    }),
+  webhookAllowPrivate: Config.option(Config.Boolean("WES_WEBHOOK_ALLOW_PRIVATE")),
+  webhookTimeout: duration("WES_WEBHOOK_TIMEOUT", "WES_WEBHOOK_TIMEOUT must be from 100 milliseconds to 60 seconds", 100, 60_000).pipe(
     Config.withDefault(Duration.seconds(10))
   ),
-  webhookRetryBase: Config.integer("WES_WEBHOOK_RETRY_BASE_MS").pipe(
-    Config.validate({ message: "WES_WEBHOOK_RETRY_BASE_MS must be from 10 to 3600000", validation: (n) => n >= 10 && n <= 3_600_000 }),
+  webhookRetryBase: checked(Schema.Int, "WES_WEBHOOK_RETRY_BASE_MS", "WES_WEBHOOK_RETRY_BASE_MS must be from 10 to 3600000", (n) => n >= 10 && n <= 3_600_000).pipe(
     Config.withDefault(5000),
     Config.map(Duration.millis)
   )
-}).pipe(Config.mapOrFail(({ runnerAllowPrivate, runnerDenyPrivate, storage, webhookAllowPrivate, ...rest }) =>
+}).pipe(Config.mapEffect(({ runnerAllowPrivate, runnerDenyPrivate, storage, webhookAllowPrivate, ...rest }) =>
   // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
   Option.isNone(storage) && Option.isSome(rest.databaseUrl)
-    ? Result.fail(ConfigError.InvalidData(
-      ["WES_STORAGE"],
+    ? Effect.fail(invalidConfig(
+      "WES_STORAGE",
       "DATABASE_URL is set but WES_STORAGE is not: set WES_STORAGE=postgres to use the database, or WES_STORAGE=memory to run without it"
     ))
-    : Result.right<WesConfig>({
+    : Effect.succeed<WesConfig>({
       ...rest,
       storage: Option.getOrElse(storage, () => "memory" as const),
       runnerDenyPrivate: Option.match(runnerAllowPrivate, {
@@ -166,8 +163,8 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
       webhookDenyPrivate: Option.match(webhookAllowPrivate, { onSome: (allow) => !allow, onNone: () => !rest.dev })
     })))
 
-/** Reads and checks the configuration. */
-export const loadConfig: Effect.Effect<WesConfig, ConfigError.ConfigError> = Effect.flatMap(WesConfig, (c) =>
-  c.storage === "postgres" && c.databaseUrl._tag === "None"
-    ? Effect.fail(ConfigError.MissingData(["DATABASE_URL"], "WES_STORAGE=postgres needs DATABASE_URL"))
+/** Reads and checks the configuration (from the current ConfigProvider). */
+export const loadConfig: Effect.Effect<WesConfig, Config.ConfigError> = Effect.flatMap(WesConfig, (c) =>
+  c.storage === "postgres" && Option.isNone(c.databaseUrl)
+    ? Effect.fail(missingConfig("DATABASE_URL", "WES_STORAGE=postgres needs DATABASE_URL"))
     : Effect.succeed(c))

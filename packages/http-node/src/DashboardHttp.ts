@@ -3,13 +3,13 @@
  * files only, read once at startup from the package's `dist`; the page is a client of /v1 and adds
  * no route to the API's declaration. Unbuilt (a checkout before `pnpm build`), `/` says so.
  */
-import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
-import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import { HttpServerRequest } from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { readdirSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
-import type { PlainRoute } from "./edge/ApiApp.js"
+import type { PlainRoute } from "./Edge.js"
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
@@ -51,17 +51,17 @@ export const loadDashboard = (): { readonly assets: ReadonlyMap<string, Asset>; 
   }
 }
 
-const notBuilt = HttpServerResponse.unsafeJson(
+const notBuilt = HttpServerResponse.jsonUnsafe(
   { status: 404, message: "The dashboard is not built: run pnpm build (it builds packages/dashboard)" },
   { status: 404 }
 )
-const notFound = HttpServerResponse.unsafeJson({ status: 404, message: "Not found" }, { status: 404 })
+const notFound = HttpServerResponse.jsonUnsafe({ status: 404, message: "Not found" }, { status: 404 })
 
 /** `GET /` and `GET /ui/*`. */
 export const dashboardRoutes: Effect.Effect<ReadonlyArray<PlainRoute>> = Effect.gen(function*() {
   const { assets, missing } = loadDashboard()
   if (missing !== undefined) yield* Effect.logWarning("dashboard not built: / answers 404 until `pnpm build`", { reason: missing })
-  const handler = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+  const handler = Effect.map(HttpServerRequest, (request) => {
     const asset = assets.get(request.url.split("?")[0]!)
     if (asset === undefined) return assets.size === 0 ? notBuilt : notFound
     return HttpServerResponse.uint8Array(asset.body, { contentType: asset.type, headers: HEADERS })

@@ -3,7 +3,7 @@
  * document (so it cannot drift from it). No script and no CDN: it works offline and costs a few
  * kilobytes, where a bundled JavaScript viewer costs megabytes of memory in every process.
  */
-import * as OpenApi from "effect/unstable/httpapi/OpenApi"
+import * as OpenApi from "effect/http-api/OpenApi"
 import { WesApi } from "@wes/api"
 
 type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
@@ -124,4 +124,4 @@ ${[...byTag].map(([tag, ops]) => `<h2>${escape(tag)}</h2>${ops.join("")}`).join(
 }
 
 /** The page for WES's public API. */
-export const docsPage = (): string => renderDocsPage(OpenApi.fromApi(WesApi) as unknown as Obj)
+export const docsPage = (): string => renderDocsPage(JSON.parse(JSON.stringify(OpenApi.fromApi(WesApi))) as Obj)

@@ -11,16 +11,15 @@
  * still read, copied and deleted as they are.
  *
  * A put is the upload path (B4): it calls node's file system directly (open, a `writev` per batch
- * of chunks, close, rename), not through @effect/platform's FileSystem, whose every call costs a
+ * of chunks, close, rename), not through effect's FileSystem, whose every call costs a
  * dozen steps of Effect's runtime. Reads stream through FileSystem (with an offset past the header).
  */
-import * as FileSystem from "effect/FileSystem"
-import * as Path from "effect/Path"
 import { BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
 import { createHash } from "node:crypto"
 import * as nodeFs from "node:fs/promises"
@@ -116,7 +115,7 @@ export const makeFsBlobStore = (root: string) =>
               ? write([header(contentType), ...sized(content)])
               : Effect.andThen(
                 write([header(contentType)]),
-                Stream.runForEachChunk(content, (chunk) => write(sized(Chunk.toReadonlyArray(chunk))))
+                Stream.runForEachArray(content, (chunk) => write(sized(chunk)))
               )).pipe(Effect.map(() => size))
             return written.pipe(
               Effect.ensuring(Effect.promise(() => handle.close().catch(() => undefined))),
@@ -145,7 +144,7 @@ export const makeFsBlobStore = (root: string) =>
           return Option.some({
             size: size - offset,
             content_type: contentType,
-            stream: fs.stream(file, { chunkSize: FileSystem.MiB(1), offset: FileSystem.Size(offset) }).pipe(Stream.mapError(failed("read")))
+            stream: fs.stream(file, { chunkSize: 1024 * 1024, offset }).pipe(Stream.mapError(failed("read")))
           })
         }),
       copy: (from, to) =>

@@ -3,52 +3,54 @@
  * (never the query string), status, duration, request id and (once authenticated) user id;
  * headers, and so tokens, are never logged.
  */
-import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
 import { httpDuration, httpRequests } from "@wes/core"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
-import * as FiberRefs from "effect/FiberRefs"
-import * as HashMap from "effect/HashMap"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as Layer from "effect/Layer"
-import * as List from "effect/List"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
-import * as MetricLabel from "effect/MetricLabel"
-import * as Option from "effect/Option"
+import * as Metric from "effect/Metric"
+import * as References from "effect/References"
 import { randomUUID } from "node:crypto"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import { NodeRequest } from "./NodeRequest.js"
 
 /** Where log lines go (stdout by default; tests capture them). */
 export type LogSink = (line: string) => void
 
 const stdout: LogSink = (line) => void process.stdout.write(line + "\n")
 
+/** Each request's record, by the server's own request object (the `source` of its HttpServerRequest). */
+const records = new WeakMap<object, RequestRecord>()
+
+/** The request log's record of a request (undefined: the request log did not see it). */
+export const requestRecord = (request: HttpServerRequest.HttpServerRequest): RequestRecord | undefined => records.get(request.source)
+
 /** A logger that writes flat JSON lines: time, level, msg, then every field and annotation. */
-export const jsonLogger = (sink: LogSink = stdout) =>
-  Logger.make(({ annotations, cause, context, date, logLevel, message }) => {
+export const jsonLogger = (sink: LogSink = stdout): Logger.Logger<unknown, void> =>
+  Logger.make(({ cause, date, fiber, logLevel, message }) => {
     const parts = Array.isArray(message) ? message : [message]
-    const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.label.toLowerCase() }
+    const line: Record<string, unknown> = { time: date.toISOString(), level: logLevel.toLowerCase() }
     const text: Array<string> = []
     for (const part of parts) {
       if (typeof part === "object" && part !== null && !Array.isArray(part)) Object.assign(line, part)
       else text.push(String(part))
     }
     line["msg"] = text.join(" ")
-    HashMap.forEach(annotations, (value, key) => void (line[key] = value))
+    for (const [key, value] of Object.entries(fiber.getRef(References.CurrentLogAnnotations))) line[key] = value
     // A line written while a request runs names the request.
     if (line["request_id"] === undefined) {
-      const request = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), HttpServerRequest.HttpServerRequest)
-      if (Option.isSome(request) && request.value instanceof NodeRequest && request.value.record !== undefined) line["request_id"] = request.value.record.id
+      const request = Context.getOrUndefined(fiber.context, HttpServerRequest.HttpServerRequest)
+      const record = request === undefined ? undefined : records.get(request.source)
+      if (record !== undefined) line["request_id"] = record.id
     }
-    if (!Cause.isEmpty(cause)) line["error"] = Cause.pretty(cause)
+    if (cause.reasons.length > 0) line["error"] = Cause.pretty(cause)
     sink(JSON.stringify(line))
   })
 
-/** Replaces the default logger with JSON lines. */
-export const jsonLoggerLayer = (sink?: LogSink): Layer.Layer<never> => Logger.replace(Logger.defaultLogger, jsonLogger(sink))
+/** Replaces the default logger with JSON lines (log lines still become events of the current span). */
+export const jsonLoggerLayer = (sink?: LogSink): Layer.Layer<never> => Logger.layer([jsonLogger(sink), Logger.tracerLogger])
 
 const pathOf = (url: string): string => {
   const q = url.indexOf("?")
@@ -58,25 +60,19 @@ const pathOf = (url: string): string => {
 /**
  * Writes info lines from node's callbacks: synchronously, to the loggers (and at the minimum
  * level) installed where this runs, with the annotations there and a request id. No fiber per
- * line: the request log runs on every request.
+ * line: the request log runs on every request. (Not as span events: no span is current there.)
  */
 export const infoLines: Effect.Effect<(message: string, fields: Record<string, unknown>, requestId: string) => void> =
-  Effect.withFiberRuntime((fiber) => {
-    const loggers = fiber.getFiberRef(FiberRef.currentLoggers)
-    const logged = LogLevel.greaterThanEqual(LogLevel.Info, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
-    const annotations = fiber.getFiberRef(FiberRef.currentLogAnnotations)
-    const context = fiber.getFiberRefs()
-    const fiberId = fiber.id()
+  Effect.withFiber((fiber) => {
+    const loggers = [...fiber.getRef(Logger.CurrentLoggers)].filter((logger) => logger !== Logger.tracerLogger)
+    const logged = LogLevel.isGreaterThanOrEqualTo("Info", fiber.getRef(References.MinimumLogLevel))
     return Effect.succeed((message, fields, requestId) => {
       if (!logged) return
-      const options = {
-        fiberId,
-        logLevel: LogLevel.Info,
-        message: [message, fields],
+      const options: Logger.Options<unknown> = {
+        message: [message, { ...fields, request_id: requestId }],
+        logLevel: "Info",
         cause: Cause.empty,
-        context,
-        spans: List.empty(),
-        annotations: HashMap.set(annotations, "request_id", requestId),
+        fiber,
         date: new Date()
       }
       for (const logger of loggers) logger.log(options)
@@ -97,7 +93,10 @@ export interface RequestRecord {
   readonly answered: (status: number) => void
 }
 
-/** The request log as the server adapter calls it: `begin` when a request arrives. */
+/**
+ * The request log as the server adapter calls it: `begin` when a request arrives, before its
+ * handler runs (the record is then found from the request: `requestRecord`).
+ */
 export type RequestLog = (req: IncomingMessage, res: ServerResponse) => RequestRecord
 
 /**
@@ -111,43 +110,48 @@ export type RequestLog = (req: IncomingMessage, res: ServerResponse) => RequestR
  * loggers and format as every other line), and each route and status's metric labels are made
  * once. Measured in docs/decisions.md ("Request log").
  */
-export const requestLog: Effect.Effect<RequestLog> = Effect.map(infoLines, (info) => {
-  const labels = new Map<string, { readonly counted: ReadonlyArray<MetricLabel.MetricLabel>; readonly timed: ReadonlyArray<MetricLabel.MetricLabel> }>()
-  const labelsOf = (route: string, status: number) => {
-    const key = `${status} ${route}`
-    let found = labels.get(key)
-    if (found === undefined) {
-      const label = MetricLabel.make("route", route)
-      found = { counted: [label, MetricLabel.make("status", String(status))], timed: [label] }
-      labels.set(key, found)
-    }
-    return found
-  }
-  return (req: IncomingMessage, res: ServerResponse): RequestRecord => {
-    const start = Date.now()
-    const sent = req.headers["x-request-id"]
-    const id = typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
-    // On the node response itself, so every answer (errors too) carries it.
-    res.setHeader("x-request-id", id)
-    const record: RequestRecord = {
-      id,
-      userId: undefined,
-      route: undefined,
-      answered: (status) => {
-        const url = req.url ?? "/"
-        const duration = Date.now() - start
-        const { counted, timed } = labelsOf(record.route ?? "other", status)
-        httpRequests.unsafeUpdate(1, counted)
-        httpDuration.unsafeUpdate(duration / 1000, timed)
-        info("request", {
-          method: req.method,
-          path: pathOf(url),
-          status,
-          duration_ms: duration,
-          ...(record.userId === undefined ? {} : { user_id: record.userId })
-        }, id)
+export const requestLog: Effect.Effect<RequestLog> = Effect.withFiber((fiber) =>
+  Effect.map(infoLines, (info) => {
+    // A metric's labels come from the context it is updated with: one context per route and status.
+    const base = fiber.getRef(Metric.CurrentMetricAttributes)
+    const withLabels = (labels: Metric.Metric.AttributeSet) =>
+      Context.add(fiber.context, Metric.CurrentMetricAttributes, { ...base, ...labels })
+    const labels = new Map<string, { readonly counted: Context.Context<never>; readonly timed: Context.Context<never> }>()
+    const labelsOf = (route: string, status: number) => {
+      const key = `${status} ${route}`
+      let found = labels.get(key)
+      if (found === undefined) {
+        found = { counted: withLabels({ route, status: String(status) }), timed: withLabels({ route }) }
+        labels.set(key, found)
       }
+      return found
     }
-    return record
-  }
-})
+    return (req: IncomingMessage, res: ServerResponse): RequestRecord => {
+      const start = Date.now()
+      const sent = req.headers["x-request-id"]
+      const id = typeof sent === "string" && REQUEST_ID.test(sent) ? sent : randomUUID()
+      // On the node response itself, so every answer (errors too) carries it.
+      res.setHeader("x-request-id", id)
+      const record: RequestRecord = {
+        id,
+        userId: undefined,
+        route: undefined,
+        answered: (status) => {
+          const url = req.url ?? "/"
+          const duration = Date.now() - start
+          const { counted, timed } = labelsOf(record.route ?? "other", status)
+          httpRequests.updateUnsafe(1, counted)
+          httpDuration.updateUnsafe(duration / 1000, timed)
+          info("request", {
+            method: req.method,
+            path: pathOf(url),
+            status,
+            duration_ms: duration,
+            ...(record.userId === undefined ? {} : { user_id: record.userId })
+          }, id)
+        }
+      }
+      records.set(req, record)
+      return record
+    }
+  }))

@@ -3,8 +3,8 @@
  *   HTTP edge (httpLayer) -> use cases + dispatcher (@wes/core) -> store (memory | PostgreSQL,
  *   blobs in the store or in WES_BLOB_DIR) + runner gateway (@wes/runner-client) + platform.
  */
-import * as HttpServer from "effect/unstable/http/HttpServer"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodePath from "@effect/platform-node/NodePath"
 import {
   Dispatcher,
   IdGeneratorLive,
@@ -18,7 +18,7 @@ import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
+import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { WesConfig } from "./Config.js"
@@ -34,7 +34,7 @@ import { webhookDeliveryLayer } from "./WebhookDelivery.js"
 export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknown> => {
   // The PostgreSQL store (and its driver) is loaded only when it is used.
   const store: Layer.Layer<StoreServices, unknown> = config.storage === "postgres"
-    ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("@wes/storage-pg")), ({ PgStoreLive }) =>
+    ? Layer.unwrap(Effect.map(Effect.promise(() => import("@wes/storage-pg")), ({ PgStoreLive }) =>
       PgStoreLive({
         url: Option.getOrThrow(config.databaseUrl),
         connectTimeout: "5 seconds",
@@ -46,7 +46,7 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
   return Option.match(config.blobDir, {
     onNone: () => store,
     // Files on disk replace the store's own blobs.
-    onSome: (dir) => Layer.merge(store, FsBlobStoreLive(dir).pipe(Layer.provide(NodeContext.layer)))
+    onSome: (dir) => Layer.merge(store, FsBlobStoreLive(dir).pipe(Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))))
   })
 }
 
@@ -56,7 +56,7 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
  * tracing on: idle claims and lease renewals alone would be a root span per runner every second
  * (docs/decisions.md). What a request calls runs in the request's fiber, under its span.
  */
-export const coreLayer = (config: WesConfig) => Layer.locally(coreServices(config), FiberRef.currentTracerEnabled, false)
+export const coreLayer = (config: WesConfig) => coreServices(config).pipe(Layer.provide(untraced))
 
 const coreServices = (config: WesConfig) => {
   // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
@@ -103,7 +103,7 @@ export const serverLayer = (config: WesConfig) => {
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
   const started = Layer.effectDiscard(Effect.gen(function*() {
     const { address } = yield* HttpServer.HttpServer
-    const port = address._tag === "TcpAddress" ? address.port : config.port
+    const port = address._tag === "UnixPathAddress" ? config.port : address.port
     yield* Effect.logInfo("wes serve listening", {
       address: base,
       port,
@@ -119,17 +119,17 @@ export const serverLayer = (config: WesConfig) => {
   }))
   // Dev mode's simulated runner is loaded only in dev mode.
   const dev = config.dev
-    ? Layer.unwrapEffect(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
+    ? Layer.unwrap(Effect.map(Effect.promise(() => import("./Dev.js")), ({ devLayer }) => devLayer(base)))
     : Layer.empty
   // Webhook deliveries: the pool sends what the store's outbox holds (WebhookDelivery.ts).
   // Background work, like the dispatcher's, is never traced (Tracing.ts).
-  const webhooks = Layer.locally(webhookDeliveryLayer({
+  const webhooks = webhookDeliveryLayer({
     timeout: config.webhookTimeout,
     denyPrivate: config.webhookDenyPrivate,
     retry: { base: config.webhookRetryBase, cap: Duration.hours(1) },
     // Like workflow claims: an instance that dies leaves its deliveries to others after WES_LEASE (beyond the send timeout).
     leaseMargin: config.lease
-  }), FiberRef.currentTracerEnabled, false)
+  }).pipe(Layer.provide(untraced))
   const app = Layer.mergeAll(started.pipe(Layer.provideMerge(http)), dev, webhooks)
   // Spans exported over OTLP when OTEL_EXPORTER_OTLP_*ENDPOINT is set; otherwise none is built (Tracing.ts).
   return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(tracingLayer(config.tracing)))

@@ -9,19 +9,18 @@
  * No synchronous filesystem call runs on a request; chunks are kept as node delivered them (each
  * is its own buffer), not copied.
  */
-import * as FileSystem from "effect/FileSystem"
-import * as Path from "effect/Path"
+import { FormFile, type FormRecord, InternalError } from "@wes/api"
 import { StorageError, ValidationError } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
+import * as Path from "effect/Path"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as MP from "multipasta"
-import type { IncomingMessage } from "node:http"
 import * as NodeFs from "node:fs"
-import { InternalError } from "@wes/api"
-import { FormFile, type FormRecord } from "@wes/api"
+import type { IncomingMessage } from "node:http"
 
 export interface MultipartLimits {
   /** Bytes of the whole body (the contract: 50 MB per request). */
@@ -128,7 +127,7 @@ const make = (limits: MultipartLimits) =>
         part.filename,
         part.contentType,
         part.size,
-        fs.stream(held.path, { chunkSize: FileSystem.MiB(1) }).pipe(Stream.mapError(readBack(held.path))),
+        fs.stream(held.path, { chunkSize: 1024 * 1024 }).pipe(Stream.mapError(readBack(held.path))),
         Effect.mapError(fs.readFileString(held.path), readBack(held.path))
       )
     }

@@ -19,7 +19,7 @@ const cpuSystem = Metric.counter("process_cpu_system_seconds_total", { descripti
  * CPU time already counted. Metrics are the process's (one registry, however many servers run
  * in it), so this is too: each scrape advances the counters by what was spent since the last.
  */
-const counted = Ref.unsafeMake<NodeJS.CpuUsage>({ user: 0, system: 0 })
+const counted = Ref.makeUnsafe<NodeJS.CpuUsage>({ user: 0, system: 0 })
 
 /** Brings the gauges and counters up to the process's figures now. */
 export const sampleProcessMetrics: Effect.Effect<void> = Effect.gen(function*() {
@@ -30,11 +30,11 @@ export const sampleProcessMetrics: Effect.Effect<void> = Effect.gen(function*() 
     return [{ user: now.user - before.user, system: now.system - before.system }, now]
   })
   yield* Effect.all([
-    Metric.set(residentMemory, memory.rss),
-    Metric.set(heapUsed, memory.heapUsed),
-    Metric.set(heapTotal, memory.heapTotal),
-    Metric.set(external, memory.external),
-    Metric.incrementBy(cpuUser, spent.user / 1e6),
-    Metric.incrementBy(cpuSystem, spent.system / 1e6)
+    Metric.update(residentMemory, memory.rss),
+    Metric.update(heapUsed, memory.heapUsed),
+    Metric.update(heapTotal, memory.heapTotal),
+    Metric.update(external, memory.external),
+    Metric.update(cpuUser, spent.user / 1e6),
+    Metric.update(cpuSystem, spent.system / 1e6)
   ], { discard: true })
 })

@@ -4,13 +4,13 @@
  * resume. State is one small entry per recently seen IP, kept in least-recently-used order: idle
  * entries are swept as requests arrive and the map never holds more than `maxEntries`.
  */
-import * as HttpMiddleware from "effect/unstable/http/HttpMiddleware"
-import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
-import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
+import * as HttpMiddleware from "effect/http/HttpMiddleware"
+import * as HttpServerRequest from "effect/http/HttpServerRequest"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 
 export interface RateLimitSettings {
   readonly limit: number
@@ -134,7 +134,7 @@ export const clientIpOf = (remoteAddress: string | undefined, header: string | u
 }
 
 const limited = (retryAfterSeconds: number) =>
-  HttpServerResponse.unsafeJson({ status: 429, message: "Rate limit exceeded" }, {
+  HttpServerResponse.jsonUnsafe({ status: 429, message: "Rate limit exceeded" }, {
     status: 429,
     headers: { "retry-after": String(retryAfterSeconds) }
   })

@@ -1,41 +1,52 @@
 /** /v1/user, /v1/template, /v1/runner and /v1/managed-runner. */
-import { group } from "./edge/ApiGroups.js"
 import { AccountService, ManagedRunnerService, RunnerService, TemplateService } from "@wes/core"
 import * as Effect from "effect/Effect"
-import { CurrentUser, WesApi } from "@wes/api"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import { Authentication, CurrentUser, WesApi } from "@wes/api"
+import { seeing } from "./Handlers.js"
+import { MultipartReader } from "./MultipartReader.js"
+import { payloadReader, withPayload } from "./RequestBodies.js"
 
-export const userHttp = group(WesApi, "user", (handlers) =>
+export const userHttp = HttpApiBuilder.group(WesApi, "user", (handlers) =>
   Effect.map(AccountService, (accounts) =>
-    handlers.handle("get", () => Effect.flatMap(CurrentUser, ({ user }) => accounts.currentUser(user)))))
+    handlers.handle("get", () => Effect.flatMap(CurrentUser, ({ user }) => accounts.currentUser(user))))).pipe(
+    seeing(AccountService, Authentication)
+  )
 
-export const templatesHttp = group(WesApi, "templates", (handlers) =>
-  Effect.map(TemplateService, (templates) =>
-    handlers
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => templates.create(user, payload)))
-      .handle("list", ({ urlParams }) =>
+export const templatesHttp = HttpApiBuilder.group(WesApi, "templates", (handlers) =>
+  Effect.gen(function*() {
+    const templates = yield* TemplateService
+    const withBody = withPayload(yield* payloadReader)
+    return handlers
+      .handleRaw("create", withBody(({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => templates.create(user, payload))))
+      .handle("list", ({ query }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
-          Effect.map(templates.list(user, urlParams), (page) => ({ templates: page.items, total: page.total }))))
-      .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => templates.get(user, path.id)))
-      .handle("update", ({ path, payload }) => Effect.flatMap(CurrentUser, ({ user }) => templates.update(user, path.id, payload)))
-      .handle("delete", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => templates.delete(user, path.id)))))
+          Effect.map(templates.list(user, query), (page) => ({ templates: page.items, total: page.total }))))
+      .handle("get", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => templates.get(user, params.id)))
+      .handleRaw("update", withBody(({ params, payload }) => Effect.flatMap(CurrentUser, ({ user }) => templates.update(user, params.id, payload))))
+      .handle("delete", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => templates.delete(user, params.id)))
+  })).pipe(seeing(TemplateService, MultipartReader, Authentication))
 
-export const runnersHttp = group(WesApi, "runners", (handlers) =>
-  Effect.map(RunnerService, (runners) =>
-    handlers
-      .handle("create", ({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.create(user, payload)))
-      .handle("list", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, ({ user }) =>
-          Effect.map(runners.list(user, urlParams), (page) => ({ runners: page.items, total: page.total }))))
-      .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => runners.get(user, path.id)))
-      .handle("update", ({ path, payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.update(user, path.id, payload)))
-      .handle("replace", ({ path, payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.update(user, path.id, payload)))
-      .handle("delete", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => runners.delete(user, path.id)))
-      .handle("history", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => runners.history(user, path.id)))))
+export const runnersHttp = HttpApiBuilder.group(WesApi, "runners", (handlers) =>
+  Effect.gen(function*() {
+    const runners = yield* RunnerService
+    const withBody = withPayload(yield* payloadReader)
+    return handlers
+      .handleRaw("create", withBody(({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.create(user, payload))))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(runners.list(user, query), (page) => ({ runners: page.items, total: page.total }))))
+      .handle("get", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => runners.get(user, params.id)))
+      .handleRaw("update", withBody(({ params, payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.update(user, params.id, payload))))
+      .handleRaw("replace", withBody(({ params, payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.update(user, params.id, payload))))
+      .handle("delete", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => runners.delete(user, params.id)))
+      .handle("history", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => runners.history(user, params.id)))
+  })).pipe(seeing(RunnerService, MultipartReader, Authentication))
 
-export const managedRunnersHttp = group(WesApi, "managedRunners", (handlers) =>
+export const managedRunnersHttp = HttpApiBuilder.group(WesApi, "managedRunners", (handlers) =>
   Effect.map(ManagedRunnerService, (managed) =>
     handlers
-      .handle("list", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, ({ user }) =>
-          Effect.map(managed.list(user, urlParams), (page) => ({ runners: page.items, total: page.total }))))
-      .handle("history", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => managed.history(user, path.id)))))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(managed.list(user, query), (page) => ({ runners: page.items, total: page.total }))))
+      .handle("history", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => managed.history(user, params.id))))).pipe(
+    seeing(ManagedRunnerService, Authentication)
+  )

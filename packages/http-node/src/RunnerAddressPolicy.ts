@@ -159,7 +159,7 @@ export const denyPrivateGateway = (resolve: Resolver = systemResolver): Layer.La
             // Said once, as a socket that could not open; nothing follows while the address is refused.
             : Effect.tap(
               Effect.acquireRelease(Queue.bounded<RunnerEvent>(1), Queue.shutdown),
-              (queue) => Queue.offer(queue, { _tag: "Disconnected", reason: checked.left })
+              (queue) => Queue.offer(queue, { _tag: "Disconnected", reason: checked.failure })
             ))
     })
   }))

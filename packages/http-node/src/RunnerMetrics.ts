@@ -10,7 +10,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Metric from "effect/Metric"
-import * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 
@@ -21,10 +20,7 @@ const versionLabel = (runner: RunnerTarget): string => {
 }
 
 const attempt = (runner: RunnerTarget, result: string) =>
-  Metric.update(Metric.taggedWithLabels(dispatchAttempts, [
-    MetricLabel.make("result", result),
-    MetricLabel.make("comfyui_version", versionLabel(runner))
-  ]), 1)
+  Metric.update(Metric.withAttributes(dispatchAttempts, { result, comfyui_version: versionLabel(runner) }), 1)
 
 export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = Layer.effect(
   RunnerGateway,
@@ -36,7 +32,7 @@ export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = 
           attempt(runner, Exit.match(exit, {
             onSuccess: () => "submitted",
             onFailure: (cause) =>
-              Option.match(Cause.failureOption(cause), { onNone: () => "error", onSome: (e) => (e._tag === "PromptRejected" ? "rejected" : e._tag === "PromptWithheld" ? "withheld" : "error") })
+              Option.match(Cause.findErrorOption(cause), { onNone: () => "error", onSome: (e) => (e._tag === "PromptRejected" ? "rejected" : e._tag === "PromptWithheld" ? "withheld" : "error") })
           })))),
       download: (runner, file) =>
         Effect.flatMap(Clock.currentTimeMillis, (start) => {
@@ -45,7 +41,7 @@ export const meteredGateway: Layer.Layer<RunnerGateway, never, RunnerGateway> = 
           return Effect.flatMap(inner.download(runner, file), (download) =>
             isBlobBytes(download.content)
               ? Effect.as(transferred, download)
-              : Effect.succeed({ ...download, content: download.content.pipe(Stream.onDone(() => transferred)) }))
+              : Effect.succeed({ ...download, content: download.content.pipe(Stream.onEnd(transferred)) }))
         })
     }))
 )

@@ -1,54 +1,49 @@
 /**
- * The server's wiring. Reading the layers top to bottom draws the system: HTTP edge (rate limit,
- * request log, routes, OpenAPI, docs, dashboard) -> handlers -> use cases (@wes/core) -> store + runner
- * gateway + platform services.
+ * The server's wiring. Reading the layers top to bottom draws the system: HTTP edge (request log,
+ * rate limit, routes, OpenAPI, docs, dashboard, metrics: Edge.ts) -> handlers -> use cases
+ * (@wes/core) -> store + runner gateway + platform services; node's HTTP server through
+ * @effect/platform-node's NodeHttpServer.
  */
-import * as HttpApiBuilder from "effect/unstable/httpapi/HttpApiBuilder"
-import type * as HttpServer from "effect/unstable/http/HttpServer"
-import type { ServeError } from "effect/unstable/http/HttpServerError"
-import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
-import * as OpenApi from "effect/unstable/httpapi/OpenApi"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import type { StoreServices, UseCaseServices } from "@wes/core"
-import type * as Duration from "effect/Duration"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as HttpServer from "effect/http/HttpServer"
+import type { ServeError } from "effect/http/HttpServerError"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { randomUUID } from "node:crypto"
 import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
-import { adminHttp } from "./AdminHttp.js"
 import { type Authentication, WesApi } from "@wes/api"
+import { adminHttp } from "./AdminHttp.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { dashboardRoutes } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
-import { type PlainRoute, serveApi } from "./edge/ApiApp.js"
-import { jsonResponse } from "./edge/Failures.js"
-import { infoLines, requestLog } from "./Logging.js"
+import * as Edge from "./Edge.js"
+import { infoLines } from "./Logging.js"
 import { metricsRoute } from "./Metrics.js"
 import { MultipartReader } from "./MultipartReader.js"
-import * as NodeServerLayer from "./NodeServer.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
-import { requestSpan } from "./RequestSpan.js"
+import type { Resolver } from "./RunnerAddressPolicy.js"
 import { Shutdown } from "./Shutdown.js"
 import { SseHub } from "./SseHub.js"
 import { systemHttp } from "./SystemHttp.js"
-import type { Resolver } from "./RunnerAddressPolicy.js"
 import { webhookHttp, webhookUrlCheckLayer } from "./WebhooksHttp.js"
 import { workflowsHttp } from "./WorkflowsHttp.js"
 
 /** Requests that are never spans: probes and scrapes, many and alike. */
 const UNTRACED_ROUTES: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics"])
 
-/** The routes beside the API: its OpenAPI document, the docs page, the dashboard and the metrics. */
+/** The routes beside the API: the docs page, the dashboard and the metrics. */
 const plainRoutes = (metricsToken: Option.Option<Redacted.Redacted<string>>) =>
   Effect.gen(function*() {
-    const spec = jsonResponse(OpenApi.fromApi(WesApi), 200)
     const page = HttpServerResponse.html(docsPage())
-    const routes: ReadonlyArray<PlainRoute> = [
-      { path: "/v1/openapi.json", handler: Effect.succeed(spec) },
+    const routes: ReadonlyArray<Edge.PlainRoute> = [
       { path: "/docs", handler: Effect.succeed(page) },
       ...(yield* dashboardRoutes),
       yield* metricsRoute(metricsToken)
@@ -65,9 +60,9 @@ export interface HttpOptions {
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   /** `GET /metrics` asks for this bearer token (none: open, like /healthz). */
   readonly metricsToken?: Option.Option<Redacted.Redacted<string>> | undefined
-  readonly sseKeepAlive: Duration.DurationInput
+  readonly sseKeepAlive: Duration.Input
   /** Open connections are closed this long after shutdown begins, if they have not finished. */
-  readonly shutdownGrace: Duration.DurationInput
+  readonly shutdownGrace: Duration.Input
   /**
    * Who the caller of a /v1 request is. Default: WES's bearer API tokens. An embedder with its own
    * authentication (a gateway that already checked the caller) provides its own layer.
@@ -120,22 +115,14 @@ export const answerClientErrors = (server: NodeServer, log: (fields: Record<stri
 /** Paths outside the public rate limit: health checks, metrics and the operator API. */
 const exempt = (url: string) => url.startsWith("/healthz") || url.startsWith("/readyz") || url.startsWith("/admin/") || url.startsWith("/metrics")
 
+const isAdminPath = (path: string) => path === "/admin" || path.startsWith("/admin/")
+
 /**
  * Every group of the API's handlers over the use cases, following workflows through the SseHub:
- * what `apiApp` (edge/ApiApp.ts) compiles into the server's router.
+ * what HttpApiBuilder routes (Edge.ts). Each group is built seeing only what it uses (Handlers.ts).
  */
 const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication" | "webhooks">) =>
-  HttpApiBuilder.api(WesApi).pipe(
-    Layer.provide([
-      userHttp,
-      workflowsHttp,
-      webhookHttp,
-      templatesHttp,
-      runnersHttp,
-      managedRunnersHttp,
-      systemHttp,
-      adminHttp
-    ]),
+  Layer.mergeAll(userHttp, workflowsHttp, webhookHttp, templatesHttp, runnersHttp, managedRunnersHttp, systemHttp, adminHttp).pipe(
     Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken)]),
     Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
     Layer.provide(webhookUrlCheckLayer({
@@ -145,8 +132,9 @@ const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "au
   )
 
 /**
- * The HTTP server over the use cases: listens on `options.port`, and on shutdown stops taking
- * requests, ends event streams, lets in-flight requests finish, then closes what is left.
+ * The HTTP server over the use cases: listens on `options.port`, and on shutdown turns readiness
+ * 503 and ends event streams, then stops taking requests, lets in-flight requests finish for
+ * `shutdownGrace`, and closes what is left.
  */
 export const httpLayer = (options: HttpOptions): Layer.Layer<
   HttpServer.HttpServer,
@@ -155,30 +143,42 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
 > => {
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
   const middleware = limiter === undefined ? undefined : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })
-  const served = Layer.unwrapEffect(Effect.map(plainRoutes(options.metricsToken ?? Option.none()), (routes) =>
-    serveApi({
+  const served = Layer.unwrap(Effect.map(plainRoutes(options.metricsToken ?? Option.none()), (routes) =>
+    Edge.serve(WesApi, {
+      openapiPath: "/v1/openapi.json",
       routes,
-      adminEnabled: Option.isSome(options.adminToken),
+      // Without the operator API every /admin path is missing, whatever the method (404, not 405).
+      hidden: Option.isSome(options.adminToken) ? undefined : isAdminPath,
+      middleware,
+      untraced: UNTRACED_ROUTES,
       // Without an exporter, per-request spans would only cost time.
-      around: options.traced === true
-        ? (route, request, program) => (UNTRACED_ROUTES.has(route) ? program : requestSpan(route, request, program))
-        : undefined,
-      middleware
+      traced: options.traced === true
     })))
-  return served.pipe(
+
+  let node: NodeServer | undefined
+  const listener = Layer.unwrap(Effect.map(infoLines, (info) =>
+    NodeHttpServer.layer(() => (node = answerClientErrors(createServer(), (fields) => info("request", fields, randomUUID()))), {
+      port: options.port,
+      host: options.host,
+      gracefulShutdownTimeout: options.shutdownGrace
+    })))
+
+  // Built last, so its finalizer runs first: readiness turns 503 and event streams end before
+  // the listener stops taking requests and waits for those in flight. Past the grace period,
+  // connections still open are closed (a backstop that does not keep the process alive).
+  const stopping = Layer.effectDiscard(Effect.gen(function*() {
+    const { signal } = yield* Shutdown
+    yield* Effect.addFinalizer(() =>
+      Effect.andThen(
+        Deferred.succeed(signal, undefined),
+        Effect.sync(() => void setTimeout(() => node?.closeAllConnections(), Duration.toMillis(options.shutdownGrace)).unref())
+      ))
+  }))
+
+  return stopping.pipe(
+    Layer.provideMerge(served),
     Layer.provide(apiLayer(options)),
-    // Closed before the listener: readiness turns 503 and event streams end first.
-    Layer.provide(Shutdown.layer),
-    Layer.provideMerge(Layer.unwrapEffect(Effect.map(infoLines, (info) => {
-      const log = (fields: Record<string, unknown>) => info("request", fields, randomUUID())
-      return NodeServerLayer.layer(() => answerClientErrors(createServer(), log), {
-        port: options.port,
-        host: options.host,
-        shutdownGrace: options.shutdownGrace,
-        requestLog
-      })
-    }))),
-    Layer.provide(MultipartReader.layer()),
-    Layer.provide(NodeContext.layer)
+    Layer.provide([Shutdown.layer, MultipartReader.layer()]),
+    Layer.provideMerge(listener)
   )
 }

@@ -6,27 +6,29 @@
  * feed at the right sequence, so nothing is skipped or repeated. Every fiber belongs to the hub's
  * scope; node's callbacks only start or interrupt them.
  *
- * A client is written to directly (a `NodeBody`): no fiber or stream per connection stays open.
- * Bounded: a client whose socket has more than `maxBufferedBytes` waiting gets a last comment
- * saying why, its stream ends, and its socket is destroyed if it has not drained `dropGrace`
- * later; it resumes with Last-Event-ID, from the log. One timer writes keep-alives to all. When
- * the server stops, every stream ends before the listener closes, so clients reconnect elsewhere.
+ * A client is written to directly: its response's body is a node stream the hub writes into (no
+ * Effect stream per connection; the server pipes it to the socket with node's backpressure).
+ * Bounded: a client with more than `maxBufferedBytes` waiting gets a last comment saying why, its
+ * stream ends, and its connection is cut if it has not drained `dropGrace` later; it resumes with
+ * Last-Event-ID, from the log. One timer writes keep-alives to all. When the server begins to stop
+ * (the `Shutdown` signal, before the listener closes) or the hub's scope closes, every stream
+ * ends, so clients reconnect elsewhere.
  */
-import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
-import { type FollowStart, READ_BATCH, type StorageError, type WorkflowEvent, WorkflowEventBus, sseSubscribers } from "@wes/core"
-import * as Chunk from "effect/Chunk"
+import { type FollowStart, READ_BATCH, sseSubscribers, type StorageError, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as FiberMap from "effect/FiberMap"
 import * as FiberSet from "effect/FiberSet"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { type NodeBody, NodeBodyTypeId } from "./NodeServer.js"
+import { PassThrough } from "node:stream"
+import { Shutdown } from "./Shutdown.js"
 
 /** One server-sent event. */
 export const encodeSse = (e: WorkflowEvent): string => `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`
@@ -39,14 +41,14 @@ const TOO_SLOW = Buffer.from(": too slow: this stream ends here; reconnect with 
 
 export interface SseHubOptions {
   /** A comment line this often keeps idle connections (and proxies) open. */
-  readonly keepAlive: Duration.DurationInput
+  readonly keepAlive: Duration.Input
   /** Bytes a client may fall behind before it is dropped (default 1 MiB). */
   readonly maxBufferedBytes?: number
   /** How long a dropped client has to take its last bytes before its socket is destroyed (default 5 s). */
-  readonly dropGrace?: Duration.DurationInput
+  readonly dropGrace?: Duration.Input
 }
 
-/** Where a client's bytes go: node's response (or any writable stream, in tests). */
+/** Where a client's bytes go: its response's body (or any writable stream, in tests). */
 export interface SseOut {
   readonly write: (bytes: Buffer) => unknown
   /** Bytes written but not yet taken by the socket. */
@@ -72,13 +74,13 @@ interface Topic {
   readonly clients: Set<Client>
   /** The last sequence the live feed has delivered. */
   seen: number
-  feed: Fiber.RuntimeFiber<void> | undefined
+  feed: Fiber.Fiber<void> | undefined
 }
 
 export class SseHub extends Context.Service<SseHub, {
   /** The answer of a subscribe request: the workflow's events from `start` on, ending after `done`. */
   readonly response: (workflowId: string, start: FollowStart) => HttpServerResponse.HttpServerResponse
-  /** Follows a workflow onto `out` (what the response's body does once its head is written). */
+  /** Follows a workflow onto `out` (what the response's body is). */
   readonly attach: (out: SseOut, workflowId: string, start: FollowStart) => void
   /** Open connections and followed workflows (for tests and metrics). */
   readonly stats: Effect.Effect<{ readonly clients: number; readonly workflows: number }>
@@ -96,8 +98,11 @@ const make = (options: SseHubOptions) =>
     const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024
     const dropGrace = Duration.toMillis(options.dropGrace ?? "5 seconds")
     const topics = new Map<string, Topic>()
+    // Counted from node's callbacks, in the context the hub was made in.
+    const context = yield* Effect.context<never>()
+    const subscribers = (n: number) => sseSubscribers.modifyUnsafe(n, context)
     // Registered at start, so a scrape shows it (at 0) before the first stream.
-    sseSubscribers.unsafeModify(0, [])
+    subscribers(0)
     let closing = false
 
     const end = (client: Client) => {
@@ -142,10 +147,10 @@ const make = (options: SseHubOptions) =>
     }
 
     const detach = (topic: Topic, client: Client) => {
-      if (topic.clients.delete(client)) sseSubscribers.unsafeModify(-1, [])
+      if (topic.clients.delete(client)) subscribers(-1)
       if (topic.clients.size === 0 && topics.get(topic.workflowId) === topic) {
         topics.delete(topic.workflowId)
-        topic.feed?.unsafeInterruptAsFork(FiberId.none)
+        topic.feed?.interruptUnsafe()
       }
     }
 
@@ -154,8 +159,8 @@ const make = (options: SseHubOptions) =>
      * log) as one buffer for every client level with the feed, so a feed that falls behind
      * catches up with fewer writes. A client that caught up past part of them takes the rest.
      */
-    const broadcast = (topic: Topic, chunk: Chunk.Chunk<WorkflowEvent>) => {
-      const events = Chunk.toReadonlyArray(chunk).filter((e) => e.seq > topic.seen)
+    const broadcast = (topic: Topic, chunk: ReadonlyArray<WorkflowEvent>) => {
+      const events = chunk.filter((e) => e.seq > topic.seen)
       if (events.length === 0) return
       topic.seen = events[events.length - 1]!.seq
       const bytes = encodeAll(events)
@@ -170,7 +175,7 @@ const make = (options: SseHubOptions) =>
     const feed = (topic: Topic) =>
       bus.subscribe(topic.workflowId, topic.seen).pipe(
         Stream.takeUntil((e) => e.type === "done"),
-        Stream.runForEachChunk((chunk) => Effect.sync(() => broadcast(topic, chunk))),
+        Stream.runForEachArray((chunk) => Effect.sync(() => broadcast(topic, chunk))),
         Effect.catch((e: StorageError) => Effect.logWarning("event stream failed", { workflow_id: topic.workflowId, error: e.message })),
         Effect.ensuring(Effect.sync(() => {
           if (topics.get(topic.workflowId) === topic) topics.delete(topic.workflowId)
@@ -211,7 +216,7 @@ const make = (options: SseHubOptions) =>
       }
       const joined = topic
       joined.clients.add(client)
-      sseSubscribers.unsafeModify(1, [])
+      subscribers(1)
       const leave = () => {
         client.ended = true
         detach(joined, client)
@@ -231,7 +236,10 @@ const make = (options: SseHubOptions) =>
     }
 
     const response = (workflowId: string, start: FollowStart) => {
-      const body: NodeBody = { [NodeBodyTypeId]: NodeBodyTypeId, writeTo: (res) => attach(res, workflowId, start) }
+      // The server pipes it to the socket (pausing it while the socket is full) and destroys it
+      // when the client leaves: its own buffer is what the client has not taken yet.
+      const body = new PassThrough()
+      attach(body, workflowId, start)
       return HttpServerResponse.raw(body, {
         contentType: "text/event-stream",
         headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }
@@ -244,14 +252,17 @@ const make = (options: SseHubOptions) =>
     }).pipe(Effect.repeat(Schedule.spaced(options.keepAlive)))
     yield* Effect.forkScoped(Effect.delay(keepAlive, options.keepAlive))
 
-    // Shutdown (this layer closes before the listener does) ends every stream; a stream opened
-    // after that gets its first events and ends. The feeds end with the FiberMap.
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        closing = true
-        for (const topic of topics.values()) for (const client of topic.clients) end(client)
-        topics.clear()
-      }))
+    // Shutdown ends every stream; a stream opened after that gets its first events and ends. The
+    // feeds end with the FiberMap. The server's `Shutdown` signal comes before the listener
+    // closes, so the listener does not wait for streams that would never end by themselves.
+    const closeAll = Effect.sync(() => {
+      closing = true
+      for (const topic of topics.values()) for (const client of topic.clients) end(client)
+      topics.clear()
+    })
+    const shutdown = yield* Effect.serviceOption(Shutdown)
+    if (Option.isSome(shutdown)) yield* Effect.forkScoped(Effect.andThen(Deferred.await(shutdown.value.signal), closeAll))
+    yield* Effect.addFinalizer(() => closeAll)
 
     return SseHub.of({
       response,

@@ -4,13 +4,23 @@
  * resource and the fix (plus one readable line when stderr is a terminal), then a non-zero exit.
  */
 import * as Cause from "effect/Cause"
-import * as ConfigError from "effect/ConfigError"
+import * as Config from "effect/Config"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 
-/** The environment without empty variables: `WES_DEV=` means "unset", not "invalid". */
+/** The environment without empty variables: `WES_DEV=` (or blanks) means "unset", not "invalid". */
 export const environmentProvider = (env: NodeJS.ProcessEnv = process.env): ConfigProvider.ConfigProvider =>
-  ConfigProvider.fromMap(new Map(Object.entries(env).flatMap(([k, v]) => (v === undefined || v.trim() === "" ? [] : [[k, v] as const]))))
+  ConfigProvider.fromEnvRecord(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== "")))
+
+/** A configuration error naming `variable`, with `message` as its reason. */
+export const invalidConfig = (variable: string, message: string): Config.ConfigError =>
+  new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.Pointer([variable], new SchemaIssue.InvalidValue({ message }))))
+
+/** A configuration error for a variable that must be set. */
+export const missingConfig = (variable: string, message: string): Config.ConfigError =>
+  new Config.ConfigError(new Schema.SchemaError(new SchemaIssue.Pointer([variable], new SchemaIssue.MissingKey({ messageMissingKey: message }))))
 
 export interface StartupFailure {
   readonly msg: string
@@ -27,14 +37,15 @@ const oneLine = (message: string): string => {
   return text.length > 300 ? `${text.slice(0, 297)}...` : text
 }
 
-/** The first leaf of a ConfigError (an And/Or tree of at most a few levels). */
-const configLeaf = (e: ConfigError.ConfigError): { readonly path: ReadonlyArray<string>; readonly message: string } => {
-  let current: ConfigError.ConfigError = e
-  for (let i = 0; i < 32; i++) {
-    if (current._op === "And" || current._op === "Or") current = current.left
-    else return { path: current.path, message: current.message }
-  }
-  return { path: [], message: String(e) }
+const issuesOf = SchemaIssue.makeFormatterStandardSchemaV1()
+
+/** The first reason of a ConfigError: the provider's failure, or the schema's first issue with its path. */
+const configLeaf = (e: Config.ConfigError): { readonly path: ReadonlyArray<string>; readonly message: string } => {
+  if (!Schema.isSchemaError(e.cause)) return { path: [], message: e.cause.message }
+  const [first] = issuesOf(e.cause.issue).issues
+  if (first === undefined) return { path: [], message: e.cause.message }
+  const path = (first.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))
+  return { path, message: first.message }
 }
 
 /** Errors nested through `cause` (bounded: a chain, not user input). */
@@ -59,10 +70,10 @@ export const describeStartupFailure = (
   cause: Cause.Cause<unknown>,
   context: { readonly port: number | undefined; readonly storage: string | undefined }
 ): StartupFailure => {
-  const error = Option.getOrElse(Cause.failureOption(cause), () => Cause.squash(cause))
-  if (ConfigError.isConfigError(error)) {
+  const error = Option.getOrElse(Cause.findErrorOption(cause), () => Cause.squash(cause))
+  if (error instanceof Config.ConfigError) {
     const leaf = configLeaf(error)
-    // A validation's error carries no path; its message names the variable.
+    // An error without a path (a provider's): its message may name the variable.
     const variable = leaf.path.join("_") || /\b(WES_[A-Z_]+|DATABASE_URL)\b/.exec(leaf.message)?.[1]
     return {
       msg: `invalid configuration${variable === undefined ? "" : ` (${variable})`}: ${oneLine(leaf.message)}`,

@@ -1,7 +1,7 @@
 /**
  * OpenTelemetry tracing, switched on by the standard OTLP variables (docs/configuration.md):
- * spans go to an OTLP/HTTP collector through @effect/opentelemetry's exporter (OtlpTracer, on
- * @effect/platform's HttpClient; none of the OpenTelemetry SDK is loaded). Unset, the tracer is
+ * spans go to an OTLP/HTTP collector through effect's own exporter (effect/observability's
+ * OtlpTracer, on effect's HttpClient; none of the OpenTelemetry SDK is loaded). Unset, the tracer is
  * disabled: no span is built at all (`untraced`, measured in docs/decisions.md).
  *
  *   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT  full URL of the traces endpoint, used as is
@@ -11,14 +11,17 @@
  *   OTEL_SERVICE_NAME                   the resource's service.name (default `wes`)
  *   OTEL_SDK_DISABLED=true              off, whatever else is set
  */
-import * as FetchHttpClient from "effect/unstable/http/FetchHttpClient"
-import * as OtlpSerialization from "@effect/opentelemetry/OtlpSerialization"
-import * as OtlpTracer from "effect/unstable/observability/OtlpTracer"
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
-import * as Result from "effect/Result"
+import * as Effect from "effect/Effect"
+import * as FetchHttpClient from "effect/http/FetchHttpClient"
 import * as Layer from "effect/Layer"
+import * as OtlpSerialization from "effect/observability/OtlpSerialization"
+import * as OtlpTracer from "effect/observability/OtlpTracer"
 import * as Option from "effect/Option"
+import * as References from "effect/References"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import { invalidConfig } from "./Startup.js"
 
 export interface TracingConfig {
   /** Where spans are POSTed. */
@@ -45,22 +48,25 @@ export const parseOtlpHeaders = (s: string): Result.Result<Record<string, string
 }
 
 const httpUrl = (name: string) =>
-  Config.string(name).pipe(Config.validate({
-    message: `${name} must be an http:// or https:// URL`,
-    validation: (s) => URL.canParse(s) && ["http:", "https:"].includes(new URL(s).protocol)
-  }))
+  Config.schema(
+    Schema.String.check(Schema.makeFilter((s: string) => URL.canParse(s) && ["http:", "https:"].includes(new URL(s).protocol), {
+      message: `${name} must be an http:// or https:// URL`
+    })),
+    name
+  )
 
 /** The tracing settings, or none when tracing is off. */
 export const TracingConfig: Config.Config<Option.Option<TracingConfig>> = Config.all({
-  disabled: Config.boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
+  disabled: Config.Boolean("OTEL_SDK_DISABLED").pipe(Config.withDefault(false)),
   traces: Config.option(httpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")),
   base: Config.option(httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT")),
-  protocol: Config.literal("http/protobuf", "http/json")("OTEL_EXPORTER_OTLP_PROTOCOL").pipe(Config.withDefault("http/protobuf" as const)),
-  headers: Config.string("OTEL_EXPORTER_OTLP_HEADERS").pipe(
+  protocol: Config.Literals(["http/protobuf", "http/json"], "OTEL_EXPORTER_OTLP_PROTOCOL").pipe(Config.withDefault("http/protobuf" as const)),
+  headers: Config.String("OTEL_EXPORTER_OTLP_HEADERS").pipe(
     Config.withDefault(""),
-    Config.mapOrFail((s) => Result.mapLeft(parseOtlpHeaders(s), (m) => ConfigError.InvalidData(["OTEL_EXPORTER_OTLP_HEADERS"], m)))
+    Config.mapEffect((s) =>
+      Effect.mapError(Effect.fromResult(parseOtlpHeaders(s)), (message) => invalidConfig("OTEL_EXPORTER_OTLP_HEADERS", message)))
   ),
-  serviceName: Config.string("OTEL_SERVICE_NAME").pipe(Config.withDefault("wes"))
+  serviceName: Config.String("OTEL_SERVICE_NAME").pipe(Config.withDefault("wes"))
 }).pipe(Config.map(({ base, disabled, headers, protocol, serviceName, traces }) => {
   const url = Option.orElse(traces, () => Option.map(base, (b) => `${b.replace(/\/+$/, "")}/v1/traces`))
   return disabled ? Option.none() : Option.map(url, (url): TracingConfig => ({ url, protocol, headers, serviceName }))
@@ -71,7 +77,7 @@ export const TracingConfig: Config.Config<Option.Option<TracingConfig>> = Config
  * span per runner HTTP call (with its attributes and a traceparent header) and per SQL
  * statement: about 10 % of a workflow's CPU in the dispatch benchmark (docs/decisions.md).
  */
-export const untraced: Layer.Layer<never> = Layer.setTracerEnabled(false)
+export const untraced: Layer.Layer<never> = Layer.succeed(References.TracerEnabled, false)
 
 /** The tracer `config` asks for: spans exported over OTLP/HTTP, or none at all. */
 export const tracingLayer = (config: Option.Option<TracingConfig>, serviceVersion?: string): Layer.Layer<never> =>

@@ -14,9 +14,9 @@ import { webhookSenderNode, type WebhookSendOptions } from "./WebhookSenderNode.
 export interface WebhookDeliveryOptions extends WebhookSendOptions {
   readonly retry: RetryOptions
   readonly concurrency?: number | undefined
-  readonly pollInterval?: Duration.DurationInput | undefined
+  readonly pollInterval?: Duration.Input | undefined
   /** How long a claim lasts beyond the send timeout: after a crash, its deliveries wait this long (default 15 s). */
-  readonly leaseMargin?: Duration.DurationInput | undefined
+  readonly leaseMargin?: Duration.Input | undefined
 }
 
 export const webhookDeliveryLayer = (options: WebhookDeliveryOptions): Layer.Layer<never, never, WebhookRepository> => {
@@ -28,7 +28,7 @@ export const webhookDeliveryLayer = (options: WebhookDeliveryOptions): Layer.Lay
     concurrency: options.concurrency ?? defaults.concurrency,
     pollInterval: options.pollInterval ?? defaults.pollInterval,
     // Longer than a send can take, so a live instance's claim never expires under it.
-    lease: Duration.sum(Duration.millis(timeoutMs), options.leaseMargin ?? Duration.seconds(15)),
+    lease: Duration.millis(timeoutMs + Duration.toMillis(options.leaseMargin ?? Duration.seconds(15))),
     retry: options.retry
   }))).pipe(Layer.provide(webhookSenderNode(options)))
 }

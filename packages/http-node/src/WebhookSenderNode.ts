@@ -19,7 +19,7 @@ export const READ_LIMIT = 4096
 export const KEEP_LIMIT = 256
 
 export interface WebhookSendOptions {
-  readonly timeout: Duration.DurationInput
+  readonly timeout: Duration.Input
   /** Refuse private, loopback, link-local and unspecified addresses. */
   readonly denyPrivate: boolean
   readonly resolve?: Resolver | undefined

@@ -3,12 +3,15 @@
  * passes before it is stored: the runners' policy (private, loopback, link-local and unspecified
  * addresses refused unless allowed), answered with a 400 naming the field.
  */
-import { group } from "./edge/ApiGroups.js"
 import { checkWebhookUrl, type StorageError, type User, ValidationError, WebhookService } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as Layer from "effect/Layer"
-import { CurrentUser, WesApi } from "@wes/api"
+import { Authentication, CurrentUser, WesApi } from "@wes/api"
+import { seeing } from "./Handlers.js"
+import { MultipartReader } from "./MultipartReader.js"
+import { payloadReader, withPayload } from "./RequestBodies.js"
 import { type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
 import { webhookRefusal } from "./WebhookSenderNode.js"
 
@@ -43,14 +46,15 @@ export const workflowWebhookUrlCheck = Effect.gen(function*() {
       )
 })
 
-export const webhookHttp = group(WesApi, "webhook", (handlers) =>
+export const webhookHttp = HttpApiBuilder.group(WesApi, "webhook", (handlers) =>
   Effect.gen(function*() {
     const webhooks = yield* WebhookService
     const check = yield* WebhookUrlCheck
+    const withBody = withPayload(yield* payloadReader)
     return handlers
-      .handle("put", ({ payload }) =>
-        Effect.flatMap(CurrentUser, ({ user }) => Effect.flatMap(check("url", payload.url), (url) => webhooks.put(user, url))))
+      .handleRaw("put", withBody(({ payload }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.flatMap(check("url", payload.url), (url) => webhooks.put(user, url)))))
       .handle("get", () => Effect.flatMap(CurrentUser, ({ user }) => webhooks.get(user)))
       .handle("delete", () => Effect.flatMap(CurrentUser, ({ user }) => webhooks.remove(user)))
       .handle("rotate", () => Effect.flatMap(CurrentUser, ({ user }) => webhooks.rotate(user)))
-  }))
+  })).pipe(seeing(WebhookService, WebhookUrlCheck, MultipartReader, Authentication))

@@ -1,24 +1,27 @@
 /** /v1/workflow: create, describe parameters, list, get, rerun, cancel, subscribe (SSE) and outputs. */
-import { group } from "./edge/ApiGroups.js"
-import * as HttpServerResponse from "effect/unstable/http/HttpServerResponse"
 import { toDetail, WebhookService, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import * as Stream from "effect/Stream"
-import { CurrentUser, WesApi } from "@wes/api"
-import { paramsOf } from "@wes/api"
+import { Authentication, CurrentUser, paramsOf, WesApi } from "@wes/api"
+import { seeing } from "./Handlers.js"
+import { MultipartReader } from "./MultipartReader.js"
+import { payloadReader, withPayload } from "./RequestBodies.js"
 import { SseHub } from "./SseHub.js"
-import { workflowWebhookUrlCheck } from "./WebhooksHttp.js"
+import { WebhookUrlCheck, workflowWebhookUrlCheck } from "./WebhooksHttp.js"
 
 const contentDisposition = (filename: string) => `attachment; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, "_")}"`
 
-export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
+export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers) =>
   Effect.gen(function*() {
     const workflows = yield* WorkflowService
     const hub = yield* SseHub
     const webhooks = yield* WebhookService
     const checkUrl = yield* workflowWebhookUrlCheck
+    const withBody = withPayload(yield* payloadReader)
     return handlers
-      .handle("create", ({ payload, request }) =>
+      .handleRaw("create", withBody(({ payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
           Effect.andThen(checkUrl(user, payload.webhook_url), workflows.create(user, {
             name: payload.name,
@@ -29,38 +32,37 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
             idempotency_key: request.headers["idempotency-key"],
             priority: payload.priority,
             webhook_url: payload.webhook_url
-          }))))
-      .handle("parameters", ({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.describeParameters(user, payload)))
-      .handle("list", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, ({ user }) =>
-          Effect.map(workflows.list(user, urlParams), (page) => ({ workflows: page.items, total: page.total }))))
-      .handle("get", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.get(user, path.id), toDetail)))
-      .handle("rerun", ({ path, payload, request }) =>
+          })))))
+      .handleRaw("parameters", withBody(({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.describeParameters(user, payload))))
+      .handle("list", ({ query }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.list(user, query), (page) => ({ workflows: page.items, total: page.total }))))
+      .handle("get", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.get(user, params.id), toDetail)))
+      .handleRaw("rerun", withBody(({ params, payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
           Effect.andThen(
             checkUrl(user, payload.webhook_url),
-            workflows.rerun(user, path.id, {
+            workflows.rerun(user, params.id, {
               params: paramsOf(payload),
               idempotency_key: request.headers["idempotency-key"],
               webhook_url: payload.webhook_url
             })
-          )))
-      .handle("cancel", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.cancel(user, path.id)))
-      .handle("subscribe", ({ headers, path }) =>
+          ))))
+      .handle("cancel", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.cancel(user, params.id)))
+      .handle("subscribe", ({ headers, params }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentUser
-          const start = yield* workflows.followStart(user, path.id, headers["last-event-id"])
-          return hub.response(path.id, start)
+          const start = yield* workflows.followStart(user, params.id, headers["last-event-id"])
+          return hub.response(params.id, start)
         }))
-      .handle("outputs", ({ path }) =>
-        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.outputs(user, path.id), (outputs) => ({ outputs }))))
-      .handle("deliveries", ({ path }) =>
-        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(webhooks.deliveries(user, path.id), (deliveries) => ({ deliveries }))))
-      .handle("retryDelivery", ({ path }) => Effect.flatMap(CurrentUser, ({ user }) => webhooks.retry(user, path.id, path.delivery_id)))
-      .handle("output", ({ path }) =>
+      .handle("outputs", ({ params }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.outputs(user, params.id), (outputs) => ({ outputs }))))
+      .handle("deliveries", ({ params }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(webhooks.deliveries(user, params.id), (deliveries) => ({ deliveries }))))
+      .handle("retryDelivery", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => webhooks.retry(user, params.id, params.delivery_id)))
+      .handle("output", ({ params }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentUser
-          const { blob, output } = yield* workflows.openOutput(user, path.id, path.output_id)
+          const { blob, output } = yield* workflows.openOutput(user, params.id, params.output_id)
           return HttpServerResponse.stream(
             blob.stream.pipe(Stream.tapError((e) => Effect.logError("output stream failed", { output_id: output.id, error: e.message }))),
             {
@@ -70,4 +72,4 @@ export const workflowsHttp = group(WesApi, "workflows", (handlers) =>
             }
           )
         }))
-  }))
+  })).pipe(seeing(WorkflowService, SseHub, WebhookService, WebhookUrlCheck, MultipartReader, Authentication))

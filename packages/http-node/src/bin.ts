@@ -2,7 +2,9 @@
 /** The `wes` command. `wes serve` runs the server; configuration comes from the environment. */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import { readFileSync } from "node:fs"
 import { loadConfig } from "./Config.js"
@@ -48,17 +50,20 @@ const serve = () => {
     return yield* Layer.launch(serverLayer(config))
   }).pipe(
     Effect.catchCause((cause) =>
-      Cause.isInterruptedOnly(cause)
+      Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause)
         : Effect.sync(() => {
           reportStartupFailure(describeStartupFailure(cause, context))
           process.exitCode = 1
         })),
     Effect.onInterrupt(() => Effect.logInfo("stopped", { signal: signal ?? "interrupt" })),
-    Effect.withConfigProvider(environmentProvider()),
+    Effect.provideService(ConfigProvider.ConfigProvider, environmentProvider()),
     Effect.provide(jsonLoggerLayer())
   )
-  NodeRuntime.runMain(program, { disablePrettyLogger: true })
+  // Stopped by a signal is a normal end (exit code 0), as is a failed start once reported (process.exitCode).
+  NodeRuntime.runMain(program, {
+    teardown: (exit, onExit) => onExit(Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? 1 : 0)
+  })
 }
 
 const [command, ...rest] = process.argv.slice(2)

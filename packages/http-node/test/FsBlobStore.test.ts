@@ -1,4 +1,4 @@
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { BlobStore } from "@wes/core"
 import { runStoreConformance } from "@wes/core/testing"
 import { MemoryStoreLive } from "@wes/storage-memory"
@@ -15,7 +15,7 @@ import { FsBlobStoreLive } from "../src/FsBlobStore.js"
 
 // The memory store with its blobs on disk: the blob cases of the conformance suite hit the files.
 const dir = mkdtempSync(join(tmpdir(), "wes-blobs-"))
-const store = Layer.merge(MemoryStoreLive, FsBlobStoreLive(dir).pipe(Layer.provide(NodeContext.layer)))
+const store = Layer.merge(MemoryStoreLive, FsBlobStoreLive(dir).pipe(Layer.provide(NodeServices.layer)))
 
 runStoreConformance("filesystem blob store conformance", store, { describe, it, afterAll })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -34,7 +34,7 @@ describe("filesystem blob store layout", () => {
         }
         for (const key of keys) yield* blobs.delete(key)
         return listFiles(root)
-      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
       // Only the shard directories made at start remain: no file, no per-workflow directory.
       expect(leftovers.files).toEqual([])
       expect(leftovers.dirs).toHaveLength(256)
@@ -59,7 +59,7 @@ describe("filesystem blob store on a directory emptied while it runs", () => {
         const blob = yield* blobs.get("inputs/c/photo/cat.png")
         const bytes = Option.isSome(blob) ? yield* Stream.runCollect(blob.value.stream) : undefined
         return { copied, bytes: bytes === undefined ? undefined : [...bytes].flatMap((c) => [...c]) }
-      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
       expect(got).toEqual({ copied: true, bytes: [4, 5] })
     } finally {
       rmSync(root, { recursive: true, force: true })
@@ -69,7 +69,7 @@ describe("filesystem blob store on a directory emptied while it runs", () => {
 
 describe("filesystem blob store files", () => {
   const run = <A>(root: string, program: Effect.Effect<A, unknown, BlobStore>) =>
-    Effect.runPromise(program.pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeContext.layer)))))
+    Effect.runPromise(program.pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
   const bytesOf = (blob: Option.Option<{ readonly stream: Stream.Stream<Uint8Array, unknown> }>) =>
     Option.isNone(blob) ? Effect.succeed(undefined) : Effect.map(Stream.runCollect(blob.value.stream), (c) => Buffer.concat([...c]).toString())
 

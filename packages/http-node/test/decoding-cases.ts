@@ -3,8 +3,8 @@
  * field of its body, query and headers with a value that field's own schema rejects, and bodies
  * with a field they do not declare. A route added later is covered without touching this file.
  */
-import * as HttpApi from "effect/unstable/httpapi/HttpApi"
-import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"

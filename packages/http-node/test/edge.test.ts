@@ -1,18 +1,18 @@
 /**
- * The server's router compiled from a declaration (src/edge), on a small API of its own: routing
- * (path parameters, HEAD, 404, 405 with Allow in declared order), decoding by the declared schemas
- * (a 400 naming each field, an unread body of the wrong Content-Type), answers encoded by the
- * declared success and error schemas, and what a handler gets wrong answered as a 500.
+ * The edge (src/Edge.ts) over a declaration, on a small API of its own: routing (path parameters,
+ * HEAD, 404, 405 with Allow in declared order), decoding by the declared schemas (a 400 naming each
+ * field, an unread body of the wrong Content-Type), answers encoded by the declared success and
+ * error schemas, and what a handler gets wrong answered as a 500.
  */
-import * as HttpApi from "effect/unstable/httpapi/HttpApi"
-import * as HttpApiBuilder from "effect/unstable/httpapi/HttpApiBuilder"
-import * as HttpApiEndpoint from "effect/unstable/httpapi/HttpApiEndpoint"
-import * as HttpApiGroup from "effect/unstable/httpapi/HttpApiGroup"
-import * as HttpApiSchema from "effect/unstable/httpapi/HttpApiSchema"
-import * as HttpServer from "effect/unstable/http/HttpServer"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { NotFound } from "@wes/core"
 import * as Effect from "effect/Effect"
+import * as HttpServer from "effect/http/HttpServer"
+import * as HttpApi from "effect/http-api/HttpApi"
+import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
+import * as HttpApiEndpoint from "effect/http-api/HttpApiEndpoint"
+import * as HttpApiGroup from "effect/http-api/HttpApiGroup"
+import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -20,43 +20,43 @@ import * as Schema from "effect/Schema"
 import { createServer } from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { BadRequest, InternalError, NotFoundStatus } from "@wes/api"
-import { group } from "../src/edge/ApiGroups.js"
-import { serveApi } from "../src/edge/ApiApp.js"
+import * as Edge from "../src/Edge.js"
 import { MultipartReader } from "../src/MultipartReader.js"
-import * as NodeServerLayer from "../src/NodeServer.js"
+import { payloadReader, withPayload } from "../src/RequestBodies.js"
 
 class Item extends Schema.Class<Item>("Item")({ id: Schema.String, n: Schema.Number }) {}
-const Id = Schema.Struct({ id: Schema.String })
-const NewItem = Schema.Struct({ n: Schema.Number.pipe(Schema.int()) }).annotate({ parseOptions: { errors: "all", onExcessProperty: "error" } })
+const Id = { id: Schema.String }
+const NewItem = Schema.Struct({ n: Schema.Int })
+const Positive = Schema.Struct({ n: Schema.Number.check(Schema.isGreaterThan(0)) })
+const errors = [BadRequest, NotFoundStatus, InternalError] as const
 
-class Items extends HttpApiGroup.make("items")
-  .add(HttpApiEndpoint.post("create", "/items").setPayload(NewItem).addSuccess(Item, { status: 201 }))
-  .add(HttpApiEndpoint.get("list", "/items").setUrlParams(Schema.Struct({ tag: Schema.optional(Schema.Array(Schema.String)) }))
-    .addSuccess(Schema.Struct({ tags: Schema.Array(Schema.String) })))
-  .add(HttpApiEndpoint.get("get", "/items/:id").setPath(Id).addSuccess(Item).addError(NotFoundStatus))
-  .add(HttpApiEndpoint.del("remove", "/items/:id").setPath(Id).addSuccess(HttpApiSchema.NoContent))
-  .add(HttpApiEndpoint.get("broken", "/broken").addSuccess(Item))
-  .add(HttpApiEndpoint.get("crash", "/crash").addSuccess(Item))
-{}
-class ToyApi extends HttpApi.make("toy").add(Items).addError(BadRequest).addError(NotFoundStatus).addError(InternalError) {}
+class Items extends HttpApiGroup.make("items").add(
+  HttpApiEndpoint.post("create", "/items", { payload: NewItem, success: Item.pipe(HttpApiSchema.status(201)), error: errors }),
+  HttpApiEndpoint.get("list", "/items", { query: { tag: Schema.optional(Schema.Array(Schema.String)) }, success: Schema.Struct({ tags: Schema.Array(Schema.String) }), error: errors }),
+  HttpApiEndpoint.get("get", "/items/:id", { params: Id, success: Item, error: errors }),
+  HttpApiEndpoint.delete("remove", "/items/:id", { params: Id, success: HttpApiSchema.NoContent, error: errors }),
+  HttpApiEndpoint.get("broken", "/broken", { success: Positive, error: errors }),
+  HttpApiEndpoint.get("crash", "/crash", { success: Item, error: errors })
+) {}
+class ToyApi extends HttpApi.make("toy").add(Items) {}
 
-const items = group(ToyApi, "items", (handlers) =>
-  handlers
-    .handle("create", ({ payload }) => Effect.succeed(new Item({ id: "new", n: payload.n })))
-    .handle("list", ({ urlParams }) => Effect.succeed({ tags: urlParams.tag ?? [] }))
-    .handle("get", ({ path }) => (path.id === "missing" ? Effect.fail(NotFound.workflow()) : Effect.succeed(new Item({ id: path.id, n: 1 }))))
-    .handle("remove", () => Effect.void)
-    // An answer its own success schema refuses, and a defect: the server's faults, not the client's.
-    .handle("broken", () => Effect.succeed({ id: 7 } as unknown as Item))
-    .handle("crash", () => Effect.dieMessage("boom")))
+const items = HttpApiBuilder.group(ToyApi, "items", (handlers) =>
+  Effect.map(payloadReader, (read) =>
+    handlers
+      .handleRaw("create", withPayload(read)(({ payload }) => Effect.succeed(new Item({ id: "new", n: payload.n }))))
+      .handle("list", ({ query }) => Effect.succeed({ tags: query.tag ?? [] }))
+      .handle("get", ({ params }) => (params.id === "missing" ? Effect.fail(NotFound.workflow()) : Effect.succeed(new Item({ id: params.id, n: 1 }))))
+      .handle("remove", () => Effect.void)
+      // An answer its own success schema refuses, and a defect: the server's faults, not the client's.
+      .handle("broken", () => Effect.succeed({ n: -1 }))
+      .handle("crash", () => Effect.die(new Error("boom")))))
 
-const server = serveApi({ routes: [], adminEnabled: false }).pipe(
-  Layer.provide(HttpApiBuilder.api(ToyApi).pipe(Layer.provide(items))),
-  Layer.provideMerge(NodeServerLayer.layer(() => createServer(), { port: 0, host: "127.0.0.1", shutdownGrace: "1 second" })),
+const server = Edge.serve(ToyApi).pipe(
+  Layer.provide(items),
   Layer.provide(MultipartReader.layer()),
-  Layer.provide(NodeContext.layer),
+  Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1", gracefulShutdownTimeout: "1 second" })),
   // Its unexpected-error lines stay out of the test's output.
-  Layer.provide(Logger.replace(Logger.defaultLogger, Logger.none))
+  Layer.provide(Logger.layer([]))
 )
 
 let runtime: ManagedRuntime.ManagedRuntime<HttpServer.HttpServer, unknown>
@@ -64,7 +64,7 @@ let base = ""
 beforeAll(async () => {
   runtime = ManagedRuntime.make(server)
   const { address } = await runtime.runPromise(HttpServer.HttpServer)
-  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   base = `http://127.0.0.1:${address.port}`
 })
 afterAll(() => runtime.dispose())
@@ -78,7 +78,7 @@ const call = async (method: string, path: string, init: { readonly body?: string
   return { status: res.status, allow: res.headers.get("allow"), type: res.headers.get("content-type"), body: text === "" ? undefined : JSON.parse(text) as unknown }
 }
 
-describe("the router compiled from a declaration", () => {
+describe("the edge over a declaration", () => {
   it("routes by method and path, decodes path and query, and encodes the declared success", async () => {
     expect(await call("GET", "/items/a1")).toMatchObject({ status: 200, type: "application/json", body: { id: "a1", n: 1 } })
     expect(await call("POST", "/items", { body: JSON.stringify({ n: 3 }) })).toMatchObject({ status: 201, body: { id: "new", n: 3 } })

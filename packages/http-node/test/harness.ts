@@ -3,7 +3,7 @@
  * fetch. Runners are answered by a test gateway (probe ok unless the endpoint says
  * "unreachable"); the runner-client suites cover the real protocol.
  */
-import * as HttpServer from "effect/unstable/http/HttpServer"
+import * as HttpServer from "effect/http/HttpServer"
 import {
   AccountService,
   Dispatcher,
@@ -36,7 +36,6 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import type * as Schema from "effect/Schema"
 import * as Queue from "effect/Queue"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { meteredGateway } from "../src/RunnerMetrics.js"
@@ -153,7 +152,7 @@ export const startServer = async (options: {
   ))
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address
-  if (address._tag !== "TcpAddress") throw new Error("expected a TCP address")
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
   const url = `http://127.0.0.1:${address.port}`
   const fetchAt = (path: string, init?: RequestInit) => fetch(url + path, init)
   return {
@@ -207,17 +206,17 @@ export const json = (body: unknown, headers: Record<string, string> = {}): Reque
 export const readJson = <T>(res: Response): Promise<T> => res.json() as Promise<T>
 
 // The contract's JSON shapes: the encoded (wire) side of the core's schemas.
-export type WorkflowSummaryJson = Schema.Schema.Encoded<typeof WorkflowSummary>
-export type WorkflowDetailJson = Schema.Schema.Encoded<typeof WorkflowDetail>
-export type RunnerJson = Schema.Schema.Encoded<typeof RunnerView>
-export type TemplateJson = Schema.Schema.Encoded<typeof Template>
-export type TemplateListItemJson = Schema.Schema.Encoded<typeof TemplateListItem>
-export type ManagedRunnerViewJson = Schema.Schema.Encoded<typeof ManagedRunnerView>
-export type ManagedRunnerJson = Schema.Schema.Encoded<typeof ManagedRunnerAdminView>
-export type CurrentUserJson = Schema.Schema.Encoded<typeof CurrentUser>
-export type UserJson = Schema.Schema.Encoded<typeof User>
-export type IssuedTokenJson = Schema.Schema.Encoded<typeof IssuedToken>
-export type ApiTokenViewJson = Schema.Schema.Encoded<typeof ApiTokenView>
+export type WorkflowSummaryJson = typeof WorkflowSummary.Encoded
+export type WorkflowDetailJson = typeof WorkflowDetail.Encoded
+export type RunnerJson = typeof RunnerView.Encoded
+export type TemplateJson = typeof Template.Encoded
+export type TemplateListItemJson = typeof TemplateListItem.Encoded
+export type ManagedRunnerViewJson = typeof ManagedRunnerView.Encoded
+export type ManagedRunnerJson = typeof ManagedRunnerAdminView.Encoded
+export type CurrentUserJson = typeof CurrentUser.Encoded
+export type UserJson = typeof User.Encoded
+export type IssuedTokenJson = typeof IssuedToken.Encoded
+export type ApiTokenViewJson = typeof ApiTokenView.Encoded
 
 /** The contract's error body; `details` on 400s. */
 export interface ErrorBody {

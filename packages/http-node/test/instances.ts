@@ -5,7 +5,7 @@
  * its own fresh schema (selected with `options=-c search_path=...` in DATABASE_URL), dropped
  * afterwards, so test files run in parallel.
  */
-import type { SqlError } from "effect/unstable/sql/SqlError"
+import type { SqlError } from "effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"

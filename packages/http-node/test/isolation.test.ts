@@ -1,5 +1,5 @@
 /**
- * Suite 5: tenant isolation. fast-check runs random sequences of operations by three users (create,
+ * Suite 5: tenant isolation. Effect's property checker (effect/Arbitrary) runs random sequences of operations by three users (create,
  * list, get, update, delete of workflows, templates and runners; reruns, cancels, outputs, history,
  * event streams) against the server on the memory store and on PostgreSQL. No answer may contain
  * an id or a name of another user's resources, and every access with another user's id is 404.
@@ -7,8 +7,10 @@
  * ISOLATION_SEED replays a run.
  */
 import { PgStoreLive } from "@wes/storage-pg"
-import * as fc from "effect/testing/FastCheck"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { json, smokeWorkflow, startServer, type TestServer, workflowForm } from "./harness.js"
 import { TestDatabase } from "./instances.js"
@@ -28,23 +30,26 @@ interface Step {
   readonly op: Op
 }
 
-const step: fc.Arbitrary<Step> = fc.record({
-  user: fc.integer({ min: 0, max: 2 }),
-  op: fc.oneof(
-    { arbitrary: fc.record({ _tag: fc.constant("create" as const), kind: fc.constantFrom<Kind>("workflow", "template", "runner") }), weight: 4 },
-    { arbitrary: fc.record({ _tag: fc.constant("list" as const), kind: fc.constantFrom<Kind | "managed">("workflow", "template", "runner", "managed") }), weight: 2 },
-    { arbitrary: fc.constant({ _tag: "user" as const }), weight: 1 },
-    {
-      arbitrary: fc.record({
-        _tag: fc.constantFrom("get" as const, "update" as const, "delete" as const, "history" as const, "rerun" as const, "cancel" as const, "outputs" as const, "output" as const, "subscribe" as const),
-        kind: fc.constantFrom<Kind>("workflow", "template", "runner"),
-        target: fc.nat(),
-        foreign: fc.boolean()
-      }),
-      weight: 8
-    }
-  )
-})
+const intFrom = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
+const oneOf = <const A extends ReadonlyArray<string>>(values: A) => Arbitrary.schema(Schema.Literals(values))
+const kinds = ["workflow", "template", "runner"] as const
+
+/** Ops weighted as create 4, list 2, user 1, access 8 (out of 15). */
+const op: Arbitrary.Arbitrary<Op> = Arbitrary.flatMap(intFrom(0, 14), (weight): Arbitrary.Arbitrary<Op> =>
+  weight < 4
+    ? Arbitrary.map(oneOf(kinds), (kind) => ({ _tag: "create", kind }))
+    : weight < 6
+    ? Arbitrary.map(oneOf([...kinds, "managed"]), (kind) => ({ _tag: "list", kind }))
+    : weight < 7
+    ? Arbitrary.Constant({ _tag: "user" })
+    : Arbitrary.all({
+      _tag: oneOf(["get", "update", "delete", "history", "rerun", "cancel", "outputs", "output", "subscribe"]),
+      kind: oneOf(kinds),
+      target: intFrom(0, 2 ** 31 - 1),
+      foreign: Arbitrary.schema(Schema.Boolean)
+    }))
+
+const step: Arbitrary.Arbitrary<Step> = Arbitrary.all({ user: intFrom(0, 2), op })
 
 interface Owned {
   readonly kind: Kind
@@ -127,7 +132,7 @@ const isolationSuite = (store: "memory" | "postgres") =>
     it("never shows a user another user's resources, and answers 404 to every cross-user id", async () => {
       let requests = 0
       let crossUser = 0
-      await fc.assert(fc.asyncProperty(fc.array(step, { minLength: 10, maxLength: 40 }), async (steps) => {
+      const property = async (steps: ReadonlyArray<Step>) => {
         // Fresh users per run: every resource below is known to belong to exactly one of them.
         const users = await Promise.all([server.user("plus"), server.user("plus"), server.user("plus")])
         const owned: Array<Array<Owned>> = [[], [], []]
@@ -181,7 +186,13 @@ const isolationSuite = (store: "memory" | "postgres") =>
             owned[user]!.push({ kind: "workflow", id: (JSON.parse(text) as { id: string }).id, name: target.name })
           }
         }
-      }), { numRuns: store === "memory" ? 40 : 25, seed: SEED })
+      }
+      const result = await Effect.runPromise(Arbitrary.checkEffect(
+        Arbitrary.array(step, { minLength: 10, maxLength: 40 }),
+        (steps) => Effect.as(Effect.tryPromise(() => property(steps)), true),
+        { runs: store === "memory" ? 40 : 25, seed: SEED, maxShrinks: 20 }
+      ))
+      expect(Arbitrary.formatCheckFailure(result)).toBeUndefined()
       console.log(`isolation (${store}): seed ${SEED}, ${requests} requests, ${crossUser} of them with another user's id`)
       expect(crossUser).toBeGreaterThan(0)
     }, 240_000)

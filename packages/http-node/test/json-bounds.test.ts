@@ -6,7 +6,9 @@
  * or a hang. A placeholder of no known kind (`$txt(color)`) is a 400 naming the known kinds, and
  * validation details speak the contract's words, not the schema library's.
  */
-import * as fc from "effect/testing/FastCheck"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ADMIN_TOKEN, type ErrorBody, json, readJson, smokeWorkflow, startServer, type TestServer, workflowForm } from "./harness.js"
 
@@ -16,6 +18,12 @@ const deepWorkflow = (depth: number) => {
   const smoke = JSON.stringify(smokeWorkflow())
   return smoke.replace("\"color\":255", `"color":${value}`)
 }
+
+const natural = (maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum })))
+
+/** One of `choices`, each as likely. */
+const oneOf = <A>(...choices: ReadonlyArray<Arbitrary.Arbitrary<A>>): Arbitrary.Arbitrary<A> =>
+  Arbitrary.flatMap(natural(choices.length - 1), (i) => choices[i]!)
 
 const formWithText = (fields: Record<string, string>) => {
   const form = new FormData()
@@ -92,11 +100,12 @@ describe("user JSON is bounded", () => {
       })()
     }))
     const user = await readJson<{ id: string }>(await server.fetch("/admin/v1/users", json({ tier: "free" }, admin)))
-    const document = fc.oneof(
-      fc.nat({ max: 300_000 }).map((n) => "[".repeat(n) + "]".repeat(n)),
-      fc.nat({ max: 50_000 }).map((n) => "{" + Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(",") + "}"),
-      fc.nat({ max: 20_000 }).map((n) => "{\"a\":".repeat(n) + "1" + "}".repeat(n)),
-      fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.stringify(v))
+    const document = oneOf(
+      Arbitrary.map(natural(300_000), (n) => "[".repeat(n) + "]".repeat(n)),
+      Arbitrary.map(natural(50_000), (n) => "{" + Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(",") + "}"),
+      Arbitrary.map(natural(20_000), (n) => "{\"a\":".repeat(n) + "1" + "}".repeat(n)),
+      // Any JSON value, a few levels deep (the checker's size bounds it).
+      Arbitrary.map(Arbitrary.schema(Schema.Json), (v) => JSON.stringify(v))
     )
     const jsonRoutes: ReadonlyArray<readonly [string, string, Record<string, string>]> = [
       ["POST", "/v1/runner", auth],
@@ -111,7 +120,7 @@ describe("user JSON is bounded", () => {
       ["POST", "/v1/template", { name: "t", description: "d" }],
       ["PUT", `/v1/template/${template.id}`, {}]
     ]
-    await fc.assert(fc.asyncProperty(document, fc.nat({ max: jsonRoutes.length + formRoutes.length - 1 }), async (text, which) => {
+    const property = async ([text, which]: readonly [string, number]) => {
       let res: Response
       if (which < jsonRoutes.length) {
         const [method, path, headers] = jsonRoutes[which]!
@@ -126,7 +135,15 @@ describe("user JSON is bounded", () => {
       expect(res.status).toBeLessThan(500)
       if (res.status >= 400) expect(body.status).toBe(res.status)
       expect((body.details ?? []).length).toBeLessThanOrEqual(20)
-    }), { numRuns: 40 })
+      return true
+    }
+    const result = await Effect.runPromise(Arbitrary.checkEffect(
+      Arbitrary.all([document, natural(jsonRoutes.length + formRoutes.length - 1)]),
+      (input) => Effect.promise(() => property(input)),
+      { runs: 40 }
+    ))
+    // A failure says the shrunk input and a replay token.
+    expect(Arbitrary.formatCheckFailure(result)).toBeUndefined()
   }, 120_000)
 
   it("refuses a placeholder of no known kind, naming the kinds (it used to reach the runner as text)", async () => {

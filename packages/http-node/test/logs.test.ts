@@ -1,10 +1,11 @@
-import * as HttpServerRequest from "effect/unstable/http/HttpServerRequest"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import { IncomingMessage, ServerResponse } from "node:http"
 import { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { jsonLoggerLayer, requestLog } from "../src/Logging.js"
-import { NodeRequest } from "../src/NodeRequest.js"
 import { json, startServer, type TestServer } from "./harness.js"
 
 describe("request logs", () => {
@@ -82,12 +83,17 @@ describe("log lines written while a request runs", () => {
     const req = new IncomingMessage(new Socket())
     req.headers["x-request-id"] = "req-42"
     const res = new ServerResponse(req)
+    // The request as node's HTTP adapter hands it to the application.
     const program = Effect.gen(function*() {
       const begin = yield* requestLog
-      const request = new NodeRequest(req, res, { multipart: undefined as never }, "/v1/user", undefined, undefined, begin(req, res))
-      yield* Effect.logWarning("inside").pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request))
+      const handled = yield* Deferred.make<void>()
+      const app = Effect.logWarning("inside").pipe(Effect.andThen(Deferred.succeed(handled, undefined)), Effect.as(HttpServerResponse.empty()))
+      const handler = yield* NodeHttpServer.makeHandler(app, { scope: yield* Effect.scope })
+      begin(req, res)
+      handler(req, res)
+      yield* Deferred.await(handled)
       yield* Effect.logWarning("outside")
-    })
+    }).pipe(Effect.scoped)
     await Effect.runPromise(program.pipe(Effect.provide(jsonLoggerLayer((line) => lines.push(line)))))
     const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>)
     expect(parsed.find((l) => l["msg"] === "inside")).toMatchObject({ level: "warn", request_id: "req-42" })

@@ -14,7 +14,7 @@ import { loadConfig } from "../src/Config.js"
 import { ADMIN_TOKEN, type ErrorBody, json, RealGateway, readJson, type RunnerJson, startServer, type TestServer } from "./harness.js"
 
 const configOf = (env: Record<string, string>) =>
-  Effect.runSync(Effect.result(loadConfig.pipe(Effect.withConfigProvider(ConfigProvider.fromMap(new Map(Object.entries(env)))))))
+  Effect.runSync(Effect.result(loadConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env)))))
 
 describe("runner header values are write-only", () => {
   let server: TestServer
@@ -97,7 +97,7 @@ describe("configuration defaults", () => {
 
   it("refuses an admin token shorter than 32 characters, naming the variable", () => {
     const short = configOf({ WES_ADMIN_TOKEN: "x" })
-    expect(Result.isFailure(short) && String(short.left)).toContain("WES_ADMIN_TOKEN must be at least 32 characters")
+    expect(Result.isFailure(short) && String(short.failure)).toContain("WES_ADMIN_TOKEN must be at least 32 characters")
     expect(Result.isSuccess(configOf({ WES_ADMIN_TOKEN: "x".repeat(32) }))).toBe(true)
   })
 })

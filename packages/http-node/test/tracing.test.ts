@@ -77,7 +77,7 @@ afterEach(async () => {
 })
 
 const read = (env: Record<string, string>) =>
-  Effect.runSync(Effect.result(Effect.withConfigProvider(TracingConfig, ConfigProvider.fromMap(new Map(Object.entries(env))))))
+  Effect.runSync(Effect.result(Effect.provideService(TracingConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env))))
 
 describe("OpenTelemetry tracing", () => {
   it("is off unless an OTLP endpoint is set, and reads the standard variables", () => {

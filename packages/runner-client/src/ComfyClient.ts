@@ -26,7 +26,6 @@ import {
 } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
@@ -76,11 +75,11 @@ export interface ComfyClientOptions {
    * Limit of ordinary calls (default 30 s): for connecting, for the answer's headers, and between
    * bytes of its body.
    */
-  readonly requestTimeout?: Duration.DurationInput
+  readonly requestTimeout?: Duration.Input
   /** Limit of an upload, body included (default 10 minutes). */
-  readonly uploadTimeout?: Duration.DurationInput
+  readonly uploadTimeout?: Duration.Input
   /** A download fails when no bytes arrive for this long (default 60 s); its headers obey `requestTimeout`. */
-  readonly downloadIdleTimeout?: Duration.DurationInput
+  readonly downloadIdleTimeout?: Duration.Input
   /**
    * A download whose answer announces (`Content-Length`) at most this many bytes is read whole
    * before it is handed over, and goes to the blob store as bytes (default 256 KiB); a larger or
@@ -88,7 +87,7 @@ export interface ComfyClientOptions {
    */
   readonly downloadHeldWhole?: number
   /** Limit of a `GET /object_info`, the whole exchange (default 30 s): it can be several MB. */
-  readonly objectInfoTimeout?: Duration.DurationInput
+  readonly objectInfoTimeout?: Duration.Input
   /** Largest `/object_info` answer read, in bytes (default 64 MiB; a bare ComfyUI 0.3.64 sends 0.5 MB). */
   readonly objectInfoMaxBytes?: number
   /** Sub folder of the runner's input directory for uploads (default `wes`). */
@@ -118,11 +117,11 @@ export interface ComfyClient {
 }
 
 /** Decodes a JSON answer with `schema`; a mismatch means the endpoint is not a working ComfyUI. */
-const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>) => {
+const decodeAnswer = <A>(schema: Schema.Decoder<A>) => {
   const decode = Schema.decodeUnknownExit(schema)
   return (runner: RunnerTarget, answer: Answer): Effect.Effect<A, RunnerUnreachable> =>
     Effect.flatMap(readJson(runner, answer), (body) =>
-      Result.mapLeft(decode(body), () => unexpectedBody(runner, answer.what, answer.status, JSON.stringify(body))))
+      Effect.mapError(decode(body), () => unexpectedBody(runner, answer.what, answer.status, JSON.stringify(body))))
 }
 
 const queueAnswer = decodeAnswer(QueueAnswer)
@@ -155,7 +154,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
   const objectInfoTimeout = options.objectInfoTimeout ?? Duration.seconds(30)
   const objectInfoLimits: Limits = { headers: objectInfoTimeout, body: objectInfoTimeout, whole: objectInfoTimeout, named: objectInfoTimeout }
   const objectInfoMaxBytes = options.objectInfoMaxBytes ?? 64 * 1024 * 1024
-  const stalled = `download stalled for ${Duration.format(Duration.decode(idleTimeout))}`
+  const stalled = `download stalled for ${Duration.format(Duration.fromInputUnsafe(idleTimeout))}`
   const heldWhole = options.downloadHeldWhole ?? 256 * 1024
 
   const getJson = <A>(runner: RunnerTarget, path: string, decode: (runner: RunnerTarget, answer: Answer) => Effect.Effect<A, RunnerUnreachable>) =>
@@ -192,8 +191,8 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
     Effect.flatMap(getJson(runner, `/history/${encodeURIComponent(promptId)}`, historyAnswer), (answer) => {
       if (!Object.hasOwn(answer, promptId)) return Effect.succeed(Option.none())
       return decodeHistoryEntry(answer[promptId]).pipe(
-        Result.mapLeft(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
-        Result.map((entry) => Option.some(toPromptHistory(entry)))
+        Effect.mapError(() => unexpectedBody(runner, `GET /history/${promptId}`, 200, JSON.stringify(answer[promptId]))),
+        Effect.map((entry) => Option.some(toPromptHistory(entry)))
       )
     })
 
@@ -271,7 +270,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
         file: { field: "image", filename: safeFilename(file.filename), contentType: file.content_type, content }
       })
       // Pulled chunk by chunk as undici writes; aborting the request destroys it, which stops the stream.
-      const stream = Readable.from(Stream.toAsyncIterableRuntime(body, yield* Effect.runtime<never>()))
+      const stream = Readable.from(yield* Stream.toAsyncIterableEffect(body))
       return yield* sendOk(dispatcher, runner, { method: "POST", path: "/upload/image", acceptJson: true, stream: { body: stream, contentType } }, upload).pipe(
         Effect.flatMap((answer) => Effect.map(uploadAnswer(runner, answer), toUploadedInput)),
         // A failing content stream surfaces as a transport error of the request: report the real cause.

@@ -25,8 +25,8 @@ export interface ComfyJobs {
   readonly cancel: (runner: RunnerTarget, promptId: string) => Effect.Effect<Option.Option<void>, RunnerError>
 }
 
-const parse = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownExit(Schema.fromJsonString(schema))
+const parse = <A>(schema: Schema.Decoder<A>) => {
+  const decode = Schema.decodeUnknownResult(Schema.fromJsonString(schema))
   return (answer: Answer): Result.Result<A, unknown> => decode(answer.text)
 }
 const jobAnswer = parse(JobAnswer)

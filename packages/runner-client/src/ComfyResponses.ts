@@ -4,22 +4,25 @@
  * optional ones may be absent) and strict where the service depends on a field.
  */
 import type { NodeReplacements, OutputFile, PromptHistory, PromptStatus, QueueSnapshot, RunnerInfo, UploadedInput } from "@wes/core"
-import * as Result from "effect/Result"
+import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+
+/** A field that may be absent (or undefined), decoded as `value` then. */
+const orDefault = <S extends Schema.Top>(schema: S, value: S["Type"]) => schema.pipe(Schema.withDecodingDefaultType(Effect.succeed(value)))
 
 /** `GET /system_stats`, reduced; its devices are read one by one (an odd one is left out). */
 export const SystemStats = Schema.Struct({
   system: Schema.Struct({ comfyui_version: Schema.optional(Schema.NullOr(Schema.String)) }),
-  devices: Schema.optionalWith(Schema.Array(Schema.Unknown), { default: () => [] })
+  devices: orDefault(Schema.Array(Schema.Unknown), [])
 })
 
 /** A device of `/system_stats` (0.3.45 lists the one it uses; newer servers every one, that one first). */
 const Device = Schema.Struct({
   name: Schema.String,
   type: Schema.String,
-  index: Schema.optionalWith(Schema.NullOr(Schema.Int), { default: () => null }),
-  vram_total: Schema.optionalWith(Schema.Number, { default: () => 0 })
+  index: orDefault(Schema.NullOr(Schema.Int), null),
+  vram_total: orDefault(Schema.Number, 0)
 })
 const decodeDevice = Schema.decodeUnknownOption(Device)
 
@@ -48,14 +51,14 @@ export const ObjectInfoAnswer = Schema.Record(Schema.String, Schema.Unknown)
 /** `POST /upload/image` answer. */
 export const UploadAnswer = Schema.Struct({
   name: Schema.String,
-  subfolder: Schema.optionalWith(Schema.String, { default: () => "" }),
-  type: Schema.optionalWith(Schema.String, { default: () => "input" })
+  subfolder: orDefault(Schema.String, ""),
+  type: orDefault(Schema.String, "input")
 })
 
 export const toUploadedInput = (u: typeof UploadAnswer.Type): UploadedInput => ({ name: u.name, subfolder: u.subfolder, type: u.type })
 
 /** `[number, prompt_id, ...]`: the two leading elements of a queue item. */
-const QueueItem = Schema.Tuple([Schema.Number, Schema.String], Schema.Unknown)
+const QueueItem = Schema.TupleWithRest(Schema.Tuple([Schema.Number, Schema.String]), [Schema.Unknown])
 
 /** `GET /queue`. */
 export const QueueAnswer = Schema.Struct({
@@ -165,12 +168,12 @@ export const partialRejection = (
 const HistoryStatus = Schema.Struct({
   status_str: Schema.optional(Schema.String),
   completed: Schema.optional(Schema.Boolean),
-  messages: Schema.optionalWith(Schema.Array(Schema.Tuple([Schema.String, Schema.Unknown])), { default: () => [] })
+  messages: orDefault(Schema.Array(Schema.Tuple([Schema.String, Schema.Unknown])), [])
 })
 
 /** One history entry, reduced to what the service reads. */
 export const HistoryEntry = Schema.Struct({
-  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown), { default: () => ({}) }),
+  outputs: orDefault(Schema.Record(Schema.String, Schema.Unknown), {}),
   status: Schema.optional(Schema.NullOr(HistoryStatus)),
   /** The queue item: `[number, prompt_id, prompt, extra_data, outputs_to_execute]`. */
   prompt: Schema.optional(Schema.Unknown)
@@ -192,6 +195,7 @@ const promptClasses = (item: unknown): Record<string, string> | undefined => {
 export const HistoryAnswer = Schema.Record(Schema.String, Schema.Unknown)
 
 const Timestamped = Schema.Struct({ timestamp: Schema.optional(Schema.Number) })
+const decodeTimestamped = Schema.decodeUnknownOption(Timestamped)
 
 const ExecutionErrorData = Schema.Struct({
   node_id: Schema.optional(Schema.NullOr(Schema.Union([Schema.String, Schema.Number]))),
@@ -232,8 +236,7 @@ export const toPromptHistory = (entry: typeof HistoryEntry.Type): PromptHistory 
   const messages = entry.status?.messages ?? []
   const start = messages.find(([type]) => type === "execution_start")
   const terminal = [...messages].reverse().find(([type]) => TERMINAL.has(type))
-  const timestamp = (data: unknown) =>
-    Result.match(Schema.decodeUnknownExit(Timestamped)(data), { onFailure: () => null, onSuccess: (t) => t.timestamp ?? null })
+  const timestamp = (data: unknown) => Option.match(decodeTimestamped(data), { onNone: () => null, onSome: (t) => t.timestamp ?? null })
   const classes = promptClasses(entry.prompt)
   const base = {
     outputs: outputFiles(entry.outputs),
@@ -279,7 +282,7 @@ export const JobsPage = Schema.Struct({
 export const JobAnswer = Schema.Struct({
   id: Schema.String,
   status: Schema.Literals(["pending", "in_progress", "completed", "failed", "cancelled"]),
-  outputs: Schema.optionalWith(Schema.Record(Schema.String, Schema.Unknown), { default: () => ({}) }),
+  outputs: orDefault(Schema.Record(Schema.String, Schema.Unknown), {}),
   execution_status: Schema.optional(Schema.NullOr(HistoryStatus)),
   /** The prompt as queued: `{prompt, extra_data}`. */
   workflow: Schema.optional(Schema.Struct({ prompt: Schema.optional(Schema.Unknown) }))

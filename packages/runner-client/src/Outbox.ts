@@ -9,7 +9,6 @@
  */
 import type { RunnerEvent } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 
 export class Outbox {
@@ -25,9 +24,9 @@ export class Outbox {
 
   /** Image bytes held now. */
   held(): number {
-    // While an offer waits for room its events count in the size but not yet in `offered`, so
-    // fewer count as taken (never more). Negative while the consumer waits: all were taken.
-    const size = Math.max(0, Option.getOrElse(this.out.unsafeSize(), () => 0))
+    // While an offer waits for room the events it put in count in the size but not yet in
+    // `offered`, so fewer count as taken (never more).
+    const size = Queue.sizeUnsafe(this.out)
     const taken = this.offered - size
     while (this.queued.length > 0 && this.queued[0]!.index < taken) this.queuedBytes -= this.queued.shift()!.bytes
     return this.received + this.queuedBytes

@@ -14,7 +14,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
@@ -26,17 +25,17 @@ import { attributeImages, decodeBinaryFrame, decodeFrame, FEATURE_FLAGS_MESSAGE 
 /** Timing and buffering of the runner WebSocket. */
 export interface RunnerConnectionOptions {
   /** Limit of the opening handshake (default 10 s). */
-  readonly openTimeout?: Duration.DurationInput
+  readonly openTimeout?: Duration.Input
   /** Pause between heartbeats (default 15 s). */
-  readonly heartbeatInterval?: Duration.DurationInput
+  readonly heartbeatInterval?: Duration.Input
   /** A socket that answers a ping with neither a pong nor a message within this is dead (default 10 s). */
-  readonly heartbeatTimeout?: Duration.DurationInput
+  readonly heartbeatTimeout?: Duration.Input
   /** First reconnect delay (default 500 ms); doubled per failed attempt, jittered down to half. */
-  readonly reconnectInitialDelay?: Duration.DurationInput
+  readonly reconnectInitialDelay?: Duration.Input
   /** Cap of the reconnect delay (default 30 s). */
-  readonly reconnectMaxDelay?: Duration.DurationInput
+  readonly reconnectMaxDelay?: Duration.Input
   /** How long a closing socket may take before it is torn down (default 5 s). */
-  readonly closeTimeout?: Duration.DurationInput
+  readonly closeTimeout?: Duration.Input
   /** Events buffered for a slow consumer (default 256); past it the producer waits. */
   readonly bufferSize?: number
   /** Frames received but not yet decoded (default 1024); overflowing it drops the connection, which then reconnects. */
@@ -67,12 +66,12 @@ interface Settings {
 }
 
 const settingsOf = (o: RunnerConnectionOptions): Settings => ({
-  openTimeout: Duration.decode(o.openTimeout ?? Duration.seconds(10)),
-  heartbeatInterval: Duration.decode(o.heartbeatInterval ?? Duration.seconds(15)),
-  heartbeatTimeout: Duration.decode(o.heartbeatTimeout ?? Duration.seconds(10)),
-  initialDelay: Duration.decode(o.reconnectInitialDelay ?? Duration.millis(500)),
-  maxDelay: Duration.decode(o.reconnectMaxDelay ?? Duration.seconds(30)),
-  closeTimeout: Duration.decode(o.closeTimeout ?? Duration.seconds(5)),
+  openTimeout: Duration.fromInputUnsafe(o.openTimeout ?? Duration.seconds(10)),
+  heartbeatInterval: Duration.fromInputUnsafe(o.heartbeatInterval ?? Duration.seconds(15)),
+  heartbeatTimeout: Duration.fromInputUnsafe(o.heartbeatTimeout ?? Duration.seconds(10)),
+  initialDelay: Duration.fromInputUnsafe(o.reconnectInitialDelay ?? Duration.millis(500)),
+  maxDelay: Duration.fromInputUnsafe(o.reconnectMaxDelay ?? Duration.seconds(30)),
+  closeTimeout: Duration.fromInputUnsafe(o.closeTimeout ?? Duration.seconds(5)),
   bufferSize: Math.max(1, o.bufferSize ?? 256),
   inboxSize: Math.max(1, o.inboxSize ?? 1024),
   maxFrameSize: Math.max(1024, o.maxFrameSize ?? 64 * 1024 * 1024),
@@ -94,8 +93,8 @@ const toBuffer = (data: Buffer | ArrayBuffer | ReadonlyArray<Buffer>): Buffer =>
  */
 class Session {
   readonly inbox: Array<string | Buffer> = []
-  readonly opened = Deferred.unsafeMake<boolean>(FiberId.none)
-  readonly ended = Deferred.unsafeMake<string>(FiberId.none)
+  readonly opened = Deferred.makeUnsafe<boolean>()
+  readonly ended = Deferred.makeUnsafe<string>()
   reason: string | undefined
   /** Set by any frame or pong; cleared when a ping is sent. */
   alive = true
@@ -104,7 +103,7 @@ class Session {
   constructor(readonly ws: WebSocket, inboxSize: number, outbox: Outbox) {
     ws.on("open", () => {
       ws.send(FEATURE_FLAGS_MESSAGE)
-      Deferred.unsafeDone(this.opened, Exit.succeed(true))
+      Deferred.doneUnsafe(this.opened, Exit.succeed(true))
     })
     ws.on("message", (data, isBinary) => {
       this.alive = true
@@ -133,8 +132,8 @@ class Session {
   end(reason: string, terminate: boolean): void {
     if (this.reason === undefined) {
       this.reason = reason
-      Deferred.unsafeDone(this.opened, Exit.succeed(false))
-      Deferred.unsafeDone(this.ended, Exit.succeed(reason))
+      Deferred.doneUnsafe(this.opened, Exit.succeed(false))
+      Deferred.doneUnsafe(this.ended, Exit.succeed(reason))
     }
     if (terminate) this.ws.terminate()
     this.notify()
@@ -249,8 +248,8 @@ const connectOnce = (
     const opened = yield* Deferred.await(session.opened)
     if (!opened) return { opened: false, reason: session.reason ?? "not opened" }
     yield* out.offerAll([{ _tag: "Connected" }])
-    const beat = yield* Effect.fork(heartbeat(session, s))
-    const relay = yield* Effect.fork(pump(session, out, runner))
+    const beat = yield* Effect.forkChild(heartbeat(session, s))
+    const relay = yield* Effect.forkChild(pump(session, out, runner))
     const reason = yield* Deferred.await(session.ended)
     yield* Fiber.interrupt(beat)
     yield* Fiber.join(relay)
@@ -259,7 +258,7 @@ const connectOnce = (
 
 /** The delay before reconnect attempt `n` (0-based): doubling from the initial delay up to the cap, jittered to [d/2, d]. */
 const backoff = (n: number, s: Settings): Effect.Effect<Duration.Duration> =>
-  Effect.map(Random.nextRange(0.5, 1), (jitter) => {
+  Effect.map(Random.nextBetween(0.5, 1), (jitter) => {
     const base = Math.min(Duration.toMillis(s.maxDelay), Duration.toMillis(s.initialDelay) * 2 ** Math.min(n, 30))
     return Duration.millis(Math.round(base * jitter))
   })

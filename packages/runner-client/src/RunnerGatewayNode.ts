@@ -26,6 +26,9 @@ export const runnerAgent = (options: ComfyClientOptions = {}): Effect.Effect<Age
   Effect.acquireRelease(
     Effect.sync(() =>
       new Agent({
+        // HTTP/1.1 only, as ComfyUI speaks it: undici 8 would take HTTP/2 from a TLS proxy that
+        // offers it (its default changed), which changes connection reuse and the fence's timing.
+        allowH2: false,
         keepAliveTimeout: KEEP_ALIVE_MS,
         connect: { timeout: millis(options.requestTimeout ?? Duration.seconds(30)) }
       })
@@ -34,7 +37,7 @@ export const runnerAgent = (options: ComfyClientOptions = {}): Effect.Effect<Age
   )
 
 /** Builds the gateway; its connections live as long as `Scope`. */
-export const makeRunnerGateway = (options: RunnerGatewayOptions = {}): Effect.Effect<RunnerGateway["Type"], never, Scope.Scope> =>
+export const makeRunnerGateway = (options: RunnerGatewayOptions = {}): Effect.Effect<RunnerGateway["Service"], never, Scope.Scope> =>
   Effect.map(runnerAgent(options), (agent) =>
     RunnerGateway.of({
       ...makeComfyClient(agent, options),

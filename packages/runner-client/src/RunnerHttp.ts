@@ -47,8 +47,8 @@ export const describeCause = (cause: unknown): string => {
 }
 
 /** Milliseconds for undici (0 = no limit). */
-export const millis = (d: Duration.DurationInput): number => {
-  const ms = Duration.toMillis(Duration.decode(d))
+export const millis = (d: Duration.Input): number => {
+  const ms = Duration.toMillis(d)
   return Number.isFinite(ms) ? Math.max(1, Math.ceil(ms)) : 0
 }
 
@@ -75,13 +75,13 @@ export interface Call {
 /** The one timeout of a call, given to undici. */
 export interface Limits {
   /** No answer headers for this long (undici's `headersTimeout`). */
-  readonly headers: Duration.DurationInput
+  readonly headers: Duration.Input
   /** No body bytes for this long (undici's `bodyTimeout`). */
-  readonly body: Duration.DurationInput
+  readonly body: Duration.Input
   /** The whole exchange, request body included (an `AbortSignal.timeout`). */
-  readonly whole?: Duration.DurationInput
+  readonly whole?: Duration.Input
   /** The limit a timeout message names. */
-  readonly named: Duration.DurationInput
+  readonly named: Duration.Input
 }
 
 /** An answer read whole. */
@@ -216,7 +216,7 @@ const dispatch = (dispatcher: Dispatcher, runner: RunnerTarget, call: Call, limi
 const failure = (runner: RunnerTarget, what: string, limits: Limits) => (e: unknown): RunnerUnreachable => {
   if (e instanceof BodyTooLarge) return unreachable(runner, `${what}: the answer is larger than ${e.limit} bytes`)
   const cause = e instanceof BodyReadFailed ? e.cause : e
-  if (isTimeout(cause)) return unreachable(runner, `${what}: no answer within ${Duration.format(Duration.decode(limits.named))}`)
+  if (isTimeout(cause)) return unreachable(runner, `${what}: no answer within ${Duration.format(Duration.fromInputUnsafe(limits.named))}`)
   return unreachable(runner, e instanceof BodyReadFailed ? `${what}: reading the answer failed: ${describeCause(cause)}` : `${what}: ${describeCause(cause)}`)
 }
 

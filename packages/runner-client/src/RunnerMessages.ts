@@ -6,15 +6,19 @@
  * are tolerated, since newer servers add some (`activity` in `progress_state`, `metadata` on files).
  */
 import type { RunnerEvent } from "@wes/core"
+import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { nodeOutputFiles } from "./ComfyResponses.js"
 import { fastMessage } from "./FrameFastPath.js"
 
 const NodeId = Schema.Union([Schema.String, Schema.Number]).pipe(
-  Schema.transform(Schema.String, { strict: true, decode: String, encode: (s) => s })
+  Schema.decodeTo(Schema.String, SchemaTransformation.transform<string, string | number>({ decode: String, encode: (id) => id }))
 )
-const Timestamp = Schema.optionalWith(Schema.NullOr(Schema.Number), { default: () => null })
+/** A field that may be absent (or undefined), decoded as `value` then. */
+const orDefault = <S extends Schema.Top>(schema: S, value: S["Type"]) => schema.pipe(Schema.withDecodingDefaultType(Effect.succeed(value)))
+const Timestamp = orDefault(Schema.NullOr(Schema.Number), null)
 
 const message = <T extends string, F extends Schema.Struct.Fields>(type: T, data: F) =>
   Schema.Struct({ type: Schema.Literal(type), data: Schema.Struct(data) })
@@ -35,22 +39,22 @@ const ProgressState = message("progress_state", {
 })
 const Executing = message("executing", {
   node: Schema.NullOr(NodeId),
-  prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null })
+  prompt_id: orDefault(Schema.NullOr(Schema.String), null)
 })
 const Progress = message("progress", {
   value: Schema.Number,
   max: Schema.Number,
-  prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  node: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null })
+  prompt_id: orDefault(Schema.NullOr(Schema.String), null),
+  node: orDefault(Schema.NullOr(NodeId), null)
 })
 const Executed = message("executed", { node: NodeId, output: Schema.optional(Schema.Unknown), prompt_id: Schema.String })
 const ExecutionSuccess = message("execution_success", { prompt_id: Schema.String, timestamp: Timestamp })
 const ExecutionError = message("execution_error", {
   prompt_id: Schema.String,
-  node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
-  node_type: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  exception_type: Schema.optionalWith(Schema.String, { default: () => "UnknownError" }),
-  exception_message: Schema.optionalWith(Schema.String, { default: () => "" }),
+  node_id: orDefault(Schema.NullOr(NodeId), null),
+  node_type: orDefault(Schema.NullOr(Schema.String), null),
+  exception_type: orDefault(Schema.String, "UnknownError"),
+  exception_message: orDefault(Schema.String, ""),
   timestamp: Timestamp
 })
 const ExecutionInterrupted = message("execution_interrupted", { prompt_id: Schema.String, timestamp: Timestamp })
@@ -122,7 +126,7 @@ export type Decoded =
   | { readonly _tag: "Ignored" }
   | { readonly _tag: "Malformed"; readonly reason: string }
 
-const decodeMessage = Schema.decodeUnknownExit(RunnerMessage)
+const decodeMessage = Schema.decodeUnknownResult(RunnerMessage)
 
 /** A parsed message of a known `type`, through the schema. */
 const bySchema = (json: unknown, type: string): Decoded =>
@@ -158,11 +162,11 @@ export const decodeFrame = (text: string): Decoded => {
 }
 
 const PreviewMetadata = Schema.fromJsonString(Schema.Struct({
-  prompt_id: Schema.optionalWith(Schema.NullOr(Schema.String), { default: () => null }),
-  node_id: Schema.optionalWith(Schema.NullOr(NodeId), { default: () => null }),
-  image_type: Schema.optionalWith(Schema.String, { default: () => "image/png" })
+  prompt_id: orDefault(Schema.NullOr(Schema.String), null),
+  node_id: orDefault(Schema.NullOr(NodeId), null),
+  image_type: orDefault(Schema.String, "image/png")
 }))
-const decodePreviewMetadata = Schema.decodeUnknownExit(PreviewMetadata)
+const decodePreviewMetadata = Schema.decodeUnknownResult(PreviewMetadata)
 
 /** Binary event types (protocol.py `BinaryEventTypes`): 1 preview, 3 text, 4 preview with metadata. */
 const PREVIEW_IMAGE = 1

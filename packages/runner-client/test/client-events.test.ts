@@ -3,7 +3,6 @@ import { expect, layer } from "@effect/vitest"
 import { type RunnerEvent, RunnerGateway, type RunnerTarget } from "@wes/core"
 import { runnerEvents } from "@wes/runner-client"
 import { FakeComfyUI, inspectImage, saveImageWorkflow, slowWorkflow, solidPng, websocketImageWorkflow } from "@wes/runner-client/testing"
-import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -15,12 +14,12 @@ type Tag = RunnerEvent["_tag"]
 /** Takes a runner's events as they come; `until` waits for a matching event, recording all seen. */
 const watch = (events: Effect.Effect<Queue.Dequeue<RunnerEvent>, never, Scope.Scope>): Effect.Effect<{
   readonly seen: Array<RunnerEvent>
-  readonly until: (pred: (e: RunnerEvent) => boolean, timeout?: Duration.DurationInput) => Effect.Effect<RunnerEvent>
+  readonly until: (pred: (e: RunnerEvent) => boolean, timeout?: Duration.Input) => Effect.Effect<RunnerEvent>
 }, never, Scope.Scope> =>
   Effect.gen(function*() {
     const q = yield* events
     const seen: Array<RunnerEvent> = []
-    const until = (pred: (e: RunnerEvent) => boolean, timeout: Duration.DurationInput = "5 seconds") =>
+    const until = (pred: (e: RunnerEvent) => boolean, timeout: Duration.Input = "5 seconds") =>
       Effect.gen(function*() {
         while (true) {
           const e = yield* Queue.take(q)
@@ -28,7 +27,7 @@ const watch = (events: Effect.Effect<Queue.Dequeue<RunnerEvent>, never, Scope.Sc
           if (pred(e)) return e
         }
       }).pipe(
-        Effect.timeoutFail({ duration: timeout, onTimeout: () => new Error(`no matching event; saw ${JSON.stringify(seen.map((e) => e._tag))}`) }),
+        Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.fail(new Error(`no matching event; saw ${JSON.stringify(seen.map((e) => e._tag))}`)) }),
         Effect.orDie
       )
     return { seen, until }
@@ -48,7 +47,7 @@ const post = (fake: FakeComfyUI, body: unknown) =>
 const wait = (p: () => Promise<void>) => Effect.promise(p)
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it) => {
-  it.scoped("emits Connected, then a prompt's events in order, ending with PromptDone", () =>
+  it.effect("emits Connected, then a prompt's events in order, ending with PromptDone", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -86,7 +85,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       ])
     }))
 
-  it.scoped("decodes progress, execution_error and execution_interrupted", () =>
+  it.effect("decodes progress, execution_error and execution_interrupted", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -125,7 +124,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(doneOf(stopped))
     }))
 
-  it.scoped("announces supports_preview_metadata, so previews arrive as type 4 frames naming prompt and node", () =>
+  it.effect("announces supports_preview_metadata, so previews arrive as type 4 frames naming prompt and node", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ previews: true })
       const gateway = yield* RunnerGateway
@@ -139,7 +138,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       for (const p of previews) expect(p).toMatchObject({ _tag: "ImageFrame", prompt_id: id, node: "2", image_type: "image/png" })
     }))
 
-  it.scoped("gives a SaveImageWebsocket image, full size, as an ImageFrame with its bytes, naming its prompt and node", () =>
+  it.effect("gives a SaveImageWebsocket image, full size, as an ImageFrame with its bytes, naming its prompt and node", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -153,7 +152,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       for (const f of frames) expect(inspectImage(Buffer.from(f.image))).toEqual({ format: "PNG", width: 96, height: 80, color: 0x336699 })
     }))
 
-  it.scoped("attributes a type 1 image frame (no metadata) to the node executing when it came", () =>
+  it.effect("attributes a type 1 image frame (no metadata) to the node executing when it came", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -171,7 +170,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(doneOf(id))
     }))
 
-  it.scoped("sends the runner's custom headers on the WebSocket upgrade", () =>
+  it.effect("sends the runner's custom headers on the WebSocket upgrade", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ requiredHeaders: { "x-api-key": "k1" } })
       const gateway = yield* RunnerGateway
@@ -180,7 +179,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       expect(fake.wsConnections.at(-1)).toMatchObject({ client_id: "wes-h", headers: { "x-api-key": "k1" } })
     }))
 
-  it.scoped("keeps retrying with backoff while the upgrade is refused, and connects once it is accepted", () =>
+  it.effect("keeps retrying with backoff while the upgrade is refused, and connects once it is accepted", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ requiredHeaders: { "x-api-key": "k1" } })
       const gateway = yield* RunnerGateway
@@ -195,7 +194,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(is("Connected"))
     }))
 
-  it.scoped("reconnects after the runner drops the socket: Disconnected, then Connected, and events flow again", () =>
+  it.effect("reconnects after the runner drops the socket: Disconnected, then Connected, and events flow again", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -213,7 +212,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       expect(fake.wsConnections.filter((c) => c.client_id === "wes-d")).toHaveLength(2)
     }))
 
-  it.scoped("detects a silent socket with the heartbeat and reconnects", () =>
+  it.effect("detects a silent socket with the heartbeat and reconnects", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -228,7 +227,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(doneOf(id))
     }))
 
-  it.scoped("survives a runner restart and a runner that is down at first", () =>
+  it.effect("survives a runner restart and a runner that is down at first", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -244,7 +243,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(is("Connected"))
     }))
 
-  it.scoped("takes binary image frames in stride and ignores unknown or malformed messages", () =>
+  it.effect("takes binary image frames in stride and ignores unknown or malformed messages", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ previews: true })
       const gateway = yield* RunnerGateway
@@ -265,7 +264,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       expect(events.seen.filter(is("Disconnected"))).toEqual([])
     }))
 
-  it.scoped("reports the node a reconnecting client's prompt is executing (Executing without prompt_id)", () =>
+  it.effect("reports the node a reconnecting client's prompt is executing (Executing without prompt_id)", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.hold()
@@ -282,7 +281,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       yield* events.until(doneOf(id))
     }))
 
-  it.scoped("closes the socket when the scope of its events closes", () =>
+  it.effect("closes the socket when the scope of its events closes", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -293,12 +292,12 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
 })
 
 layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (it) => {
-  it.scoped("drops and reconnects a connection whose bounded inbox overflows under a stalled consumer", () =>
+  it.effect("drops and reconnects a connection whose bounded inbox overflows under a stalled consumer", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const runner: RunnerTarget = runnerFor(fake)
       const events = yield* runnerEvents(runner, "wes-o", { ...testGatewayOptions, bufferSize: 1, inboxSize: 8 })
-      const next = Effect.map(Queue.takeBetween(events, 1, 1024), Chunk.toArray)
+      const next = Queue.takeBetween(events, 1, 1024)
       expect(yield* next).toEqual([{ _tag: "Connected" }])
       // The consumer stalls while the runner floods the socket.
       for (let i = 0; i < 200; i++) {
@@ -317,11 +316,11 @@ layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (
   /** A type 1 PNG frame of `size` bytes in all. */
   const imageFrame = (size: number) => Buffer.concat([Buffer.from([0, 0, 0, 1, 0, 0, 0, 2]), Buffer.alloc(size - 8, 7)])
 
-  it.scoped("takes an image frame up to maxFrameSize; a bigger one drops the connection, which reconnects", () =>
+  it.effect("takes an image frame up to maxFrameSize; a bigger one drops the connection, which reconnects", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const events = yield* runnerEvents(runnerFor(fake), "wes-f", { ...testGatewayOptions, maxFrameSize: 4096 })
-      const next = Effect.map(Queue.takeBetween(events, 1, 1024), Chunk.toArray)
+      const next = Queue.takeBetween(events, 1, 1024)
       expect(yield* next).toEqual([{ _tag: "Connected" }])
       fake.sendRaw(imageFrame(4096), "wes-f")
       const first: Array<RunnerEvent> = []
@@ -334,11 +333,11 @@ layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (
       expect(seen.find(is("Disconnected"))).toMatchObject({ reason: expect.stringMatching(/max payload/i) })
     }))
 
-  it.scoped("drops and reconnects a connection whose image frames not yet taken exceed imageBytes under a stalled consumer", () =>
+  it.effect("drops and reconnects a connection whose image frames not yet taken exceed imageBytes under a stalled consumer", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const events = yield* runnerEvents(runnerFor(fake), "wes-b", { ...testGatewayOptions, bufferSize: 1, imageBytes: 8192 })
-      const next = Effect.map(Queue.takeBetween(events, 1, 1024), Chunk.toArray)
+      const next = Queue.takeBetween(events, 1, 1024)
       expect(yield* next).toEqual([{ _tag: "Connected" }])
       // The consumer takes nothing while 40 KB of images arrive: four fit, then the socket is dropped
       // (the next connection waits for the consumer, which the decoder is waiting for).

@@ -12,7 +12,6 @@ import {
   textWorkflow,
   videoWorkflow
 } from "@wes/runner-client/testing"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -34,7 +33,7 @@ const wait = (p: () => Promise<void>) => Effect.promise(p)
 const readAll = (content: Download["content"]) =>
   isBlobBytes(content)
     ? Effect.succeed(Buffer.concat(content))
-    : Stream.runCollect(content).pipe(Effect.map((c) => Buffer.concat(Chunk.toArray(c))))
+    : Stream.runCollect(content).pipe(Effect.map((c) => Buffer.concat(c)))
 
 /** A server that answers everything with 200 and a non-ComfyUI body. */
 const notComfy = Effect.acquireRelease(
@@ -48,7 +47,7 @@ const notComfy = Effect.acquireRelease(
 )
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) => {
-  it.scoped("probes /system_stats for the ComfyUI version and devices, and asks whether the runner has the jobs API", () =>
+  it.effect("probes /system_stats for the ComfyUI version and devices, and asks whether the runner has the jobs API", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ version: "0.3.50" })
       const gateway = yield* RunnerGateway
@@ -62,7 +61,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(yield* gateway.probe(runnerFor(newer))).toMatchObject({ version: "0.38.1", jobs_api: true })
     }))
 
-  it.scoped("sends the runner's custom headers on every operation", () =>
+  it.effect("sends the runner's custom headers on every operation", () =>
     Effect.gen(function*() {
       const headers = { "X-Api-Key": "secret", Authorization: "Bearer t" }
       const fake = yield* FakeComfyUI.scoped({ requiredHeaders: { "x-api-key": "secret", authorization: "Bearer t" } })
@@ -89,7 +88,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(refused.message).toContain("401")
     }))
 
-  it.scoped("uploads an input (streamed multipart) and returns where it landed", () =>
+  it.effect("uploads an input (streamed multipart) and returns where it landed", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -112,7 +111,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(yield* Effect.promise(() => fake.files.list("input"))).toEqual(["wes/evil.png", "wes/photo (1).png", "wes/photo.png"])
     }))
 
-  it.scoped("fails an upload with the StorageError of its content stream", () =>
+  it.effect("fails an upload with the StorageError of its content stream", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -123,7 +122,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(error).toEqual(new StorageError({ message: "blob vanished" }))
     }))
 
-  it.scoped("submits with the given prompt_id, client_id and extra_data.wes_workflow_id", () =>
+  it.effect("submits with the given prompt_id, client_id and extra_data.wes_workflow_id", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.pauseQueue()
@@ -142,7 +141,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(fake.state.pending).toEqual([id])
     }))
 
-  it.scoped("maps a 400 to PromptRejected with the runner's reasons and the failing node", () =>
+  it.effect("maps a 400 to PromptRejected with the runner's reasons and the failing node", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -176,7 +175,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(badId.message).toContain("prompt_id must be a valid UUID")
     }))
 
-  it.scoped("refuses a runner that ignores the prompt id (ComfyUI before 0.3.45) and withdraws what it queued", () =>
+  it.effect("refuses a runner that ignores the prompt id (ComfyUI before 0.3.45) and withdraws what it queued", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ promptIdMode: "ignored" })
       fake.pauseQueue()
@@ -189,7 +188,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(fake.state.pending).toEqual([])
     }))
 
-  it.scoped("treats a 200 with node_errors as PromptRejected and withdraws the queued prompt", () =>
+  it.effect("treats a 200 with node_errors as PromptRejected and withdraws the queued prompt", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.pauseQueue()
@@ -217,7 +216,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(fake.requests.slice(-2).map((r) => `${r.method} ${r.path}`)).toEqual(["POST /queue", "GET /queue"])
     }))
 
-  it.scoped("cancels a pending prompt without interrupting the running one, even where /interrupt is global (before 0.3.57)", () =>
+  it.effect("cancels a pending prompt without interrupting the running one, even where /interrupt is global (before 0.3.57)", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ globalInterrupt: true })
       fake.hold()
@@ -238,7 +237,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(history.outcome).toBe("interrupted")
     }))
 
-  it.scoped("reads the queue: running ids and pending ids in execution order", () =>
+  it.effect("reads the queue: running ids and pending ids in execution order", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.hold()
@@ -259,7 +258,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       fake.release()
     }))
 
-  it.scoped("reads history: none until finished, then outcome, output files and timestamps", () =>
+  it.effect("reads history: none until finished, then outcome, output files and timestamps", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.hold()
@@ -296,7 +295,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(Option.getOrThrow(yield* gateway.history(runner, text))).toMatchObject({ outcome: "success", outputs: [] })
     }))
 
-  it.scoped("lists video and audio outputs and downloads them with their content type, even from a runner whose mime table lacks them", () =>
+  it.effect("lists video and audio outputs and downloads them with their content type, even from a runner whose mime table lacks them", () =>
     Effect.gen(function*() {
       // A slim container's Python answers application/octet-stream for .flac.
       const fake = yield* FakeComfyUI.scoped({ mimeTypes: "builtin" })
@@ -317,7 +316,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect((yield* readAll(audio!.content)).subarray(0, 4).toString("latin1")).toBe("fLaC")
     }))
 
-  it.scoped("reads a failed prompt's error and an interrupted prompt's outcome", () =>
+  it.effect("reads a failed prompt's error and an interrupted prompt's outcome", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -342,7 +341,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(Option.getOrThrow(yield* gateway.history(runner, interrupted))).toMatchObject({ outcome: "interrupted", error: null })
     }))
 
-  it.scoped("cancels a pending prompt by deleting it from the queue", () =>
+  it.effect("cancels a pending prompt by deleting it from the queue", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.hold()
@@ -361,7 +360,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
       expect(Option.getOrThrow(yield* gateway.history(runner, first)).outcome).toBe("success")
     }))
 
-  it.scoped("downloads an output with its content type; a missing file is RunnerRequestFailed 404", () =>
+  it.effect("downloads an output with its content type; a missing file is RunnerRequestFailed 404", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -390,7 +389,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP", (it) 
 })
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP failures", (it) => {
-  it.scoped("maps 5xx to RunnerUnreachable quoting status and body, other 4xx to RunnerRequestFailed", () =>
+  it.effect("maps 5xx to RunnerUnreachable quoting status and body, other 4xx to RunnerRequestFailed", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -413,7 +412,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP failure
       expect(yield* gateway.probe(runner)).toMatchObject({ version: expect.any(String) })
     }))
 
-  it.scoped("maps refused and reset connections to RunnerUnreachable", () =>
+  it.effect("maps refused and reset connections to RunnerUnreachable", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -429,7 +428,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP failure
       expect(yield* gateway.queue(runner)).toEqual({ running: [], pending: [] })
     }))
 
-  it.scoped("times out slow runners with RunnerUnreachable", () =>
+  it.effect("times out slow runners with RunnerUnreachable", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.slowHttp(2_000)
@@ -439,7 +438,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP failure
       fake.restoreHttp()
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "300 millis" }))))
 
-  it.scoped("fails with RunnerUnreachable when the endpoint is not ComfyUI", () =>
+  it.effect("fails with RunnerUnreachable when the endpoint is not ComfyUI", () =>
     Effect.gen(function*() {
       const server = yield* notComfy
       const port = (server.address() as net.AddressInfo).port
@@ -455,7 +454,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway HTTP failure
 })
 
 describe("RunnerGateway layers", () => {
-  it.scopedLive("RunnerGatewayNode runs a whole prompt round trip", () =>
+  it.live("RunnerGatewayNode runs a whole prompt round trip", () =>
     Effect.gen(function*() {
       const { RunnerGatewayNode } = yield* Effect.promise(() => import("@wes/runner-client"))
       const fake = yield* FakeComfyUI.scoped()

@@ -35,7 +35,7 @@ const twoPrompts = (fake: FakeComfyUI, runner: RunnerTarget) =>
   })
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway on the jobs API", (it) => {
-  it.scoped("cancels in one request, POST /api/jobs/{id}/cancel: a pending prompt leaves the queue, a running one is interrupted", () =>
+  it.effect("cancels in one request, POST /api/jobs/{id}/cancel: a pending prompt leaves the queue, a running one is interrupted", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ jobsApi: true })
       const gateway = yield* RunnerGateway
@@ -54,7 +54,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway on the jobs 
       yield* gateway.cancel(runner, uuid())
     }))
 
-  it.scoped("asks where a prompt is in one request, GET /api/jobs/{id}: pending, running, finished with its outputs, unknown", () =>
+  it.effect("asks where a prompt is in one request, GET /api/jobs/{id}: pending, running, finished with its outputs, unknown", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ jobsApi: true })
       const gateway = yield* RunnerGateway
@@ -73,7 +73,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway on the jobs 
       expect(finished).toMatchObject({ history: { outcome: "success", outputs: [{ node_id: "3", filename: "run_00001_.png", type: "output" }] } })
     }))
 
-  it.scoped("falls back to the three-request path when a runner probed with the jobs API no longer answers it (downgraded)", () =>
+  it.effect("falls back to the three-request path when a runner probed with the jobs API no longer answers it (downgraded)", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -91,7 +91,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway on the jobs 
 })
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway without the jobs API (ComfyUI 0.3.64)", (it) => {
-  it.scoped("cancels with POST /queue (delete), GET /queue and, only for the running prompt, POST /interrupt", () =>
+  it.effect("cancels with POST /queue (delete), GET /queue and, only for the running prompt, POST /interrupt", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -105,7 +105,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway without the 
       expect(fake.state.pending).toEqual([])
     }))
 
-  it.scoped("asks where a prompt is with GET /queue, then GET /history/{id} when it is not queued", () =>
+  it.effect("asks where a prompt is with GET /queue, then GET /history/{id} when it is not queued", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -125,7 +125,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway without the 
 
 describe("node replacements", () => {
   layer(gatewayLayer(), { excludeTestServices: true })("GET /node_replacements", (it) => {
-    it.scoped("is none on a runner without the route, and each deprecated class with its replacements in order on one with it", () =>
+    it.effect("is none on a runner without the route, and each deprecated class with its replacements in order on one with it", () =>
       Effect.gen(function*() {
         const gateway = yield* RunnerGateway
         const old = yield* FakeComfyUI.scoped()

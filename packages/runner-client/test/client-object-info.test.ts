@@ -8,7 +8,7 @@ import { gatewayLayer, http, runnerFor, uuid } from "./harness.js"
 const LOADER = { input: { required: { ckpt_name: [["sdxl.safetensors"], {}] } }, output: ["MODEL"], name: "CheckpointLoaderSimple" }
 
 layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway.objectInfo", (it) => {
-  it.scoped("reads every node class the runner has loaded, with its inputs", () =>
+  it.effect("reads every node class the runner has loaded, with its inputs", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const info = yield* Effect.flatMap(RunnerGateway, (g) => g.objectInfo(runnerFor(fake)))
@@ -16,7 +16,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway.objectInfo",
       expect(fake.requests.at(-1)!.path).toBe("/object_info")
     }))
 
-  it.scoped("sees the node set and model files the fake is configured with, and changes to them", () =>
+  it.effect("sees the node set and model files the fake is configured with, and changes to them", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ objectInfo: { nodes: ["EmptyImage", "SaveImage"], extra: { CheckpointLoaderSimple: LOADER } } })
       const gateway = yield* RunnerGateway
@@ -27,7 +27,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway.objectInfo",
       expect(summarize(yield* gateway.objectInfo(runnerFor(fake))).node_classes).toContain("ImageInvert")
     }))
 
-  it.scoped("fails with the runner's status when /object_info fails, while the rest of the runner answers", () =>
+  it.effect("fails with the runner's status when /object_info fails, while the rest of the runner answers", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ objectInfo: { failStatus: 500 } })
       const gateway = yield* RunnerGateway
@@ -36,14 +36,14 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway.objectInfo",
       expect(yield* gateway.queue(runnerFor(fake))).toEqual({ running: [], pending: [] })
     }))
 
-  it.scoped("refuses an answer larger than objectInfoMaxBytes", () =>
+  it.effect("refuses an answer larger than objectInfoMaxBytes", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped({ objectInfo: { extra: { Big: { input: { required: { x: [["a".repeat(200_000)]] } } } } } })
       const e = yield* Effect.flip(Effect.flatMap(RunnerGateway, (g) => g.objectInfo(runnerFor(fake))))
       expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /object_info: the answer is larger than 100000 bytes" })
     }).pipe(Effect.provide(gatewayLayer({ objectInfoMaxBytes: 100_000 }))))
 
-  it.scoped("has its own timeout, apart from ordinary calls'", () =>
+  it.effect("has its own timeout, apart from ordinary calls'", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       fake.slowHttp(1_000)

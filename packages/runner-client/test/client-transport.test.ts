@@ -65,10 +65,10 @@ const shortDownload = (cut = false) =>
   })
 
 /** Waits (polling) until `condition` holds; fails after `within`. */
-const waitUntil = (condition: () => boolean, within: Duration.DurationInput = "5 seconds") =>
+const waitUntil = (condition: () => boolean, within: Duration.Input = "5 seconds") =>
   Effect.suspend(() => condition() ? Effect.void : Effect.fail("not yet" as const)).pipe(
     Effect.retry(Schedule.spaced("10 millis")),
-    Effect.timeoutFail({ duration: within, onTimeout: () => new Error(`condition not met within ${Duration.format(Duration.decode(within))}`) })
+    Effect.timeoutOrElse({ duration: within, orElse: () => Effect.fail(new Error(`condition not met within ${Duration.format(Duration.fromInputUnsafe(within))}`)) })
   )
 
 const queueJson = JSON.stringify({ queue_running: [], queue_pending: [] })
@@ -78,7 +78,7 @@ const answerQueue: http.RequestListener = (_, res) => {
 }
 
 describe("RunnerGateway transport", () => {
-  it.scopedLive("keeps connections alive across calls and closes them when the layer is released", () =>
+  it.live("keeps connections alive across calls and closes them when the layer is released", () =>
     Effect.gen(function*() {
       const { runner, stats } = yield* rawServer(answerQueue)
       yield* Effect.gen(function*() {
@@ -93,19 +93,19 @@ describe("RunnerGateway transport", () => {
       yield* waitUntil(() => stats.open === 0)
     }))
 
-  it.scopedLive("aborts the request of an interrupted call", () =>
+  it.live("aborts the request of an interrupted call", () =>
     Effect.gen(function*() {
       const { runner, stats } = yield* rawServer(() => {
         // Never answers.
       })
       const gateway = yield* RunnerGateway
-      const call = yield* Effect.fork(gateway.queue(runner))
+      const call = yield* Effect.forkChild(gateway.queue(runner))
       yield* waitUntil(() => stats.requests === 1)
       yield* Fiber.interrupt(call)
       yield* waitUntil(() => stats.open === 0)
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute" }))))
 
-  it.scopedLive("asks a post's fence once its connection is open, right before writing: withheld, the runner receives nothing", () =>
+  it.live("asks a post's fence once its connection is open, right before writing: withheld, the runner receives nothing", () =>
     Effect.gen(function*() {
       const bodies: Array<string> = []
       const { runner, stats } = yield* rawServer((req, res) => {
@@ -136,17 +136,17 @@ describe("RunnerGateway transport", () => {
       expect(JSON.parse(bodies[0]!)).toMatchObject({ prompt_id: id, client_id: "c" })
     }).pipe(Effect.provide(gatewayLayer())))
 
-  it.scopedLive("aborts a small download being read whole when its call is interrupted", () =>
+  it.live("aborts a small download being read whole when its call is interrupted", () =>
     Effect.gen(function*() {
       const { runner, stats } = yield* shortDownload()
       const gateway = yield* RunnerGateway
-      const call = yield* Effect.fork(gateway.download(runner, anOutput))
+      const call = yield* Effect.forkChild(gateway.download(runner, anOutput))
       yield* waitUntil(() => stats.requests === 1)
       yield* Fiber.interrupt(call)
       yield* waitUntil(() => stats.open === 0)
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute", downloadIdleTimeout: "1 minute" }))))
 
-  it.scopedLive("reports an answer whose body breaks off", () =>
+  it.live("reports an answer whose body breaks off", () =>
     Effect.gen(function*() {
       const { runner } = yield* rawServer((_, res) => {
         res.writeHead(200, { "content-type": "application/json", "content-length": "100" })
@@ -158,7 +158,7 @@ describe("RunnerGateway transport", () => {
       expect(e.message).toMatch(/^GET \/queue: reading the answer failed: /)
     }).pipe(Effect.provide(gatewayLayer())))
 
-  it.scopedLive("fails a download whose bytes stop coming with the idle timeout", () =>
+  it.live("fails a download whose bytes stop coming with the idle timeout", () =>
     Effect.gen(function*() {
       const { runner } = yield* rawServer((_, res) => {
         res.writeHead(200, { "content-type": "image/png" })
@@ -167,12 +167,12 @@ describe("RunnerGateway transport", () => {
       const gateway = yield* RunnerGateway
       const download = yield* gateway.download(runner, anOutput)
       expect(download.content_type).toBe("image/png")
-      if (isBlobBytes(download.content)) return yield* Effect.dieMessage("a download of unannounced length was read whole")
+      if (isBlobBytes(download.content)) return yield* Effect.die(new Error("a download of unannounced length was read whole"))
       const e = yield* Effect.flip(Stream.runDrain(download.content))
       expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /view: download stalled for 300ms" })
     }).pipe(Effect.provide(gatewayLayer({ downloadIdleTimeout: "300 millis" }))))
 
-  it.scopedLive("fails a small download read whole whose bytes stop coming the same way", () =>
+  it.live("fails a small download read whole whose bytes stop coming the same way", () =>
     Effect.gen(function*() {
       const { runner } = yield* shortDownload()
       const gateway = yield* RunnerGateway
@@ -180,7 +180,7 @@ describe("RunnerGateway transport", () => {
       expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "GET /view: download stalled for 300ms" })
     }).pipe(Effect.provide(gatewayLayer({ downloadIdleTimeout: "300 millis" }))))
 
-  it.scopedLive("a small download cut short fails as broken off, not as a file", () =>
+  it.live("a small download cut short fails as broken off, not as a file", () =>
     Effect.gen(function*() {
       const { runner } = yield* shortDownload(true)
       const gateway = yield* RunnerGateway
@@ -189,7 +189,7 @@ describe("RunnerGateway transport", () => {
       expect(e.message).toMatch(/^GET \/view: download broke off: /)
     }).pipe(Effect.provide(gatewayLayer())))
 
-  it.scopedLive("bounds a whole upload by uploadTimeout, and only by it", () =>
+  it.live("bounds a whole upload by uploadTimeout, and only by it", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway
@@ -209,7 +209,7 @@ describe("RunnerGateway transport", () => {
       expect(e).toMatchObject({ _tag: "RunnerUnreachable", message: "POST /upload/image: no answer within 3s" })
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "200 millis", uploadTimeout: "3 seconds" }))))
 
-  it.scopedLive("talks to an endpoint under a path prefix (ComfyUI's /api routes)", () =>
+  it.live("talks to an endpoint under a path prefix (ComfyUI's /api routes)", () =>
     Effect.gen(function*() {
       const fake = yield* FakeComfyUI.scoped()
       const gateway = yield* RunnerGateway

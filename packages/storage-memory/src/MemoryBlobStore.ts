@@ -35,7 +35,7 @@ export const makeMemoryBlobStore = () => {
         : Effect.fail(invalidKey(key)),
     get: (key) =>
       Effect.sync(() =>
-        Option.map(Option.fromNullable(blobs.get(key)), ({ bytes, content_type }) => ({
+        Option.map(Option.fromNullishOr(blobs.get(key)), ({ bytes, content_type }) => ({
           size: bytes.length,
           content_type,
           stream: Stream.fromIterable(

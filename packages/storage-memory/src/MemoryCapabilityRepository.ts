@@ -12,9 +12,9 @@ export const makeMemoryCapabilityRepository = (runners: ReadonlyArray<ActiveRunn
       Effect.sync(() => {
         // An older read (a slower instance) does not replace a newer one.
         const current = byRunner.get(record.runner_id)
-        if (current === undefined || DateTime.lessThanOrEqualTo(current.read_at, record.read_at)) byRunner.set(record.runner_id, record)
+        if (current === undefined || DateTime.isLessThanOrEqualTo(current.read_at, record.read_at)) byRunner.set(record.runner_id, record)
       }),
-    get: (runnerId) => Effect.sync(() => Option.fromNullable(byRunner.get(runnerId))),
+    get: (runnerId) => Effect.sync(() => Option.fromNullishOr(byRunner.get(runnerId))),
     remove: (runnerId) => Effect.sync(() => void byRunner.delete(runnerId)),
     due: (before, limit) =>
       Effect.sync(() => {

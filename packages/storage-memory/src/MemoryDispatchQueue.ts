@@ -27,7 +27,7 @@ const toCandidate = (w: Workflow): Candidate => ({
   id: w.id,
   user_id: w.user_id,
   priority: w.priority,
-  created_at: w.created_at.epochMillis
+  created_at: w.created_at.epochMilliseconds
 })
 
 /**
@@ -56,7 +56,7 @@ const heads = (table: WorkflowTable, runner: string, now: number, limit: number)
   return { claimable, onRunner }
 }
 
-export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.PubSub<string>): DispatchQueue["Type"] =>
+export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.PubSub<string>): DispatchQueue["Service"] =>
   DispatchQueue.of({
     claim: (runner, owner, limit, leaseMs, agingMs) =>
       Effect.map(Clock.currentTimeMillis, (now) => {
@@ -68,7 +68,7 @@ export const makeMemoryDispatchQueue = (table: WorkflowTable, wakeups: PubSub.Pu
           const w = table.byId.get(id)!
           table.claims.set(id, { owner, until: now + leaseMs })
           // Marked as possibly posted from now on: whoever claims it next asks the runner first.
-          const marked = w.submitted_at === null ? { ...w, submitted_at: DateTime.unsafeMake(now) } : w
+          const marked = w.submitted_at === null ? { ...w, submitted_at: DateTime.makeUnsafe(now) } : w
           if (marked !== w) table.replace(w, marked)
           out.push({ workflow: marked, resubmit: w.submitted_at !== null })
         }

@@ -35,7 +35,7 @@ class Owned<A extends { readonly id: string; readonly user_id: string; readonly 
     return Effect.succeed(a)
   }
   find(userId: string, id: string): Option.Option<A> {
-    return Option.filter(Option.fromNullable(this.byId.get(id)), (a) => a.user_id === userId)
+    return Option.filter(Option.fromNullishOr(this.byId.get(id)), (a) => a.user_id === userId)
   }
   update(userId: string, id: string, f: (a: A) => A, notFound: () => NotFound): Effect.Effect<A, NotFound> {
     const current = this.find(userId, id)
@@ -89,13 +89,13 @@ export interface ActiveRunners {
   readonly activeRefs: () => ReadonlyArray<RunnerRef>
 }
 
-export const makeMemoryRunnerRepository = (): RunnerRepository["Type"] & ActiveRunners => {
+export const makeMemoryRunnerRepository = (): RunnerRepository["Service"] & ActiveRunners => {
   const store = new Owned<Runner>()
   const activeRefs = () =>
     Array.from(store.byId.values()).filter((r) => r.status === "active").map((r): RunnerRef => ({ kind: "user", id: r.id }))
   return Object.assign(RunnerRepository.of({
     insert: (r, limit) => Effect.suspend(() => store.insert(r, limit, "runners")),
-    findById: (id) => Effect.sync(() => Option.fromNullable(store.byId.get(id))),
+    findById: (id) => Effect.sync(() => Option.fromNullishOr(store.byId.get(id))),
     findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
     update: (userId, id, f) => Effect.suspend(() => store.update(userId, id, f, NotFound.runner)),
     delete: (userId, id) => Effect.sync(() => store.delete(userId, id)),
@@ -110,7 +110,7 @@ export const makeMemoryRunnerRepository = (): RunnerRepository["Type"] & ActiveR
   }), { activeRefs })
 }
 
-export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Type"] & ActiveRunners => {
+export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Service"] & ActiveRunners => {
   const byId = new Map<string, ManagedRunner>()
   const index = new NewestFirst()
   const newest = () => Array.from(index.newest(), (id) => byId.get(id)!)
@@ -123,7 +123,7 @@ export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Ty
         index.add(r.id, r.created_at)
         return r
       }),
-    findById: (id) => Effect.sync(() => Option.fromNullable(byId.get(id))),
+    findById: (id) => Effect.sync(() => Option.fromNullishOr(byId.get(id))),
     update: (id, f) =>
       Effect.suspend(() => {
         const current = byId.get(id)
@@ -165,7 +165,7 @@ export const makeMemoryAccountRepository = () => {
         users.set(u.id, u)
         return u
       }),
-    findUser: (id) => Effect.sync(() => Option.fromNullable(users.get(id))),
+    findUser: (id) => Effect.sync(() => Option.fromNullishOr(users.get(id))),
     listUsers: (query) =>
       Effect.sync(() => {
         const matching = Array.from(users.values())
@@ -193,7 +193,7 @@ export const makeMemoryAccountRepository = () => {
         const user = token === undefined ? undefined : users.get(token.user_id)
         return token === undefined || user === undefined ? Option.none() : Option.some({ token, user })
       }),
-    findToken: (id) => Effect.sync(() => Option.fromNullable(tokens.get(id))),
+    findToken: (id) => Effect.sync(() => Option.fromNullishOr(tokens.get(id))),
     listTokens: (userId) =>
       Effect.sync(() =>
         Array.from(tokens.values())
@@ -213,7 +213,7 @@ export const makeMemoryAccountRepository = () => {
         for (const { at, id } of uses) {
           const token = tokens.get(id)
           if (token === undefined) continue
-          if (token.last_used_at === null || DateTime.greaterThan(at, token.last_used_at)) {
+          if (token.last_used_at === null || DateTime.isGreaterThan(at, token.last_used_at)) {
             tokens.set(id, { ...token, last_used_at: at })
           }
         }

@@ -10,8 +10,8 @@ import * as Effect from "effect/Effect"
 import type { WorkflowTable } from "./WorkflowTable.js"
 
 export const makeMemoryRunnerLoad = (
-  runners: RunnerRepository["Type"],
-  managed: ManagedRunnerRepository["Type"],
+  runners: RunnerRepository["Service"],
+  managed: ManagedRunnerRepository["Service"],
   table: WorkflowTable
 ) =>
   RunnerLoad.of({

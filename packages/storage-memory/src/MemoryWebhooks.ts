@@ -75,7 +75,7 @@ export class WebhookTable {
 export const makeMemoryWebhookRepository = (table: WebhookTable, recorded: Effect.Effect<void>) =>
   WebhookRepository.of({
     recorded,
-    findEndpoint: (userId) => Effect.sync(() => Option.fromNullable(table.endpoints.get(userId))),
+    findEndpoint: (userId) => Effect.sync(() => Option.fromNullishOr(table.endpoints.get(userId))),
     putEndpoint: (endpoint) =>
       Effect.sync(() => {
         const existing = table.endpoints.get(endpoint.user_id)

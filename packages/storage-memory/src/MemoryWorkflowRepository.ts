@@ -42,7 +42,7 @@ export const makeMemoryWorkflowRepository = (
         const existing = key === null ? undefined : table.byIdempotencyKey(workflow.user_id, key)
         if (existing !== undefined) {
           const fresh = options.idempotency_since === undefined ||
-            DateTime.greaterThanOrEqualTo(existing.created_at, options.idempotency_since)
+            DateTime.isGreaterThanOrEqualTo(existing.created_at, options.idempotency_since)
           if (fresh) return Effect.fail(new DuplicateIdempotencyKey({ existing }))
         }
         const limits = options.limits
@@ -69,7 +69,7 @@ export const makeMemoryWorkflowRepository = (
         const next = Result.flatMap(planTransition(request.steps, request.at), (plan) =>
           Result.map(applyPlan(current, plan), (after) => ({ plan, after })))
         if (Result.isFailure(next)) return { _tag: "Refused" as const, status: current.status }
-        const { after, plan } = next.right
+        const { after, plan } = next.success
         const outputs = request.outputs ?? []
         table.replace(current, after)
         if (plan.releaseClaim) table.claims.delete(after.id)
@@ -81,18 +81,18 @@ export const makeMemoryWorkflowRepository = (
         if (plan.releaseClaim && moved !== undefined) wake(moved.id)
         return { _tag: "Applied" as const, workflow: headOf(after) }
       }),
-    findById: (id) => Effect.sync(() => Option.fromNullable(table.byId.get(id))),
+    findById: (id) => Effect.sync(() => Option.fromNullishOr(table.byId.get(id))),
     findForUser: (userId, id) =>
-      Effect.sync(() => Option.filter(Option.fromNullable(table.byId.get(id)), (w) => w.user_id === userId)),
+      Effect.sync(() => Option.filter(Option.fromNullishOr(table.byId.get(id)), (w) => w.user_id === userId)),
     findHeadForUser: (userId, id) =>
       Effect.sync(() =>
-        Option.map(Option.filter(Option.fromNullable(table.byId.get(id)), (w) => w.user_id === userId), headOf)
+        Option.map(Option.filter(Option.fromNullishOr(table.byId.get(id)), (w) => w.user_id === userId), headOf)
       ),
     findByIdempotencyKey: (userId, key, since) =>
       Effect.sync(() =>
         Option.filter(
-          Option.fromNullable(table.byIdempotencyKey(userId, key)),
-          (w) => DateTime.greaterThanOrEqualTo(w.created_at, since)
+          Option.fromNullishOr(table.byIdempotencyKey(userId, key)),
+          (w) => DateTime.isGreaterThanOrEqualTo(w.created_at, since)
         )
       ),
     list: (userId, query) =>

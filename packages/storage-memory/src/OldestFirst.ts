@@ -9,7 +9,7 @@
 import type { Workflow } from "@wes/core"
 
 const older = (a: Workflow, b: Workflow) =>
-  a.created_at.epochMillis < b.created_at.epochMillis || (a.created_at.epochMillis === b.created_at.epochMillis && a.id < b.id)
+  a.created_at.epochMilliseconds < b.created_at.epochMilliseconds || (a.created_at.epochMilliseconds === b.created_at.epochMilliseconds && a.id < b.id)
 
 /** The dead front is cut once it is this long and at least half the array. */
 const CUT_AFTER = 1024

@@ -61,8 +61,8 @@ export const MemoryWorkflowStore: Layer.Layer<
   const managed = makeMemoryManagedRunnerRepository()
   // One pending signal is enough: the pool reads every due delivery when woken.
   const recorded = yield* Queue.sliding<void>(1)
-  const webhooks = new WebhookTable(() => globalThis.crypto.randomUUID(), () => void recorded.unsafeOffer(undefined))
-  return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void wakeups.unsafeOffer(id), webhooks)).pipe(
+  const webhooks = new WebhookTable(() => globalThis.crypto.randomUUID(), () => void Queue.offerUnsafe(recorded, undefined))
+  return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void PubSub.publishUnsafe(wakeups, id), webhooks)).pipe(
     Context.add(WebhookRepository, makeMemoryWebhookRepository(webhooks, Queue.take(recorded))),
     Context.add(WorkflowEventBus, log.bus),
     Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),

@@ -5,7 +5,13 @@
  * how a burst of transitions costs a handful of statements instead of one each. Items with the
  * same key never share a batch (a statement can change a row once); the later ones wait for the
  * next batch, which keeps the order of each key's writes.
+ *
+ * Effect 4's queue has no `takeUpTo`, and `Queue.takeBetween(queue, 0, n)` returns nothing at
+ * once (a minimum of 0 is satisfied by an empty take): the worker waits with
+ * `takeBetween(queue, 1, n)` (at least one, then whatever else is there, up to `n`) and, with
+ * items carried over, takes more only when the queue holds some (never waiting).
  */
+import * as Arr from "effect/Array"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -36,10 +42,14 @@ export const makeGroupCommit = <A, B, E>(
     /** Items taken from the queue that had to wait for a later batch, oldest first. */
     let carried: Array<Pending<A, B, E>> = []
 
+    /** Up to `n` items already in the queue; none (without waiting) when it is empty. */
+    const takeAvailable = (n: number) =>
+      Effect.flatMap(Queue.size(queue), (size) => size > 0 && n > 0 ? Queue.takeBetween(queue, 1, n) : Effect.succeed([]))
+
     const nextBatch = Effect.gen(function*() {
-      const waiting = carried.length > 0 ? carried : [yield* Queue.take(queue)]
-      const more = yield* Queue.takeUpTo(queue, Math.max(0, options.maxBatch - waiting.length))
-      const all = [...waiting, ...more]
+      const all = carried.length > 0
+        ? [...carried, ...yield* takeAvailable(options.maxBatch - carried.length)]
+        : yield* Queue.takeBetween(queue, 1, options.maxBatch)
       const batch: Array<Pending<A, B, E>> = []
       const keys = new Set<string>()
       const waitingKeys = new Set<string>()
@@ -60,7 +70,9 @@ export const makeGroupCommit = <A, B, E>(
 
     const worker = Effect.gen(function*() {
       const batch = yield* nextBatch
-      const items = batch.map((p) => p.item) as unknown as readonly [A, ...Array<A>]
+      const items = batch.map((p) => p.item)
+      // A batch is never empty: it holds the oldest waiting item at least.
+      if (!Arr.isArrayNonEmpty(items)) return
       const exit = yield* Effect.exit(options.write(items))
       if (exit._tag === "Failure") {
         for (const p of batch) yield* Deferred.failCause(p.done, exit.cause)

@@ -1,14 +1,13 @@
 /**
- * The schema, as ordered migrations run by `@effect/sql`'s Migrator at start. They are
+ * The schema, as ordered migrations run by `effect/sql`'s Migrator at start. They are
  * imported as modules and loaded with `fromRecord`, so a bundled build carries them.
  */
-import * as Migrator from "effect/unstable/sql/Migrator"
-import * as SqlClient from "effect/unstable/sql/SqlClient"
-import { SqlError } from "effect/unstable/sql/SqlError"
 import { StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
+import * as Migrator from "effect/sql/Migrator"
+import * as SqlClient from "effect/sql/SqlClient"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
 import m0001 from "./migrations/0001_users.js"
 import m0002 from "./migrations/0002_workflows.js"
 import m0003 from "./migrations/0003_workflow_outputs.js"
@@ -53,7 +52,7 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
 export const MIGRATIONS_TABLE = "effect_sql_migrations"
 
 const migrationFailed = (e: Migrator.MigrationError): StorageError =>
-  e.cause instanceof SqlError
+  isSqlError(e.cause)
     ? storageError(`migrations: ${e.message}`)(e.cause)
     : new StorageError({ message: `PostgreSQL store: migrations failed: ${e.message}`, cause: e })
 
@@ -63,8 +62,7 @@ const migrationFailed = (e: Migrator.MigrationError): StorageError =>
  * Safe when several instances start at once: everything runs in one transaction that first
  * takes an advisory lock for the current schema, so the others wait and then find nothing to
  * do; a failing migration rolls back the whole run. The bookkeeping table is created here under
- * that lock (the Migrator's own check for it would abort the surrounding transaction on a
- * fresh schema).
+ * that lock (before the lock, two instances' Migrators could race to create it).
  */
 export const migrateWith = (
   record: Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>>
@@ -81,12 +79,9 @@ export const migrateWith = (
         created_at timestamptz NOT NULL DEFAULT now(),
         name text NOT NULL
       )`).pipe(orStorageError("migrations table"))
+      // A failing migration is a `MigrationError` (Effect 3's Migrator made it a defect).
       return yield* migrate.pipe(
-        Effect.mapError((e) => e._tag === "SqlError" ? storageError("migrations")(e) : migrationFailed(e)),
-        // The Migrator reports a failing migration as a defect; here it is a start-up failure.
-        Effect.catchSomeDefect((d) =>
-          d instanceof Migrator.MigrationError ? Option.some(Effect.fail(migrationFailed(d))) : Option.none()
-        )
+        Effect.mapError((e) => isSqlError(e) ? storageError("migrations")(e) : migrationFailed(e))
       )
     }))
   })

@@ -1,5 +1,5 @@
 /** Users and API tokens in PostgreSQL. */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { AccountRepository, ApiToken, NotFound, User } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -141,7 +141,7 @@ export const makePgAccountRepository = Effect.gen(function*() {
       for (const { at, id } of uses) {
         if (!isId(id)) continue
         const seen = latest.get(id)
-        if (seen === undefined || DateTime.greaterThan(at, seen)) latest.set(id, at)
+        if (seen === undefined || DateTime.isGreaterThan(at, seen)) latest.set(id, at)
       }
       if (latest.size === 0) return Effect.void
       const ids = Array.from(latest.keys())

@@ -10,7 +10,7 @@
  * Chunks of a put that dies with its process stay behind unreferenced (no reader can reach
  * them); `sweepOrphanChunks` removes them.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { type Blob, type BlobContent, BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -28,7 +28,7 @@ const BlobRow = Schema.Struct({
   size: Schema.Number,
   chunks: Schema.Int
 })
-const ChunkRow = Schema.Struct({ data: Schema.Uint8ArrayFromSelf })
+const ChunkRow = Schema.Struct({ data: Schema.Uint8Array })
 
 const invalidKey = (key: string) =>
   new StorageError({ message: `PostgreSQL store: invalid blob key ${JSON.stringify(key.slice(0, 200))}` })
@@ -187,10 +187,10 @@ export const makePgBlobStore = Effect.gen(function*() {
           Effect.map(Option.map(({ blob_id, chunks, content_type, size }): Blob => ({
             size,
             content_type,
-            stream: Stream.unfoldEffect(0, (n) =>
+            stream: Stream.unfold(0, (n) =>
               n >= chunks
-                ? Effect.succeedNone
-                : Effect.map(readChunk(blob_id, n), (data) => Option.some([data, n + 1] as const)))
+                ? Effect.undefined
+                : Effect.map(readChunk(blob_id, n), (data) => [data, n + 1] as const))
           })))
         )
         : Effect.succeedNone,

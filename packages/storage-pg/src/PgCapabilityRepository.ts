@@ -3,7 +3,7 @@
  * is core's `StoredCapabilities` with a `timestamptz`; it names the columns and encodes and
  * decodes every row.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { CapabilityRepository, ManagedRunnerId, RunnerId, StoredCapabilities } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

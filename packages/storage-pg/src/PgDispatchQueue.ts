@@ -6,10 +6,11 @@
  * once it has expired, and NOTIFY on `wes_work` is only a wake-up: a claimer that misses one
  * finds the work at its next poll.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { DispatchQueue, WAKE_ALL } from "@wes/core"
-import * as Schema from "effect/Schema"
+import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as PubSub from "effect/PubSub"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -192,7 +193,7 @@ export const makePgDispatchQueue = (wakeups: WorkWakeups) =>
             Effect.map((rows) => ({
               waiting: rows.flatMap((r) =>
                 r.kind === "waiting" && r.id !== null && r.priority !== null && r.created_at !== null
-                  ? [{ id: r.id, user_id: r.user_id, priority: r.priority, created_at: r.created_at.epochMillis }]
+                  ? [{ id: r.id, user_id: r.user_id, priority: r.priority, created_at: DateTime.toEpochMillis(r.created_at) }]
                   : []
               ),
               onRunner: new Map(rows.flatMap((r) => (r.kind === "load" ? [[r.user_id, r.n] as const] : [])))

@@ -13,7 +13,7 @@
 import type { PgClient } from "@effect/sql-pg"
 import { makeWakeUps, type WakeUp, WorkflowEvent } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { type ListenChannel, type PgListenOptions, startListener } from "./PgListener.js"
@@ -40,7 +40,8 @@ const Carried = Schema.fromJsonString(Schema.Struct({
   events: Schema.Array(Schema.Struct({ type: Schema.String, data: Schema.Unknown }))
 }))
 const decodeCarried = Schema.decodeUnknownExit(Carried)
-const decodeEvents = Schema.decodeUnknownExit(Schema.Array(WorkflowEvent))
+// The JSON form of the events (`toCodecJson`: the timestamp as an ISO string, as the payload carries it).
+const decodeEvents = Schema.decodeUnknownExit(Schema.toCodecJson(Schema.Array(WorkflowEvent)))
 
 /** The events a payload carries (none for an id alone, or anything unreadable: the table is read). */
 export const carriedEvents = (id: string, rest: string): WakeUp => {
@@ -48,9 +49,10 @@ export const carriedEvents = (id: string, rest: string): WakeUp => {
   const first = Number(rest.slice(0, space))
   if (space === -1 || !Number.isSafeInteger(first)) return undefined
   const carried = decodeCarried(rest.slice(space + 1))
-  if (Result.isFailure(carried)) return undefined
-  const events = decodeEvents(carried.right.events.map((e, i) => ({ workflow_id: id, seq: first + i, type: e.type, data: e.data, created_at: carried.right.at })))
-  return Result.isSuccess(events) ? events.right : undefined
+  if (Exit.isFailure(carried)) return undefined
+  const { at, events } = carried.value
+  const decoded = decodeEvents(events.map((e, i) => ({ workflow_id: id, seq: first + i, type: e.type, data: e.data, created_at: at })))
+  return Exit.isSuccess(decoded) ? decoded.value : undefined
 }
 
 /**

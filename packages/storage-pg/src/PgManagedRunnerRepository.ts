@@ -1,5 +1,5 @@
 /** Operator-managed runners in PostgreSQL. */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { ManagedRunner, ManagedRunnerRepository, NotFound } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"

@@ -3,7 +3,7 @@
  * of the given types, each with a count of its unfinished workflows over the in-flight partial
  * indexes (migration 0002).
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { RunnerComfyUI, RunnerLoad, RunnerStatus, type RunnerType } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

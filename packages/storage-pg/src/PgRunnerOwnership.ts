@@ -10,8 +10,9 @@
  * its own deadline from before each renewal was sent, so it gives a runner up (`lost`) no later
  * than the database lets another instance take it.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { RunnerOwnership, StorageError } from "@wes/core"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -28,9 +29,9 @@ export interface PgRunnerOwnershipOptions {
   /** This instance's name in leases and claims (default `wes-<host>-<pid>-<random>`); unique per live instance. */
   readonly instanceId?: string | undefined
   /** How long a lease lasts without renewal: how long a dead instance's runners wait (default 15 seconds). */
-  readonly leaseTime?: Duration.DurationInput | undefined
+  readonly leaseTime?: Duration.Input | undefined
   /** How often a held lease is renewed, at most (default 5 seconds, jittered to 80-100 %; keep it well under `leaseTime`). */
-  readonly renewInterval?: Duration.DurationInput | undefined
+  readonly renewInterval?: Duration.Input | undefined
 }
 
 /** A short name unique to this process and store instance: `wes-<host>-<pid>-<6 hex>`. */
@@ -43,8 +44,8 @@ export const makeInstanceId = (): string => {
 export const runnerClientId = (runnerId: string, epoch: string): string => `wes-${runnerId}-${epoch}`
 
 /** Milliseconds on `clock`'s monotonic time (hrtime): a wall-clock step cannot move a lease's local deadline. */
-const millisOf = (clock: Clock.Clock): number => Number(clock.unsafeCurrentTimeNanos() / 1_000_000n)
-const monotonicMillis = Effect.map(Effect.clock, millisOf)
+const millisOf = (clock: Clock.Clock): number => Number(clock.monotonicTimeNanosUnsafe() / 1_000_000n)
+const monotonicMillis = Effect.map(Clock.Clock, millisOf)
 
 /** What a held lease knows locally: by when (monotonic) it expires at the latest, and whether it was lost. */
 interface LeaseState {
@@ -117,15 +118,18 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
           }
           const renewed = yield* run(q.renew(runnerId, instanceId, epoch, leaseMs)).pipe(
             orStorageError("runner lease renewal"),
-            Effect.timeoutFail({
+            Effect.timeoutOrElse({
               duration: Duration.millis(state.deadline - sent),
-              onTimeout: () => new StorageError({ message: "PostgreSQL store: a runner lease renewal did not finish before the lease expired" })
+              orElse: () =>
+                Effect.fail(
+                  new StorageError({ message: "PostgreSQL store: a runner lease renewal did not finish before the lease expired" })
+                )
             }),
             Effect.result
           )
           if (Result.isFailure(renewed)) {
-            yield* Effect.logWarning("WES: could not renew a runner lease; retrying", { ...log, error: renewed.left.message })
-          } else if (renewed.right.length === 0) {
+            yield* Effect.logWarning("WES: could not renew a runner lease; retrying", { ...log, error: renewed.failure.message })
+          } else if (renewed.success.length === 0) {
             yield* Effect.logWarning("WES: lost a runner lease: another instance took the runner over", log)
             break
           } else {
@@ -139,10 +143,12 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
     const release = (runnerId: string, epoch: string) =>
       run(q.release(runnerId, instanceId, epoch)).pipe(
         orStorageError("runner lease release"),
-        Effect.catch((e) =>
+        // A failed statement, or the store's pool closed already (Effect 4's pool then interrupts
+        // the statement): either way the lease expires on its own.
+        Effect.catchCause((cause) =>
           Effect.logWarning("WES: could not release a runner lease; it expires on its own", {
             runner_id: runnerId,
-            error: e.message
+            error: Cause.pretty(cause)
           })
         )
       )
@@ -164,7 +170,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
           // Uninterruptible with its release: a lease won, then interrupted, is still given back.
           const epoch = yield* Effect.acquireRelease(
             run(q.acquire(runnerId, instanceId, leaseMs)).pipe(
-              Effect.map((rows) => Option.fromNullable(rows[0]?.epoch)),
+              Effect.map((rows) => Option.fromNullishOr(rows[0]?.epoch)),
               orStorageError("runner lease acquire")
             ),
             Option.match({ onNone: () => Effect.void, onSome: (e) => release(runnerId, e) })
@@ -173,7 +179,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
           const lost = yield* Deferred.make<void>()
           // The fiber's clock (a TestClock in tests), read synchronously: `held` is asked as a
           // prompt's request is written, outside any fiber.
-          const clock = yield* Effect.clock
+          const clock = yield* Clock.Clock
           const state: LeaseState = { deadline: started + leaseMs, lost: false }
           // Forked after the release was registered, so it is stopped before the release runs.
           yield* Effect.forkScoped(keep(runnerId, epoch.value, state, lost))

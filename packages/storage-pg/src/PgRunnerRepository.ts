@@ -1,5 +1,5 @@
 /** User-owned runners in PostgreSQL. */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { LimitReached, NotFound, Runner, type RunnerComfyUI, RunnerRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"

@@ -1,8 +1,6 @@
 /** The layers that assemble the PostgreSQL store. */
 import * as net from "node:net"
 import type { Duplex } from "node:stream"
-import * as SqlClient from "effect/unstable/sql/SqlClient"
-import { SqlError } from "effect/unstable/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import {
   DispatchQueue,
@@ -13,11 +11,12 @@ import {
   WorkflowRepository
 } from "@wes/core"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as SqlClient from "effect/sql/SqlClient"
 import { PgMigrationsLive } from "./Migrations.js"
 import { PgAccountRepository } from "./PgAccountRepository.js"
 import { PgBlobStore } from "./PgBlobStore.js"
@@ -34,7 +33,7 @@ import { PgTemplateRepository } from "./PgTemplateRepository.js"
 import { makePgWebhookRepository, webhookWakeupsOn } from "./PgWebhookRepository.js"
 import { DEFAULT_WEBHOOKS_CHANNEL } from "./WorkflowWrites.js"
 import { makePgWorkflowRepository } from "./PgWorkflowRepository.js"
-import { type PgPoolConfig, pgClientLayer } from "./PgPool.js"
+import { makePgClient, type PgPoolConfig } from "./PgPool.js"
 import { storageError } from "./Sql.js"
 
 /** Connections per instance: enough for a 2-core server; PostgreSQL's default allows 100 in all. */
@@ -63,15 +62,42 @@ export interface PgStoreConfig extends PgPoolConfig, PgStoreOptions {
    * by this, whichever comes first; the LISTEN connection's heartbeat comes at least three times
    * per `silenceTimeout` (unless `events.heartbeatInterval` says otherwise). A statement that
    * legitimately runs longer than this without sending a row fails too. Not used with your own
-   * `stream`.
+   * `stream` (which the store connects to the configured server when it is not connected yet).
    */
-  readonly silenceTimeout?: Duration.DurationInput | undefined
+  readonly silenceTimeout?: Duration.Input | undefined
 }
 
-/** A socket for the driver that destroys itself after `ms` without traffic either way. */
-const socketDroppedWhenSilent = (ms: number) => (): Duplex => {
-  const socket = new net.Socket()
-  socket.setTimeout(ms, () => socket.destroy(new Error(`PostgreSQL connection silent for ${ms} ms: dropped`)))
+/**
+ * Where the driver connects, as `@effect/sql-pg` resolves it: explicit settings over the URL's
+ * (its `host` and `port` parameters over its authority), a host starting with `/` being a
+ * directory of Unix sockets.
+ */
+const endpointOf = (config: PgPoolConfig): net.NetConnectOpts => {
+  const url = config.url === undefined ? undefined : new URL(Redacted.value(config.url))
+  const urlHost = url === undefined || url.hostname === "" ? undefined : decodeURIComponent(url.hostname.replace(/^\[(.*)\]$/, "$1"))
+  const host = config.host ?? url?.searchParams.get("host") ?? urlHost ?? "localhost"
+  const port = config.port ?? Number(url?.searchParams.get("port") ?? (url === undefined || url.port === "" ? 5432 : url.port))
+  const path = config.path ?? (host.startsWith("/") ? `${host}/.s.PGSQL.${port}` : undefined)
+  return path === undefined ? { host, port, noDelay: true } : { path }
+}
+
+/**
+ * The driver's socket: `stream`'s, or a TCP (or Unix) socket of its own. `@effect/sql-pg` writes
+ * to a stream at once, so one that is not connected yet (as node-postgres took them) is connected
+ * here to the configured server. Its own socket destroys itself after `silenceMs` without traffic
+ * either way.
+ */
+const driverSocket = (config: PgPoolConfig, silenceMs: number | undefined) => (): Duplex => {
+  if (config.stream !== undefined) {
+    const stream = config.stream()
+    if (stream instanceof net.Socket && stream.pending && !stream.connecting) stream.connect(endpointOf(config))
+    return stream
+  }
+  const socket = net.connect(endpointOf(config))
+  if (config.keepAlive !== undefined) socket.setKeepAlive(true, Duration.toMillis(Duration.fromInputUnsafe(config.keepAlive)))
+  if (silenceMs !== undefined) {
+    socket.setTimeout(silenceMs, () => socket.destroy(new Error(`PostgreSQL connection silent for ${silenceMs} ms: dropped`)))
+  }
   return socket
 }
 
@@ -83,7 +109,7 @@ const socketDroppedWhenSilent = (ms: number) => (): Duplex => {
 export const layerPgWorkflows = (
   options: Pick<PgStoreOptions, "events" | "dispatch"> = {}
 ): Layer.Layer<WorkflowRepository | WorkflowEventBus | DispatchQueue | WebhookRepository, never, PgClient.PgClient> =>
-  Layer.scopedContext(Effect.gen(function*() {
+  Layer.effectContext(Effect.gen(function*() {
     const events = eventWakeupsOn(options.events?.channel ?? DEFAULT_EVENTS_CHANNEL)
     const work = yield* workWakeupsOn(options.dispatch)
     const webhooks = yield* webhookWakeupsOn(DEFAULT_WEBHOOKS_CHANNEL)
@@ -133,23 +159,23 @@ export const PgStoreLive = (
   config: PgStoreConfig
 ): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError> => {
   const { dispatch, events, runnerLeases, silenceTimeout, ...client } = config
-  const silence = Duration.decode(silenceTimeout ?? DEFAULT_SILENCE_TIMEOUT)
+  const silence = Duration.fromInputUnsafe(silenceTimeout ?? DEFAULT_SILENCE_TIMEOUT)
   // The LISTEN connection only receives; its heartbeat must come more often than the silence
   // that drops a connection.
-  const heartbeatInterval = events?.heartbeatInterval ?? Duration.min(DEFAULT_HEARTBEAT_INTERVAL, Duration.unsafeDivide(silence, 3))
-  return PgStoreFromClient({ dispatch, events: { ...events, heartbeatInterval }, runnerLeases }).pipe(
-    Layer.provideMerge(pgClientLayer({
+  const heartbeatInterval = events?.heartbeatInterval ?? Duration.min(DEFAULT_HEARTBEAT_INTERVAL, Duration.divideUnsafe(silence, 3))
+  const pool = PgClient.layerFrom(
+    makePgClient({
       ...client,
-      stream: client.stream ?? (Duration.isFinite(silence) ? socketDroppedWhenSilent(Duration.toMillis(silence)) : undefined),
+      stream: driverSocket(client, Duration.isFinite(silence) ? Duration.toMillis(silence) : undefined),
       maxConnections: client.maxConnections ?? DEFAULT_POOL_SIZE,
       applicationName: client.applicationName ?? "wes"
-    })),
-    Layer.mapError((e) => e instanceof SqlError ? storageError("connect")(e) : e)
+    }).pipe(Effect.mapError(storageError("connect")))
   )
+  return PgStoreFromClient({ dispatch, events: { ...events, heartbeatInterval }, runnerLeases }).pipe(Layer.provideMerge(pool))
 }
 
 /** `PgStoreLive` connected to `DATABASE_URL`. */
 export const PgStoreFromEnv = (
   options: Omit<PgStoreConfig, "url"> = {}
-): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError | ConfigError.ConfigError> =>
-  Layer.unwrapEffect(Effect.map(Config.redacted("DATABASE_URL"), (url) => PgStoreLive({ ...options, url })))
+): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError | Config.ConfigError> =>
+  Layer.unwrap(Effect.map(Config.Redacted("DATABASE_URL"), (url) => PgStoreLive({ ...options, url })))

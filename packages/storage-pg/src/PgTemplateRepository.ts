@@ -1,5 +1,5 @@
 /** Templates in PostgreSQL. */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { LimitReached, NotFound, Template, TemplateListItem, TemplateRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"

@@ -5,7 +5,7 @@
  * instances never take the same delivery, and one whose owner died is taken again once its lease
  * has expired. Per workflow and URL only the oldest pending delivery is claimable (order kept).
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { DeliveryAttempt, WebhookDelivery, WebhookEndpoint, WebhookRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -14,8 +14,8 @@ import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ListenChannel } from "./PgListener.js"
-import { PLANNED_EACH_RUN } from "./PgPool.js"
-import { DbNullableTimestamp, DbTimestamp, decodeFirst, decodeRows, isId, orStorageError, run, toDate } from "./Sql.js"
+import { runPlannedEachRun } from "./PgPool.js"
+import { DbNullableTimestamp, DbTimestamp, decodeFirst, decodeRows, isId, JsonOf, orStorageError, run, toDate } from "./Sql.js"
 
 /** The attempts kept per delivery (the oldest are dropped). */
 export const ATTEMPTS_KEPT = 50
@@ -31,10 +31,13 @@ const DeliveryRow = Schema.Struct({
   created_at: DbTimestamp,
   next_attempt_at: DbNullableTimestamp,
   expires_at: DbTimestamp,
-  delivered_at: DbNullableTimestamp
+  delivered_at: DbNullableTimestamp,
+  attempts: JsonOf(WebhookDelivery.fields.attempts)
 })
-const encodeAttempt = Schema.encodeSync(DeliveryAttempt)
-const COLUMNS = Object.keys(DeliveryRow.fields).join(", ")
+// An attempt's JSON form (`toCodecJson`: its timestamps as ISO strings), as the column stores it.
+const encodeAttempt = Schema.encodeSync(Schema.toCodecJson(DeliveryAttempt))
+const DELIVERY_COLUMNS = Object.keys(DeliveryRow.fields)
+const COLUMNS = DELIVERY_COLUMNS.join(", ")
 const ENDPOINT_COLUMNS = Object.keys(EndpointRow.fields).join(", ")
 
 /**
@@ -92,7 +95,7 @@ export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.n
     claim: (owner, now, leaseUntil, limit) =>
       // Planned at each run (PgPool.ts): which deliveries are due and first in line changes
       // with every claim, and a generic plan of it was measured 2-3x slower under load.
-      run(sql`${sql.literal(PLANNED_EACH_RUN)}WITH due AS (
+      runPlannedEachRun(sql`WITH due AS (
           SELECT d.id FROM webhook_deliveries d
           WHERE d.status = 'pending' AND d.next_attempt_at <= ${toDate(now)}
             AND (d.lease_expires_at IS NULL OR d.lease_expires_at < ${toDate(now)})
@@ -106,7 +109,7 @@ export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.n
         )
         UPDATE webhook_deliveries w SET claimed_by = ${owner}, lease_expires_at = ${toDate(leaseUntil)}
         FROM due WHERE w.id = due.id
-        RETURNING ${sql.literal(Object.keys(DeliveryRow.fields).map((c) => `w.${c}`).join(", "))}`).pipe(
+        RETURNING ${sql.literal(DELIVERY_COLUMNS.map((c) => `w.${c}`).join(", "))}`, DELIVERY_COLUMNS).pipe(
         Effect.flatMap(decodeDeliveries),
         orStorageError("webhooks.claim")
       ),

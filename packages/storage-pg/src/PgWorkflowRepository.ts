@@ -3,8 +3,8 @@
  * `workflowQueries`, which the index tests EXPLAIN); the writes are one statement each
  * (WorkflowWrites.ts), and transitions that arrive together share a statement (GroupCommit.ts).
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
-import type * as Statement from "effect/unstable/sql/Statement"
+import * as SqlClient from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
 import {
   DuplicateIdempotencyKey,
   LimitReached,
@@ -169,7 +169,7 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
           orStorageError("workflows.create (idempotency key)")
         )
         if (Option.isNone(existing)) return
-        if (since === undefined || DateTime.greaterThanOrEqualTo(existing.value.created_at, since)) {
+        if (since === undefined || DateTime.isGreaterThanOrEqualTo(existing.value.created_at, since)) {
           return yield* Effect.fail(new DuplicateIdempotencyKey({ existing: existing.value }))
         }
         yield* run(sql`UPDATE workflows SET idempotency_key = NULL WHERE id = ${existing.value.id}`).pipe(
@@ -177,7 +177,7 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
         )
       })
 
-    const create: WorkflowRepository["Type"]["create"] = (w, options = {}) =>
+    const create: WorkflowRepository["Service"]["create"] = (w, options = {}) =>
       Effect.gen(function*() {
         const { idempotency_since, limits } = options
         const key = w.idempotency_key
@@ -237,8 +237,8 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
       transition: (request) => {
         if (!isId(request.id) || (request.owner !== undefined && !isId(request.owner))) return Effect.succeed({ _tag: "Missing" })
         const plan = planTransition(request.steps, request.at)
-        if (Result.isFailure(plan)) return Effect.dieMessage(`an illegal chain of moves: ${plan.left.message}`)
-        return transitions({ request, plan: plan.right })
+        if (Result.isFailure(plan)) return Effect.die(new Error(`an illegal chain of moves: ${plan.failure.message}`))
+        return transitions({ request, plan: plan.success })
       },
       findById,
       findForUser: (userId, id) => Effect.map(findById(id), Option.filter((w) => w.user_id === userId)),

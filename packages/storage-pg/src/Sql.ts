@@ -2,9 +2,6 @@
  * What every repository of this package shares: turning driver errors into core's
  * `StorageError`, transactions, row decoding, and the conversions of parameters.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
-import { SqlError } from "effect/unstable/sql/SqlError"
-import type * as Statement from "effect/unstable/sql/Statement"
 import {
   activeStatuses,
   isUuid,
@@ -17,26 +14,31 @@ import {
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import type * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaGetter from "effect/SchemaGetter"
+import type * as SqlClient from "effect/sql/SqlClient"
+import { isSqlError, type SqlError } from "effect/sql/SqlError"
+import type * as Statement from "effect/sql/Statement"
 
-/** The SQLSTATE of a PostgreSQL error, when the cause carries one. */
-const sqlState = (cause: unknown): string | undefined =>
-  typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
+/** The SQLSTATE of a PostgreSQL error, when the driver's cause (in the error's reason) carries one. */
+const sqlState = (error: SqlError): string | undefined => {
+  const cause: unknown = error.reason.cause
+  return typeof cause === "object" && cause !== null && "code" in cause && typeof cause.code === "string"
     ? cause.code
     : undefined
+}
 
 /**
  * Core's `StorageError` for a failed operation. The message names the operation, the driver's
  * fixed message and the SQLSTATE; never parameters or row values (PostgreSQL's own messages
  * may quote them, so they stay in `cause`, for logs only).
  */
-export const storageError = (operation: string) => (error: SqlError | ParseResult.ParseError): StorageError => {
-  if (error instanceof SqlError) {
-    const code = sqlState(error.cause)
+export const storageError = (operation: string) => (error: SqlError | Schema.SchemaError): StorageError => {
+  if (isSqlError(error)) {
+    const code = sqlState(error)
     return new StorageError({
       message: `PostgreSQL store: ${operation} failed: ${error.message}${code === undefined ? "" : ` (SQLSTATE ${code})`}`,
       cause: error
@@ -47,24 +49,24 @@ export const storageError = (operation: string) => (error: SqlError | ParseResul
 
 /** Maps the SQL and decoding errors of `self` to `StorageError`. */
 export const orStorageError = (operation: string) =>
-<A, R>(self: Effect.Effect<A, SqlError | ParseResult.ParseError, R>): Effect.Effect<A, StorageError, R> =>
+<A, R>(self: Effect.Effect<A, SqlError | Schema.SchemaError, R>): Effect.Effect<A, StorageError, R> =>
   Effect.catch(self, failCounted(operation))
 
 /** Fails with the `StorageError` of `error`, counted in `wes_store_errors_total` under `operation`. */
-const failCounted = (operation: string) => (error: SqlError | ParseResult.ParseError) =>
-  Effect.andThen(Metric.update(Metric.tagged(storeErrors, "operation", operation), 1), Effect.fail(storageError(operation)(error)))
+const failCounted = (operation: string) => (error: SqlError | Schema.SchemaError) =>
+  Effect.andThen(Metric.update(Metric.withAttributes(storeErrors, { operation }), 1), Effect.fail(storageError(operation)(error)))
 
 /**
- * Runs `effect` in a transaction (a savepoint inside an open one). `@effect/sql` turns a failed
- * COMMIT or ROLLBACK into a defect; those become `StorageError` too, so a lost connection is a
- * retryable 503, not a crash.
+ * Runs `effect` in a transaction (a savepoint inside an open one). A failed BEGIN or COMMIT
+ * fails with `SqlError`, but `effect/sql` turns a failed ROLLBACK (or savepoint release) into a
+ * defect; both become `StorageError`, so a lost connection is a retryable 503, not a crash.
  */
 export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
   sql.withTransaction(effect).pipe(
     // Its own failures (BEGIN, COMMIT, ROLLBACK) are counted here; the statements' inside it by their own operations.
-    Effect.catch((e): Effect.Effect<never, E | StorageError> => e instanceof SqlError ? failCounted(operation)(e) : Effect.fail(e)),
-    Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(failCounted(operation)(defect)) : Option.none())
+    Effect.catch((e): Effect.Effect<never, E | StorageError> => isSqlError(e) ? failCounted(operation)(e) : Effect.fail(e)),
+    Effect.catchDefect((defect) => isSqlError(defect) ? failCounted(operation)(defect) : Effect.die(defect))
   )
 
 /**
@@ -74,27 +76,37 @@ export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
  */
 export const inTransaction = (sql: SqlClient.SqlClient, operation: string) =>
 <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
-  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (open) =>
+  Effect.flatMap(Effect.serviceOption(sql.transactionService), (open) =>
     Option.isSome(open) ? effect : transaction(sql, operation)(effect))
 
 /** Runs a statement without the client's name transforms (an embedder's client may have some). */
 export const run = <A extends object>(statement: Statement.Statement<A>) => statement.withoutTransform
 
-/** Decodes rows with `schema`; a row that does not fit is a `ParseError`. */
-export const decodeRows = <A, I>(schema: Schema.Schema<A, I>) => {
+/** Decodes rows with `schema`; a row that does not fit is a `SchemaError`. */
+export const decodeRows = <S extends Schema.Decoder<unknown>>(schema: S) => {
   const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
-  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<A>, ParseResult.ParseError> => decode(rows)
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>, Schema.SchemaError> => decode(rows)
 }
 
 /** The first decoded row, if any. */
-export const decodeFirst = <A, I>(schema: Schema.Schema<A, I>) => {
+export const decodeFirst = <S extends Schema.Decoder<unknown>>(schema: S) => {
   const decode = decodeRows(schema)
-  return (rows: ReadonlyArray<unknown>) => Effect.map(decode(rows.slice(0, 1)), (a) => Option.fromNullable(a[0]))
+  return (rows: ReadonlyArray<unknown>) => Effect.map(decode(rows.slice(0, 1)), (a) => Option.fromUndefinedOr(a[0]))
 }
 
 /** A `timestamptz` column as core's `DateTime.Utc` (the driver reads it as a `Date`). */
 export const DbTimestamp = Schema.DateTimeUtcFromDate
 export const DbNullableTimestamp = Schema.NullOr(Schema.DateTimeUtcFromDate)
+
+/**
+ * A `jsonb` column holding a schema's JSON form (`toCodecJson`: timestamps as ISO strings, as
+ * the API writes them): the driver's parsed value decoded by it, written as JSON text.
+ */
+export const JsonOf = <S extends Schema.Top>(schema: S) =>
+  Schema.Unknown.pipe(Schema.decodeTo(Schema.toCodecJson(schema), {
+    decode: SchemaGetter.passthrough({ strict: false }),
+    encode: SchemaGetter.transform((json) => JSON.stringify(json))
+  }))
 
 /** A `DateTime.Utc` as a `timestamptz` parameter. */
 export const toDate = (t: DateTime.Utc): Date => DateTime.toDateUtc(t)
@@ -195,7 +207,7 @@ export const insertWithinLimit = <E>(
 /**
  * Read-modify-write of one row without lost updates: `SELECT … FOR UPDATE` (the `select`
  * statement, which also checks the owner), then `f`, then `UPDATE` of every column but `id`, in
- * one transaction. A `Left` from `f` writes nothing.
+ * one transaction. A failure from `f` writes nothing.
  */
 export const updateRow = <A, E>(
   sql: SqlClient.SqlClient,
@@ -203,7 +215,7 @@ export const updateRow = <A, E>(
     readonly table: string
     readonly id: string
     readonly select: Statement.Statement<object>
-    readonly decode: (rows: ReadonlyArray<unknown>) => Effect.Effect<Option.Option<A>, ParseResult.ParseError>
+    readonly decode: (rows: ReadonlyArray<unknown>) => Effect.Effect<Option.Option<A>, Schema.SchemaError>
     readonly columns: (a: A) => Record<string, unknown>
     readonly notFound: () => NotFound
   },
@@ -214,18 +226,18 @@ export const updateRow = <A, E>(
     const current = yield* run(sql`${select} FOR UPDATE`).pipe(Effect.flatMap(decode), orStorageError(`${table}.update (read)`))
     if (Option.isNone(current)) return yield* Effect.fail(notFound())
     const next = f(current.value)
-    if (Result.isFailure(next)) return yield* Effect.fail(next.left)
-    yield* run(sql`UPDATE ${sql(table)} SET ${sql.update(columns(next.right), ["id"])} WHERE id = ${id}`).pipe(
+    if (Result.isFailure(next)) return yield* Effect.fail(next.failure)
+    yield* run(sql`UPDATE ${sql(table)} SET ${sql.update(columns(next.success), ["id"])} WHERE id = ${id}`).pipe(
       orStorageError(`${table}.update (write)`)
     )
-    return next.right
+    return next.success
   }))
 }
 
 /** A page of `items` and the `total` across pages, read together. */
 export const pageOf = <A>(
   operation: string,
-  items: Effect.Effect<ReadonlyArray<A>, SqlError | ParseResult.ParseError>,
+  items: Effect.Effect<ReadonlyArray<A>, SqlError | Schema.SchemaError>,
   total: Statement.Statement<{ n: number }>
 ): Effect.Effect<Paged<A>, StorageError> =>
   Effect.all({ items, total: Effect.flatMap(run(total), readCount) }, { concurrency: 2 }).pipe(orStorageError(operation))

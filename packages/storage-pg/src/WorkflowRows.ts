@@ -7,19 +7,16 @@
  */
 import { Timestamp, Workflow, WorkflowSummary } from "@wes/core"
 import * as Schema from "effect/Schema"
-import { DbNullableTimestamp, DbTimestamp } from "./Sql.js"
+import * as SchemaAST from "effect/SchemaAST"
+import * as SchemaGetter from "effect/SchemaGetter"
+import { DbNullableTimestamp, DbTimestamp, JsonOf } from "./Sql.js"
 
 /** A `jsonb` column: read as the parsed value, written as JSON text (the driver would turn a JS array into a PostgreSQL array). */
-const JsonColumn = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
-  Schema.transform(Schema.Unknown, Schema.toType(schema), {
-    strict: false,
-    decode: (u) => u,
-    encode: (a) => JSON.stringify(a)
-  })
-
-/** A `jsonb` column whose JSON is a schema's encoded form (decoded by it, written as JSON text). */
-const JsonOf = <A, I, R>(schema: Schema.Schema<A, I, R>) =>
-  Schema.transform(Schema.Unknown, schema, { strict: false, decode: (u) => u, encode: (i) => JSON.stringify(i) })
+const JsonColumn = <S extends Schema.Top>(schema: S) =>
+  Schema.Unknown.pipe(Schema.decodeTo(Schema.toType(schema), {
+    decode: SchemaGetter.passthrough({ strict: false }),
+    encode: SchemaGetter.transform((a) => JSON.stringify(a))
+  }))
 
 export const workflowTimestamps = {
   created_at: DbTimestamp,
@@ -29,10 +26,19 @@ export const workflowTimestamps = {
 }
 
 /** `priority` as its column stores it: 0 low, 1 normal, 2 high (the claim orders by it). */
-const PriorityColumn = Schema.transformLiterals([0, "low"], [1, "normal"], [2, "high"])
+const PriorityColumn = Schema.Literals([0, 1, 2]).transform(["low", "normal", "high"])
 
-/** A new row as `jsonb_populate_record` reads it: core's JSON form, each column in its own type. */
-export const WorkflowInsert = Schema.Struct({ ...Workflow.fields, priority: PriorityColumn })
+const { workflow_json: _json, ...insertFields } = Workflow.fields
+
+/**
+ * A new row as `jsonb_populate_record` reads it: core's JSON form (`toCodecJson`: timestamps as
+ * ISO strings), each column in its own type; without the definition, which goes in as a
+ * parameter of its own (encoding drops it).
+ */
+export const WorkflowInsert = Schema.toCodecJson(Schema.Struct({ ...insertFields, priority: PriorityColumn }))
+
+/** `attempts` in its JSON form (timestamps as ISO strings), as the column stores it. */
+export const AttemptsJson = Schema.toCodecJson(Workflow.fields.attempts)
 
 /** A workflow row, decoded to core's record (and encoded to insert parameters). */
 export const WorkflowRow = Schema.Struct({
@@ -56,8 +62,8 @@ export const HEAD_COLUMNS = Object.keys(WorkflowHeadRow.fields)
 /** `created_at` as core's Timestamp prints it (`DateTime.formatIso`: milliseconds, `Z`). */
 export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
-const isTimestamp = (schema: Schema.Schema.Any): boolean =>
-  schema.ast === Timestamp.ast || (schema.ast._tag === "Union" && schema.ast.types.some((t) => t === Timestamp.ast))
+const isTimestamp = (schema: Schema.Top): boolean =>
+  schema.ast === Timestamp.ast || (SchemaAST.isUnion(schema.ast) && schema.ast.types.some((t) => t === Timestamp.ast))
 
 /** SQL: the summary of the row `alias`, as `jsonb`, equal to core's `summaryData` of it. */
 export const summaryJson = (alias: string): string =>

@@ -6,7 +6,6 @@
  * on the latest row version after waiting for a concurrent writer, so counts cannot overshoot
  * without a lock or a second statement.
  */
-import type * as SqlClient from "effect/unstable/sql/SqlClient"
 import {
   activeStatuses,
   hookedStatuses,
@@ -20,7 +19,8 @@ import {
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
-import { HEAD_COLUMNS, iso, summaryJson, WorkflowInsert } from "./WorkflowRows.js"
+import type * as SqlClient from "effect/sql/SqlClient"
+import { AttemptsJson, HEAD_COLUMNS, iso, summaryJson, WorkflowInsert } from "./WorkflowRows.js"
 
 /** The SQL type of each field a plan may set (a `satisfies` keeps it in step with core). */
 const PATCH_COLUMNS = {
@@ -63,7 +63,7 @@ export interface CreateLimits {
 }
 
 const encodeWorkflow = Schema.encodeSync(WorkflowInsert)
-const encodeAttempts = Schema.encodeSync(WorkflowInsert.fields.attempts)
+const encodeAttempts = Schema.encodeSync(AttemptsJson)
 /**
  * The definition goes in as its own `json` parameter (the column keeps the text, keys in the
  * order sent); every other column comes from the row's JSON.
@@ -78,7 +78,7 @@ const NO_LIMIT = 2_147_483_647
  * comes back when a limit refused it.
  */
 export const createStatement = (sql: SqlClient.SqlClient, channels: Channels, w: Workflow, limits: CreateLimits | undefined) => {
-  const dayStart = DateTime.toDateUtc(limits?.dayStart ?? DateTime.unsafeMake(0))
+  const dayStart = DateTime.toDateUtc(limits?.dayStart ?? DateTime.makeUnsafe(0))
   const maxActive = limits?.maxActive ?? NO_LIMIT
   const maxPerDay = limits?.maxPerDay ?? NO_LIMIT
   const activeInc = activeStatuses.includes(w.status) ? 1 : 0
@@ -96,7 +96,7 @@ export const createStatement = (sql: SqlClient.SqlClient, channels: Channels, w:
     ), inserted AS (
       INSERT INTO workflows (${sql.literal(INSERT_COLUMNS)}, workflow_json)
       SELECT ${sql.literal(SELECT_COLUMNS)}, ${JSON.stringify(w.workflow_json)}::json
-      FROM quota, jsonb_populate_record(NULL::workflows, ${JSON.stringify({ ...encodeWorkflow(w), workflow_json: null })}::jsonb) AS r
+      FROM quota, jsonb_populate_record(NULL::workflows, ${JSON.stringify(encodeWorkflow(w))}::jsonb) AS r
       RETURNING *
     ), head AS (
       INSERT INTO workflow_event_heads (workflow_id, last_seq) SELECT id, 1 FROM inserted

@@ -3,11 +3,12 @@
  * two instance ids) on one schema, as two `wes serve` processes sharing a database.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { DispatchQueue, RunnerOwnership, WAKE_ALL, type Workflow, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import { type PgStoreConfig, renewalSpacing } from "@wes/storage-pg"
 import * as Context from "effect/Context"
+import * as DateTime from "effect/DateTime"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Ref from "effect/Ref"
@@ -39,7 +40,7 @@ const instance = (schema: string, name: string, options: Omit<PgStoreConfig, "ur
     }
   })
 
-type Instance = Effect.Effect.Success<ReturnType<typeof instance>>
+type Instance = Effect.Success<ReturnType<typeof instance>>
 
 /** Two instances on one fresh schema. */
 const twoInstances = (aOptions: Omit<PgStoreConfig, "url"> = {}, bOptions: Omit<PgStoreConfig, "url"> = {}) =>
@@ -70,14 +71,14 @@ const waitingOn = (runner: string, n: number) => {
 const ids = (ws: ReadonlyArray<Workflow>) => ws.map((w) => w.id)
 
 /** Retries `effect` every 50 ms until it gives a `Some`, for at most `within`. */
-const eventually = <A, E, R>(effect: Effect.Effect<Option.Option<A>, E, R>, within: Duration.DurationInput) =>
+const eventually = <A, E, R>(effect: Effect.Effect<Option.Option<A>, E, R>, within: Duration.Input) =>
   effect.pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
-    Effect.retry({ while: (e) => e === "not yet", schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo(within)) })
+    Effect.retry({ while: (e) => e === "not yet", schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo({ duration: within })) })
   )
 
 describe("runner ownership across instances", () => {
-  it.scopedLive("is exclusive: B cannot acquire a runner A holds; once A lets go, B takes it with a new client id", () =>
+  it.live("is exclusive: B cannot acquire a runner A holds; once A lets go, B takes it with a new client id", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       expect(a.ownership.instanceId).not.toBe(b.ownership.instanceId)
@@ -95,7 +96,7 @@ describe("runner ownership across instances", () => {
       expect(yield* Effect.scoped(a.ownership.acquire(r))).toEqual(Option.none())
     }))
 
-  it.scopedLive("two instances racing for the same runners: exactly one wins each", () =>
+  it.live("two instances racing for the same runners: exactly one wins each", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const runners = Array.from({ length: 20 }, () => F.uuid())
@@ -106,7 +107,7 @@ describe("runner ownership across instances", () => {
       expect(won).toEqual(runners.map(() => 1))
     }))
 
-  it.scopedLive("an instance that stops renewing loses the runner after the lease time; B takes over with a higher epoch", () =>
+  it.live("an instance that stops renewing loses the runner after the lease time; B takes over with a higher epoch", () =>
     Effect.gen(function*() {
       // A's renewals never come (its renewer is as good as dead); its lease lasts 800 ms.
       const { a, b } = yield* twoInstances({ runnerLeases: { leaseTime: "800 millis", renewInterval: "1 hour" } })
@@ -131,7 +132,7 @@ describe("runner ownership across instances", () => {
       expect(leaseB.held()).toBe(true)
     }))
 
-  it.scopedLive("a renewal that finds the runner taken over completes `lost`, and A's release leaves B's lease alone", () =>
+  it.live("a renewal that finds the runner taken over completes `lost`, and A's release leaves B's lease alone", () =>
     Effect.gen(function*() {
       const { a, b, schema } = yield* twoInstances({ runnerLeases: { leaseTime: "30 seconds", renewInterval: "100 millis" } })
       const r = F.uuid()
@@ -147,7 +148,7 @@ describe("runner ownership across instances", () => {
       expect(yield* Effect.scoped(a.ownership.acquire(r))).toEqual(Option.none())
     }))
 
-  it.scopedLive("an instance that died holding runners: after the lease time another instance drives them", () =>
+  it.live("an instance that died holding runners: after the lease time another instance drives them", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances({ runnerLeases: { leaseTime: "600 millis", renewInterval: "200 millis" } })
       const r = F.uuid()
@@ -181,7 +182,7 @@ describe("lease renewals", () => {
 })
 
 describe("the dispatch queue across instances", () => {
-  it.scopedLive("200 waiting workflows claimed by 4 claimers on 2 instances at once: each exactly once", () =>
+  it.live("200 waiting workflows claimed by 4 claimers on 2 instances at once: each exactly once", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const r = F.uuid()
@@ -208,7 +209,7 @@ describe("the dispatch queue across instances", () => {
               yield* Effect.sleep("5 millis")
               continue
             }
-            const created = batch.map((w) => w.created_at.epochMillis)
+            const created = batch.map((w) => DateTime.toEpochMillis(w.created_at))
             expect(created, "each batch comes oldest first").toEqual([...created].sort((x, y) => x - y))
             got.push(...ids(batch))
             yield* Ref.update(done, (n) => n + batch.length)
@@ -228,7 +229,7 @@ describe("the dispatch queue across instances", () => {
       yield* Effect.log(`claims per claimer: ${results.map((x) => x.got.length).join(", ")}`)
     }))
 
-  it.scopedLive("claims of an instance that died are taken over by another instance once their lease expires", () =>
+  it.live("claims of an instance that died are taken over by another instance once their lease expires", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const r = F.uuid()
@@ -254,16 +255,16 @@ describe("the dispatch queue across instances", () => {
       expect(taken.every((c) => c.resubmit), "the runner is asked before posting what a dead instance claimed").toBe(true)
     }))
 
-  it.scopedLive("notify on instance A wakes instance B's wakeups with the runner id", () =>
+  it.live("notify on instance A wakes instance B's wakeups with the runner id", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const r = F.uuid()
-      const fiber = yield* b.queue.wakeups.pipe(Stream.filter((id) => id === r), Stream.runHead, Effect.fork)
+      const fiber = yield* b.queue.wakeups.pipe(Stream.filter((id) => id === r), Stream.runHead, Effect.forkChild)
       const heard = yield* announceUntil(a, r, Fiber.join(fiber)).pipe(Effect.timeout("10 seconds"))
       expect(heard).toEqual(Option.some(r))
     }))
 
-  it.scopedLive("a notify inside a transaction is delivered at COMMIT, and never after a rollback", () =>
+  it.live("a notify inside a transaction is delivered at COMMIT, and never after a rollback", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const { next, received } = yield* wakeupsOf(b)
@@ -275,7 +276,7 @@ describe("the dispatch queue across instances", () => {
       yield* a.sql.withTransaction(Effect.gen(function*() {
         yield* a.queue.notify(committed)
         yield* Effect.sleep("300 millis")
-        expect(yield* Queue.takeAll(received)).not.toContain(committed)
+        expect(yield* Queue.clear(received)).not.toContain(committed)
       }))
       yield* next(committed)
 
@@ -294,7 +295,7 @@ describe("the dispatch queue across instances", () => {
       expect(seen).not.toContain(rolledBack)
     }))
 
-  it.scopedLive("after B's LISTEN connection is lost, B reconnects, emits a wake-all, and hears A again", () =>
+  it.live("after B's LISTEN connection is lost, B reconnects, emits a wake-all, and hears A again", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances({}, { events: { heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" } })
       const { next, received } = yield* wakeupsOf(b)
@@ -302,7 +303,7 @@ describe("the dispatch queue across instances", () => {
       const probe = F.uuid()
       yield* announceUntil(a, probe, next(probe))
       yield* Effect.sleep("300 millis")
-      yield* Queue.takeAll(received)
+      yield* Queue.clear(received)
 
       const killed = yield* admin((sql) => sql<{ ok: boolean }>`SELECT pg_terminate_backend(${before}) AS ok`)
       expect(killed[0]?.ok).toBe(true)

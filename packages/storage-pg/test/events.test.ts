@@ -1,8 +1,7 @@
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { describe, expect, it } from "@effect/vitest"
 import { type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -39,7 +38,7 @@ const subscribedAtB = (heartbeat: PgListenOptions) =>
     return { a, appB, before, received, w }
   })
 
-const seqs = (events: Chunk.Chunk<WorkflowEvent>) => Chunk.toReadonlyArray(events).map((e) => e.seq)
+const seqs = (events: ReadonlyArray<WorkflowEvent>) => events.map((e) => e.seq)
 
 describe("events carried by a NOTIFY", () => {
   it("are read back from the payload the bus writes, with their sequence numbers; anything else carries nothing", () => {
@@ -56,20 +55,20 @@ describe("events carried by a NOTIFY", () => {
 })
 
 describe("event bus across instances", () => {
-  it.scopedLive("a subscriber on instance B gets events published through A, in order, with replay", () =>
+  it.live("a subscriber on instance B gets events published through A, in order, with replay", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const w = F.uuid()
       yield* a.publish(w, [{ type: "status", data: 1 }, { type: "queue", data: 2 }, { type: "progress", data: 3 }])
-      const fromOne = yield* b.subscribe(w, 1).pipe(Stream.take(5), Stream.runCollect, Effect.fork)
-      const fromZero = yield* b.subscribe(w, 0).pipe(Stream.take(6), Stream.runCollect, Effect.fork)
+      const fromOne = yield* b.subscribe(w, 1).pipe(Stream.take(5), Stream.runCollect, Effect.forkChild)
+      const fromZero = yield* b.subscribe(w, 0).pipe(Stream.take(6), Stream.runCollect, Effect.forkChild)
       yield* Effect.sleep("50 millis")
       yield* a.publish(w, [{ type: "executing", data: 4 }])
       yield* a.publish(w, [{ type: "output", data: 5 }, { type: "done", data: 6 }])
       const one = yield* Fiber.join(fromOne).pipe(Effect.timeout("10 seconds"))
       const zero = yield* Fiber.join(fromZero).pipe(Effect.timeout("10 seconds"))
       expect(seqs(one)).toEqual([2, 3, 4, 5, 6])
-      expect(Chunk.toReadonlyArray(one).map((e) => [e.type, e.data])).toEqual([
+      expect(one.map((e) => [e.type, e.data])).toEqual([
         ["queue", 2],
         ["progress", 3],
         ["executing", 4],
@@ -80,22 +79,22 @@ describe("event bus across instances", () => {
       expect(yield* b.lastSeq(w)).toBe(6)
     }))
 
-  it.scopedLive("events too large to ride in a NOTIFY reach B too (B reads them from the table)", () =>
+  it.live("events too large to ride in a NOTIFY reach B too (B reads them from the table)", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
       const w = F.uuid()
       const big = "x".repeat(20_000)
-      const got = yield* b.subscribe(w, 0).pipe(Stream.take(3), Stream.runCollect, Effect.fork)
+      const got = yield* b.subscribe(w, 0).pipe(Stream.take(3), Stream.runCollect, Effect.forkChild)
       yield* Effect.sleep("50 millis")
       yield* a.publish(w, [{ type: "status", data: "small" }])
       yield* a.publish(w, [{ type: "output", data: { text: big } }])
       yield* a.publish(w, [{ type: "done", data: "small again" }])
-      const events = Chunk.toReadonlyArray(yield* Fiber.join(got).pipe(Effect.timeout("10 seconds")))
+      const events = yield* Fiber.join(got).pipe(Effect.timeout("10 seconds"))
       expect(events.map((e) => [e.seq, e.type])).toEqual([[1, "status"], [2, "output"], [3, "done"]])
       expect((events[1]!.data as { text: string }).text.length).toBe(20_000)
     }))
 
-  it.scopedLive("B notices at once that its LISTEN connection was closed, not at its next heartbeat", () =>
+  it.live("B notices at once that its LISTEN connection was closed, not at its next heartbeat", () =>
     Effect.gen(function*() {
       // A heartbeat far beyond the test's patience: only the driver's report can bring B back in time.
       const { a, appB, before, received, w } = yield* subscribedAtB({ heartbeatInterval: "1 hour", heartbeatTimeout: "1 hour" })
@@ -107,7 +106,7 @@ describe("event bus across instances", () => {
       expect((yield* Queue.take(received).pipe(Effect.timeout("10 seconds"))).seq).toBe(2)
     }))
 
-  it.scopedLive("after B's LISTEN connection is lost and restored, B's subscriber misses nothing", () =>
+  it.live("after B's LISTEN connection is lost and restored, B's subscriber misses nothing", () =>
     Effect.gen(function*() {
       const { a, appB, before, received, w } = yield* subscribedAtB({ heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" })
       // Let B's listener pass its first ping, so the loss below hits a settled connection.
@@ -128,7 +127,7 @@ describe("event bus across instances", () => {
 })
 
 describe("publishing inside a transaction", () => {
-  it.scopedLive("events published inside a transaction are logged with it: rolled back, none remain", () =>
+  it.live("events published inside a transaction are logged with it: rolled back, none remain", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
       const store = yield* Layer.build(storeOn(schema, { events: { heartbeatInterval: "1 hour" } }))

@@ -3,8 +3,8 @@
  * the real PostgreSQL named by DATABASE_URL, dropped afterwards, so files run in parallel and
  * reruns start empty.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
-import type { SqlError } from "effect/unstable/sql/SqlError"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
 import { PgClient } from "@effect/sql-pg"
 import type { StorageError, StoreServices } from "@wes/core"
 import { type PgStoreConfig, PgStoreLive } from "@wes/storage-pg"
@@ -51,7 +51,7 @@ export const storeOn = (schema: string, config: Omit<PgStoreConfig, "url"> = {})
 export const freshStore = (
   config: Omit<PgStoreConfig, "url"> = {}
 ): Layer.Layer<StoreServices | PgClient.PgClient | SqlClient.SqlClient, StorageError | SqlError> =>
-  Layer.unwrapScoped(Effect.map(freshSchema, (schema) => storeOn(schema, config)))
+  Layer.unwrap(Effect.map(freshSchema, (schema) => storeOn(schema, config)))
 
 /** The backend pids of the LISTEN connection of the store started with this application name. */
 export const listenerPids = (applicationName: string) =>
@@ -67,5 +67,5 @@ export const awaitListener = (applicationName: string, not?: number) =>
       const pid = pids.find((p) => p !== not)
       return pid === undefined ? Effect.fail("no listener yet" as const) : Effect.succeed(pid)
     }),
-    Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo("10 seconds")))
+    Effect.retry(Schedule.spaced("50 millis").pipe(Schedule.upTo({ duration: "10 seconds" })))
   )

@@ -3,8 +3,8 @@
  * table once it is big: 100k rows of 100 users, mostly finished, as a long-running service has.
  */
 import { expect, layer } from "@effect/vitest"
-import * as SqlClient from "effect/unstable/sql/SqlClient"
-import type * as Statement from "effect/unstable/sql/Statement"
+import * as SqlClient from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
 import type { RunnerRef } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import { dispatchQueries, runnerLeaseQueries, runnerLoadQuery, workflowQueries } from "@wes/storage-pg"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { migrateWith, MIGRATIONS_TABLE, migrations, PgStoreLive, runMigrations } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -14,7 +14,7 @@ const tablesOf = (schema: string) =>
   ).pipe(Effect.map((rows) => rows.map((r) => r.table_name)))
 
 describe("migrations", () => {
-  it.scopedLive("apply in order on an empty schema, and a second run finds nothing to do", () =>
+  it.live("apply in order on an empty schema, and a second run finds nothing to do", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
       const first = yield* runMigrations.pipe(Effect.provide(clientFor(schema)))
@@ -58,7 +58,7 @@ describe("migrations", () => {
       ])
     }))
 
-  it.scopedLive("two instances migrating one fresh schema at once both succeed, and it is migrated once", () =>
+  it.live("two instances migrating one fresh schema at once both succeed, and it is migrated once", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
       const [a, b] = yield* Effect.all([
@@ -71,7 +71,7 @@ describe("migrations", () => {
       expect(recorded[0]?.n).toBe(allIds.length)
     }))
 
-  it.scopedLive("two stores starting at once on one fresh schema both start", () =>
+  it.live("two stores starting at once on one fresh schema both start", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
       yield* Effect.all([
@@ -81,7 +81,7 @@ describe("migrations", () => {
       expect(yield* tablesOf(schema)).toContain("workflows")
     }))
 
-  it.scopedLive("a store that cannot reach the database fails to start with StorageError", () =>
+  it.live("a store that cannot reach the database fails to start with StorageError", () =>
     Effect.gen(function*() {
       const error = yield* Layer.build(PgStoreLive({
         url: Redacted.make("postgres://postgres@127.0.0.1:1/test"),
@@ -93,7 +93,7 @@ describe("migrations", () => {
 })
 
 describe("a failing migration", () => {
-  it.scopedLive("fails the run with StorageError and leaves nothing behind", () =>
+  it.live("fails the run with StorageError and leaves nothing behind", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
       const broken = {

@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import { storeErrors, TemplateRepository, WorkflowEventBus, WorkflowRepository, WorkflowTransition } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import * as Effect from "effect/Effect"
@@ -65,7 +65,7 @@ layer(freshStore(), { excludeTestServices: true })("store errors are counted", (
   it.effect("a failed statement and a failed transaction are counted in wes_store_errors_total under their operation", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const count = (operation: string) => Effect.map(Metric.value(Metric.tagged(storeErrors, "operation", operation)), (s) => s.count)
+      const count = (operation: string) => Effect.map(Metric.value(Metric.withAttributes(storeErrors, { operation })), (s) => s.count)
       const statementBefore = yield* count("test.statement")
       const transactionBefore = yield* count("test.transaction")
       const failed = yield* run(sql`SELECT 1 / 0`).pipe(orStorageError("test.statement"), Effect.flip)

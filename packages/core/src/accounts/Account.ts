@@ -86,18 +86,18 @@ export interface UserDetail extends Schema.Schema.Type<typeof UserDetail> {}
 /** Operator's body for a new user. */
 export const CreateUserRequest = Schema.Struct({
   tier: Tier,
-  email: Schema.optional(Schema.NullOr(Schema.String.pipe(
-    Schema.maxLength(320, { message: () => "must be at most 320 characters" }),
-    Schema.pattern(/^[^\s@]+@[^\s@]+$/, { message: () => "must be an email address" })
+  email: Schema.optional(Schema.NullOr(Schema.String.check(
+    Schema.isMaxLength(320, { message: "must be at most 320 characters" }),
+    Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "must be an email address" })
   )))
 }).annotate({ identifier: "CreateUserRequest" })
 export interface CreateUserRequest extends Schema.Schema.Type<typeof CreateUserRequest> {}
 
 /** Operator's body for a new token. */
 export const IssueTokenRequest = Schema.Struct({
-  name: Schema.String.pipe(
-    Schema.minLength(1, { message: () => "must be 1-100 characters" }),
-    Schema.maxLength(100, { message: () => "must be 1-100 characters" })
+  name: Schema.String.check(
+    Schema.isMinLength(1, { message: "must be 1-100 characters" }),
+    Schema.isMaxLength(100, { message: "must be 1-100 characters" })
   ),
   expires_at: Schema.optional(Schema.NullOr(Timestamp))
 }).annotate({ identifier: "IssueTokenRequest" })

@@ -51,9 +51,9 @@ export type AuthenticationError = MissingAuthorization | InvalidToken | TokenExp
 /** How token use is written back. */
 export interface TokenUseOptions {
   /** `last_used_at` is written at most this often per token. */
-  readonly minInterval: Duration.DurationInput
+  readonly minInterval: Duration.Input
   /** Pending writes are flushed in one batch this often. */
-  readonly flushInterval: Duration.DurationInput
+  readonly flushInterval: Duration.Input
 }
 
 export const defaultTokenUseOptions: TokenUseOptions = {

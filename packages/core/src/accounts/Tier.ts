@@ -3,31 +3,30 @@
  * overrides any of them with `WES_TIER_LIMITS` (JSON, partial per tier).
  */
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as Struct from "effect/Struct"
 import { ManagedRunnersForbidden, TierLimitExceeded } from "../shared/Errors.js"
 import { Priority } from "../workflows/Workflow.js"
 
 export const Tier = Schema.Literals(["free", "pro", "plus"]).annotate({
   identifier: "Tier",
-  message: () => ({ message: "must be free, pro or plus", override: true })
+  message: "must be free, pro or plus"
 })
 export type Tier = typeof Tier.Type
 
 /** Kind of a managed runner: `pro` runners serve pro and plus, `plus` runners serve plus only. */
 export const RunnerType = Schema.Literals(["pro", "plus"]).annotate({
   identifier: "RunnerType",
-  message: () => ({ message: "must be pro or plus", override: true })
+  message: "must be pro or plus"
 })
 export type RunnerType = typeof RunnerType.Type
 
-const Limit = Schema.Int.pipe(Schema.nonNegative())
+const Limit = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /** The limits of one tier. */
 export const TierLimits = Schema.Struct({
@@ -57,12 +56,12 @@ export const defaultTierTable: TierTable = {
 }
 
 /** Shape of `WES_TIER_LIMITS`: any tier, any subset of its limits. */
-const PartialLimits = Schema.partialWith(TierLimits, { exact: true })
-export const TierTableOverride = Schema.partialWith(Schema.Struct({
+const PartialLimits = TierLimits.mapFields(Struct.map(Schema.optionalKey))
+export const TierTableOverride = Schema.Struct({
   free: PartialLimits,
   pro: PartialLimits,
   plus: PartialLimits
-}), { exact: true })
+}).mapFields(Struct.map(Schema.optionalKey))
 export type TierTableOverride = typeof TierTableOverride.Type
 
 /** Applies an override to a table. */
@@ -108,7 +107,7 @@ export class TierPolicy extends Context.Service<TierPolicy, {
   readonly requireManagedAccess: (tier: Tier) => Result.Result<ReadonlyArray<RunnerType>, ManagedRunnersForbidden>
 }>()("@wes/core/TierPolicy") {
   /** A policy over `table`. */
-  static make(table: TierTable): TierPolicy["Type"] {
+  static make(table: TierTable): TierPolicy["Service"] {
     return {
       table,
       limitsFor: (tier) => table[tier],
@@ -132,20 +131,12 @@ export class TierPolicy extends Context.Service<TierPolicy, {
   static layer = (override: TierTableOverride): Layer.Layer<TierPolicy> =>
     Layer.succeed(TierPolicy, TierPolicy.make(applyOverride(defaultTierTable, override)))
 
-  /** Reads `WES_TIER_LIMITS` (JSON); a malformed value fails the layer with a message. */
-  static fromConfig: Layer.Layer<TierPolicy, ConfigError.ConfigError> = Layer.effect(
+  /** Reads `WES_TIER_LIMITS` (JSON); a malformed value fails the layer with a message naming it. */
+  static fromConfig: Layer.Layer<TierPolicy, Config.ConfigError> = Layer.effect(
     TierPolicy,
-    Effect.gen(function*() {
-      const raw = yield* Config.option(Config.string("WES_TIER_LIMITS"))
-      if (Option.isNone(raw)) return TierPolicy.make(defaultTierTable)
-      const decoded = Schema.decodeUnknownExit(Schema.fromJsonString(TierTableOverride))(raw.value)
-      if (Result.isFailure(decoded)) {
-        return yield* Effect.fail(ConfigError.InvalidData(
-          ["WES_TIER_LIMITS"],
-          ParseResult.TreeFormatter.formatErrorSync(decoded.left)
-        ))
-      }
-      return TierPolicy.make(applyOverride(defaultTierTable, decoded.right))
-    })
+    Effect.map(
+      Config.option(Config.schema(Schema.fromJsonString(TierTableOverride), "WES_TIER_LIMITS")),
+      (override) => TierPolicy.make(Option.match(override, { onNone: () => defaultTierTable, onSome: (o) => applyOverride(defaultTierTable, o) }))
+    )
   )
 }

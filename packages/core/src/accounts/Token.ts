@@ -74,4 +74,4 @@ export const hashToken = (token: string): Effect.Effect<string, never, Crypto> =
 
 /** True when a token with this expiry may no longer be used at `now`. */
 export const isExpired = (expiresAt: DateTime.Utc | null, now: DateTime.Utc): boolean =>
-  expiresAt !== null && DateTime.lessThanOrEqualTo(expiresAt, now)
+  expiresAt !== null && DateTime.isLessThanOrEqualTo(expiresAt, now)

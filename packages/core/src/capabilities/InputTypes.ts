@@ -10,7 +10,7 @@
  */
 import * as Schema from "effect/Schema"
 
-const Bound = Schema.optionalWith(Schema.Number, { exact: true })
+const Bound = Schema.optionalKey(Schema.Number)
 
 /** What a widget input takes. */
 export const InputType = Schema.Union([Schema.Struct({ type: Schema.Literal("BOOLEAN") }),

@@ -40,15 +40,15 @@ export interface KnownCapabilities {
 
 export interface CapabilitiesOptions {
   /** Every active runner is read again at least this often (default 5 minutes). */
-  readonly refreshInterval: Duration.DurationInput
+  readonly refreshInterval: Duration.Input
   /** Runners read per tick of the refresh, at most (default 100, 4 at a time). */
   readonly refreshBatch: number
   /** How long an instance trusts its cached copy of a runner's record (default 30 s). */
-  readonly cacheTtl: Duration.DurationInput
+  readonly cacheTtl: Duration.Input
   /** Runners whose records an instance caches, at most (default 10 000). */
   readonly cacheCapacity: number
   /** A reconnection within this time of this instance's last read does not read again (default 10 s). */
-  readonly minReadSpacing: Duration.DurationInput
+  readonly minReadSpacing: Duration.Input
 }
 
 export const defaultCapabilitiesOptions: CapabilitiesOptions = {
@@ -95,14 +95,16 @@ const make = (options: CapabilitiesOptions) =>
     const runners = yield* RunnerRepository
     const managed = yield* ManagedRunnerRepository
     const context = yield* Effect.context<Crypto | RunnerGateway | RunnerRepository | ManagedRunnerRepository>()
-    const ttl = Duration.decode(options.cacheTtl)
-    const cache = yield* Cache.makeWith({
-      capacity: options.cacheCapacity,
-      lookup: (runnerId: string) =>
+    const ttl = Duration.fromInputUnsafe(options.cacheTtl)
+    const cache = yield* Cache.makeWith(
+      (runnerId: string) =>
         Effect.map(repo.get(runnerId), Option.map((record): KnownCapabilities => ({ record, index: indexSummary(record.summary) }))),
-      // A failed store read is not kept: the next create asks the store again.
-      timeToLive: (exit) => (Exit.isSuccess(exit) ? ttl : Duration.zero)
-    })
+      {
+        capacity: options.cacheCapacity,
+        // A failed store read is not kept: the next create asks the store again.
+        timeToLive: (exit) => (Exit.isSuccess(exit) ? ttl : Duration.zero)
+      }
+    )
     /** `/node_replacements`, or none (the runner has no such route, or the read failed: logged). */
     const readReplacements = (runner: RunnerTarget): Effect.Effect<NodeReplacements | undefined> =>
       gateway.nodeReplacements(runner).pipe(
@@ -129,18 +131,18 @@ const make = (options: CapabilitiesOptions) =>
           readReplacements(runner),
           observeComfyUI(runner).pipe(Effect.provide(context))
         ], { concurrency: 3 })
-        if (info._tag === "Left") {
+        if (info._tag === "Failure") {
           yield* Effect.logWarning("could not read the runner's capabilities; they stay as they were", {
             runner_id: runner.id,
-            error: info.left.message
+            error: info.failure.message
           })
           if (readOptions.forgetOnFailure === true) {
             yield* repo.remove(runner.id)
-            yield* cache.set(runner.id, Option.none())
+            yield* Cache.set(cache, runner.id, Option.none())
           }
           return
         }
-        const summary = summarize(info.right, replacements)
+        const summary = summarize(info.success, replacements)
         const record: StoredCapabilities = {
           runner_id: runner.id,
           runner_kind: runner.kind,
@@ -149,7 +151,7 @@ const make = (options: CapabilitiesOptions) =>
           read_at: yield* DateTime.now
         }
         yield* repo.put(record)
-        yield* cache.set(runner.id, Option.some({ record, index: indexSummary(summary) }))
+        yield* Cache.set(cache, runner.id, Option.some({ record, index: indexSummary(summary) }))
       }).pipe(
         Effect.catch((e) => Effect.logWarning("could not store the runner's capabilities", { runner_id: runner.id, error: e.message }))
       )
@@ -169,7 +171,7 @@ const make = (options: CapabilitiesOptions) =>
 
     /** One tick: the runners not read for `refreshInterval` (or never), a batch of them. */
     const refreshDue = Effect.gen(function*() {
-      const before = DateTime.subtractDuration(yield* DateTime.now, Duration.decode(options.refreshInterval))
+      const before = DateTime.subtractDuration(yield* DateTime.now, Duration.fromInputUnsafe(options.refreshInterval))
       const due = yield* repo.due(before, options.refreshBatch)
       yield* Effect.forEach(due, (ref) =>
         Effect.flatMap(resolve(ref), Option.match({ onNone: () => Effect.void, onSome: (t) => read(t) })), { concurrency: 4, discard: true })
@@ -182,7 +184,7 @@ const make = (options: CapabilitiesOptions) =>
     )
 
     const lookupAll = (runnerIds: ReadonlyArray<string>) =>
-      Effect.flatMap(Effect.forEach(runnerIds, (id) => cache.getOptionComplete(id)), (cached) => {
+      Effect.flatMap(Effect.forEach(runnerIds, (id) => Cache.getSuccess(cache, id)), (cached) => {
         const missing = runnerIds.filter((_, i) => Option.isNone(cached[i]!))
         const merged = (loaded: ReadonlyArray<Option.Option<KnownCapabilities>>) => {
           let next = 0
@@ -190,14 +192,14 @@ const make = (options: CapabilitiesOptions) =>
         }
         // Warm (almost always): no forEach over nothing.
         if (missing.length === 0) return Effect.succeed(merged([]))
-        return Effect.map(Effect.forEach(missing, (id) => cache.get(id), { concurrency: Math.min(8, missing.length) }), merged)
+        return Effect.map(Effect.forEach(missing, (id) => Cache.get(cache, id), { concurrency: Math.min(8, missing.length) }), merged)
       })
 
     return RunnerCapabilities.of({
       read,
       reconnected,
-      forget: (runnerId) => Effect.andThen(repo.remove(runnerId), cache.invalidate(runnerId)),
+      forget: (runnerId) => Effect.andThen(repo.remove(runnerId), Cache.invalidate(cache, runnerId)),
       lookupAll,
-      view: (runnerId) => Effect.map(cache.get(runnerId), Option.match({ onNone: () => null, onSome: (k) => toCapabilitiesView(k.record) }))
+      view: (runnerId) => Effect.map(Cache.get(cache, runnerId), Option.match({ onNone: () => null, onSome: (k) => toCapabilitiesView(k.record) }))
     })
   })

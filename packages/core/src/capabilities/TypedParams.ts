@@ -69,7 +69,7 @@ export const mismatchesOn = (types: InputTypeIndex | undefined, uses: ReadonlyAr
     const type = typeAt(types, use)
     if (type === undefined) return []
     const converted = convertTo(type, use.value)
-    return Result.isFailure(converted) ? [{ ...use, expected: converted.left }] : []
+    return Result.isFailure(converted) ? [{ ...use, expected: converted.failure }] : []
   })
 
 const issueOf = (m: ParamMismatch) => ({

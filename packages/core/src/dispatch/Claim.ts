@@ -29,7 +29,7 @@ import { submit } from "./Submit.js"
 const headOf = ({ workflow_json: _, ...head }: Workflow) => head
 
 /** Submits one claimed workflow, then gives its claim back if it is still waiting, and frees its slot. */
-const submitClaimed = (driving: DrivingShape, dispatch: DispatchQueue["Type"], claimed: ClaimedWorkflow) => {
+const submitClaimed = (driving: DrivingShape, dispatch: DispatchQueue["Service"], claimed: ClaimedWorkflow) => {
   const id = claimed.workflow.id
   const after = (recorded: Deferred.Deferred<void>) =>
     Effect.gen(function*() {

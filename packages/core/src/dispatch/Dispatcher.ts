@@ -88,7 +88,7 @@ const make = (options: DispatcherOptions) =>
           const existing = HashMap.get(map, ref.id as string)
           return Option.isSome(existing) ? [existing.value, map] : [fresh, HashMap.set(map, ref.id as string, fresh)]
         })
-        if (wake === fresh) yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake))
+        if (wake === fresh) yield* FiberMap.run(drivers, ref.id as string, drive(ref, wake), { startImmediately: false })
       })
 
     const scan = repo.unfinishedRunners.pipe(

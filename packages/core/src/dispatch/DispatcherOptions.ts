@@ -4,17 +4,19 @@
  * own (runner-client's `requestTimeout`), so none is added here.
  */
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 
 export interface DispatcherOptions {
   /** How often the dispatcher looks for runners with work it does not drive yet. */
-  readonly scanInterval: Duration.DurationInput
+  readonly scanInterval: Duration.Input
   /** How often a driver looks for claimable work without a wake-up (expired leases of dead instances). */
-  readonly claimInterval: Duration.DurationInput
+  readonly claimInterval: Duration.Input
   /** How often a driver reconciles its in-flight workflows with the runner. */
-  readonly reconcileInterval: Duration.DurationInput
+  readonly reconcileInterval: Duration.Input
   /** Lease on a claimed workflow, renewed while it is being submitted. */
-  readonly claimLease: Duration.DurationInput
+  readonly claimLease: Duration.Input
   /**
    * Prompts kept on one runner at a time (being submitted, queued or running there). The rest
    * waits in WES in scheduling order, so this bounds how long one user's burst can hold up
@@ -22,25 +24,25 @@ export interface DispatcherOptions {
    */
   readonly concurrencyPerRunner: number
   /** How long a waiting workflow takes to rise one priority level (no starvation). */
-  readonly priorityAging: Duration.DurationInput
+  readonly priorityAging: Duration.Input
   /** Attempts on one runner before the workflow moves to another. */
   readonly submitAttempts: number
   /** First retry delay of a runner call; doubles per attempt up to `retryDelayMax`, with jitter. */
-  readonly retryDelay: Duration.DurationInput
-  readonly retryDelayMax: Duration.DurationInput
+  readonly retryDelay: Duration.Input
+  readonly retryDelayMax: Duration.Input
   /** Runners tried before a workflow fails with RunnerUnavailable. */
   readonly maxRunnersTried: number
   /**
    * How long a runner may stay unreachable before the workflows queued or running on it are given
    * up: `failed` with `RunnerLost`, or retried on another runner (LostRunner.ts).
    */
-  readonly runnerLostAfter: Duration.DurationInput
+  readonly runnerLostAfter: Duration.Input
   /** A driver with no unfinished work for this long stops (closing the runner's WebSocket). */
-  readonly idleAfter: Duration.DurationInput
+  readonly idleAfter: Duration.Input
   /** Minimum time between two reads of the runner's queue for queue positions. */
-  readonly queueRefreshInterval: Duration.DurationInput
+  readonly queueRefreshInterval: Duration.Input
   /** How long a driver trusts its copy of the runner (endpoint, headers, status) between claims. */
-  readonly runnerRefreshInterval: Duration.DurationInput
+  readonly runnerRefreshInterval: Duration.Input
 }
 
 export const defaultDispatcherOptions: DispatcherOptions = {
@@ -66,8 +68,8 @@ export const defaultDispatcherOptions: DispatcherOptions = {
  * jittered to 50-100 %, at most `submitAttempts - 1` retries.
  */
 export const retrySchedule = (options: DispatcherOptions) =>
-  Schedule.exponential(options.retryDelay).pipe(
-    Schedule.either(Schedule.spaced(options.retryDelayMax)),
-    Schedule.jitteredWith({ min: 0.5, max: 1 }),
-    Schedule.intersect(Schedule.recurs(Math.max(0, options.submitAttempts - 1)))
+  Schedule.min([Schedule.exponential(options.retryDelay), Schedule.spaced(options.retryDelayMax)]).pipe(
+    Schedule.modifyDelay(({ duration }) =>
+      Effect.map(Random.nextBetween(0.5, 1), (factor) => Duration.millis(Duration.toMillis(duration) * factor))),
+    Schedule.upTo({ times: Math.max(0, options.submitAttempts - 1) })
   )

@@ -10,7 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
-import * as MetricLabel from "effect/MetricLabel"
+import * as Metric from "effect/Metric"
 import type * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
@@ -86,20 +86,28 @@ export const makeDriving = (
     })
     const background = yield* FiberSet.make<void, never>()
     const slotFreed = yield* Queue.sliding<void>(1)
-    // One array of labels for the driver's life: the metric finds its series by the array's identity, not by hashing.
-    const inFlightLabels = [MetricLabel.make("runner_kind", ref.kind), MetricLabel.make("runner_id", ref.id)]
-    yield* Effect.addFinalizer(() => Effect.sync(() => runnerInFlight.unsafeUpdate(0, inFlightLabels)))
+    // The driver's series of the gauge, set synchronously with the context the driver was made in
+    // (its metric registry). A metric made with its attributes caches its series key, where
+    // `Metric.withAttributes` would merge them into the context on every update.
+    const inFlightGauge = Metric.gauge(runnerInFlight.id, {
+      description: runnerInFlight.description,
+      attributes: { runner_kind: ref.kind, runner_id: ref.id }
+    })
+    const context = yield* Effect.context<never>()
+    const setInFlight = (load: number) => inFlightGauge.updateUnsafe(load, context)
+    yield* Effect.addFinalizer(() => Effect.sync(() => setInFlight(0)))
+    // Started on the scheduler, as a fork: the caller goes on before `effect` runs.
     const fork = <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) =>
       Effect.asVoid(FiberSet.run(background, effect.pipe(
         Effect.catch((e) => Effect.logWarning(what, { runner_id: ref.id, error: e.message }))
-      )))
+      ), { startImmediately: false }))
     return {
       ref,
       owner,
       lease,
       options,
-      // The gauge is set in the step that changed the load (the fiber's metric labels are not read: WES sets none).
-      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), (load) => runnerInFlight.unsafeUpdate(load, inFlightLabels)),
+      // The gauge is set in the step that changed the load.
+      inFlight: yield* makeInFlight(Queue.offer(slotFreed, undefined), setInFlight),
       target,
       refreshTarget,
       wake,

@@ -30,7 +30,7 @@ import { RunTimes } from "./RunTimes.js"
 import type { SeenHistory } from "./SeenRun.js"
 
 /** A prompt's history, missing right after its end, is read again three times, 200 ms apart. */
-const historyRetries = Schedule.spaced("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))
+const historyRetries = Schedule.spaced("200 millis").pipe(Schedule.upTo({ times: 3 }))
 
 /**
  * The moves from `status` to the end `history` reports (`end` replaces it, e.g. outputs lost).
@@ -43,7 +43,7 @@ export const endSteps = (
   end?: WorkflowTransition,
   noticedAt?: DateTime.Utc
 ): readonly [WorkflowTransition, ...Array<WorkflowTransition>] => {
-  const at = (ms: number | null) => (ms === null ? undefined : DateTime.unsafeMake(ms))
+  const at = (ms: number | null) => (ms === null ? undefined : DateTime.makeUnsafe(ms))
   const last = end ?? (history.outcome === "success"
     ? WorkflowTransition.Completed({ at: at(history.completed_at), noticed_at: noticedAt })
     : history.outcome === "error"
@@ -122,7 +122,7 @@ export const recordEnd = (
       const failed = endSteps(id, "running", history)[0]
       if (failed._tag === "Failed") {
         const { _tag: _, ...details } = failed
-        const at = history.started_at === null ? tracked.value.workflow.started_at : DateTime.unsafeMake(history.started_at)
+        const at = history.started_at === null ? tracked.value.workflow.started_at : DateTime.makeUnsafe(history.started_at)
         const chosen = yield* failOrRetry(tracked.value.workflow, details, at)
         if (chosen._tag === "Retried") end = chosen
       }

@@ -52,6 +52,6 @@ export const transition = (
   Effect.flatMap(WorkflowRepository, (repo) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.flatMap(
-        repo.transition({ id, steps, at: DateTime.unsafeMake(now), owner: options.owner, outputs: options.outputs, events: options.events }),
+        repo.transition({ id, steps, at: DateTime.makeUnsafe(now), owner: options.owner, outputs: options.outputs, events: options.events }),
         (outcome) => outcome._tag === "Applied" && isTerminal(outcome.workflow.status) ? Effect.as(ended(outcome.workflow), outcome) : Effect.succeed(outcome)
       )))

@@ -53,7 +53,7 @@ export const unanswered = (error: RunnerError) =>
   Effect.gen(function*() {
     const driving = yield* Driving
     const now = yield* Clock.currentTimeMillis
-    const lostAfter = Duration.decode(driving.options.runnerLostAfter)
+    const lostAfter = Duration.fromInputUnsafe(driving.options.runnerLostAfter)
     const before = yield* Ref.getAndUpdate(driving.reach, (r): Reach => r.unreachableSince === undefined ? { ...r, unreachableSince: now } : r)
     const since = before.unreachableSince ?? now
     const logged = { runner_id: driving.ref.id, error: error.message }

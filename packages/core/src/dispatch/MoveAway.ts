@@ -32,7 +32,7 @@ export const moveAway = (
         Effect.flatMap(Option.match({
           onNone: () => Effect.succeedNone,
           onSome: (user) =>
-            Effect.map(Effect.result(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params) }))), Result.getRight)
+            Effect.map(Effect.result(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params) }))), Result.getSuccess)
         }))
       )
     if (Option.isNone(next)) yield* failUnavailable

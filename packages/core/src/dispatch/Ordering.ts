@@ -22,9 +22,9 @@ import type { Priority } from "../workflows/Workflow.js"
  * How long a waiting workflow takes to rise one priority level, for reads of the order outside
  * the dispatcher (queue positions); `wes serve` sets it with the dispatcher's `priorityAging`.
  */
-export class PriorityAging extends Context.Reference<PriorityAging>()("@wes/core/PriorityAging", {
+export const PriorityAging: Context.Reference<Duration.Duration> = Context.Reference<Duration.Duration>("@wes/core/PriorityAging", {
   defaultValue: () => Duration.minutes(5)
-}) {}
+})
 
 /** Priority as a level: low 0, normal 1, high 2. */
 export const priorityLevel = (p: Priority): number => (p === "high" ? 2 : p === "normal" ? 1 : 0)

@@ -25,7 +25,7 @@ import type { Tracked } from "./InFlight.js"
 import { type SeenHistory, seenFrames, seenWhole } from "./SeenRun.js"
 
 /** An output's copy is tried three times: again after 200 ms, then after 400 ms. */
-const copyRetries = Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(2)))
+const copyRetries = Schedule.exponential("200 millis").pipe(Schedule.upTo({ times: 2 }))
 
 type Described = Pick<WorkflowOutput, "node_id" | "filename" | "subfolder" | "type">
 
@@ -128,9 +128,9 @@ export const keepOutputs = (t: Tracked, history: SeenHistory) =>
     const stored = yield* Effect.result(
       images.length === 0 ? files : Effect.zipWith(files, storeFrames(id, images), (copied, sent) => [...copied, ...sent])
     )
-    if (Result.isSuccess(stored)) return { _tag: "Kept", outputs: stored.right } satisfies Kept
+    if (Result.isSuccess(stored)) return { _tag: "Kept", outputs: stored.success } satisfies Kept
     return {
       _tag: "Lost",
-      end: lost("OutputUnavailable", `The run succeeded but its output files could not be copied from the runner: ${stored.left.message}`)
+      end: lost("OutputUnavailable", `The run succeeded but its output files could not be copied from the runner: ${stored.failure.message}`)
     } satisfies Kept
   })

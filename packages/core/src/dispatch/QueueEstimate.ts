@@ -22,8 +22,8 @@ const none: QueueEstimate = { queue_position: null, estimated_start_at: null }
 
 /** What an estimate reads: the store's queues (none: no positions) and the run times (none: no start). */
 export interface EstimateSources {
-  readonly queue: Option.Option<DispatchQueue["Type"]>
-  readonly runTimes: Option.Option<RunTimes["Type"]>
+  readonly queue: Option.Option<DispatchQueue["Service"]>
+  readonly runTimes: Option.Option<RunTimes["Service"]>
   readonly agingMs: number
 }
 
@@ -48,13 +48,13 @@ export const estimateOf = (w: Workflow, sources: EstimateSources): Effect.Effect
     else if (w.status === "accepted" || w.status === "uploaded") {
       if (Option.isNone(queue)) return none
       const { onRunner, waiting } = yield* queue.value.waitingOn(runner.id, ESTIMATE_WINDOW)
-      const rank = orderWaiting(waiting, onRunner, now.epochMillis, agingMs).findIndex((r) => r.workflow.id === w.id)
+      const rank = orderWaiting(waiting, onRunner, now.epochMilliseconds, agingMs).findIndex((r) => r.workflow.id === w.id)
       if (rank >= 0) ahead = Array.from(onRunner.values()).reduce((a, b) => a + b, 0) + rank
     }
     if (ahead === null) return none
     const average = Option.isNone(runTimes) ? Option.none<number>() : yield* runTimes.value.average(runner.id)
     return {
       queue_position: ahead,
-      estimated_start_at: Option.isNone(average) ? null : DateTime.add(now, { millis: Math.round(ahead * average.value) })
+      estimated_start_at: Option.isNone(average) ? null : DateTime.add(now, { milliseconds: Math.round(ahead * average.value) })
     }
   })

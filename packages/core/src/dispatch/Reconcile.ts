@@ -48,9 +48,9 @@ export const reconcile = Effect.gen(function*() {
   // The queue first: a prompt that leaves it in between is then found in the history. A runner
   // that does not answer for long is given up on (LostRunner.ts).
   const read = yield* Effect.result(gateway.queue(runner))
-  if (Result.isFailure(read)) return yield* unanswered(read.left)
+  if (Result.isFailure(read)) return yield* unanswered(read.failure)
   yield* answered
-  const snapshot = read.right
+  const snapshot = read.success
   for (const before of onRunner) {
     const id = before.workflow.id
     const current = yield* driving.inFlight.get(id)

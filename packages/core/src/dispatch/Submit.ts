@@ -82,7 +82,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     // Only text and choice values are converted: without them, no lookup of the runner's types.
     const values = w.workflow_params.filter(([p]) => !p.startsWith("$file("))
     const typed = values.length === 0 ? Result.succeed(w.workflow_json) : typedPrompt(w.workflow_json, values, yield* typesOf(runner))
-    if (Result.isFailure(typed)) return { _tag: "Failed" as const, end: notConverted(typed.left) }
+    if (Result.isFailure(typed)) return { _tag: "Failed" as const, end: notConverted(typed.failure) }
     const files = new Map<string, string>()
     for (const [placeholder, key] of w.workflow_params) {
       if (!placeholder.startsWith("$file(")) continue
@@ -108,7 +108,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
     const placeholders = files.size === 0 ? [] : Result.getOrElse(findPlaceholders(w.workflow_json), () => [])
     return yield* gateway.submit(runner, {
       prompt_id: w.id,
-      prompt: files.size === 0 ? typed.right : substitute(typed.right, placeholders, files),
+      prompt: files.size === 0 ? typed.success : substitute(typed.success, placeholders, files),
       client_id: driving.lease.clientId,
       extra_data: { wes_workflow_id: w.id },
       fence: driving.lease.held
@@ -177,7 +177,7 @@ const submitting = (claimed: ClaimedWorkflow) =>
     )
     const result = yield* Effect.result(retryAfterFailure(tried, retrySchedule(driving.options), retryable))
     if (Result.isFailure(result)) {
-      const e = result.left
+      const e = result.failure
       if (e._tag === "StorageError") return yield* Effect.fail(e)
       if (e._tag === "PromptRejected") {
         // Invalid, whatever the runner did first: an end seen meanwhile is dropped (PostAnswer.ts).
@@ -191,7 +191,7 @@ const submitting = (claimed: ClaimedWorkflow) =>
       }
       return yield* moveAway(w, `runner is unreachable (${(e as RunnerError).message})`)
     }
-    const r = result.right
+    const r = result.success
     switch (r._tag) {
       case "Disabled":
         return yield* moveAway(w, r.reason)
@@ -211,7 +211,7 @@ const submitting = (claimed: ClaimedWorkflow) =>
         // Its end came first: the end's path records every step in one write.
         if (yield* answer(w.id, "posted")) return yield* Effect.asVoid(driving.inFlight.shift(w.id, ["submitting"], "onRunner"))
         // The runner may have started it already (its WebSocket said so while this was posting).
-        const startedAt = Option.flatMap(yield* driving.inFlight.get(w.id), (t) => Option.fromNullable(t.startedAt))
+        const startedAt = Option.flatMap(yield* driving.inFlight.get(w.id), (t) => Option.fromNullishOr(t.startedAt))
         const position = Option.isSome(startedAt) ? 0 : yield* estimatedPosition
         const advanced = yield* advance(w.id, (h) => stepsTo(h, position, Option.getOrUndefined(startedAt)))
         if (endedAs(advanced, "cancelled")) {

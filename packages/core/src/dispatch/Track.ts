@@ -14,12 +14,12 @@
  * chunk are written together, and with the end when the chunk carries it. So a fast prompt costs
  * one write for its whole run, and a slow one a write per event, as soon as it happens.
  */
-import * as Chunk from "effect/Chunk"
+import type * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
-import * as MetricLabel from "effect/MetricLabel"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
@@ -105,7 +105,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           yield* Queue.offer(driving.queueChanged, undefined)
           break
         case "Started":
-          yield* started(step.id, step.at === null ? yield* DateTime.now : DateTime.unsafeMake(step.at)).pipe(
+          yield* started(step.id, step.at === null ? yield* DateTime.now : DateTime.makeUnsafe(step.at)).pipe(
             Effect.catch(logged("could not record the start of a prompt"))
           )
           break
@@ -132,14 +132,17 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
 /** Events handled at most this many at a time. */
 const TAKE_BATCH = 256
 
-/** `wes_runners_connected`: +1 while this driver's socket is open. */
-const connectionGauge = (kind: string) => {
-  const label = [MetricLabel.make("runner_kind", kind)]
+/**
+ * `wes_runners_connected`: +1 while this driver's socket is open (set synchronously, with the
+ * context of the driver's tracking fiber: its metric registry).
+ */
+const connectionGauge = (kind: string, context: Context.Context<never>) => {
+  const gauge = Metric.gauge(runnersConnected.id, { description: runnersConnected.description, attributes: { runner_kind: kind } })
   let connected = false
   return (up: boolean) => {
     if (up === connected) return
     connected = up
-    runnersConnected.unsafeModify(up ? 1 : -1, label)
+    gauge.modifyUnsafe(up ? 1 : -1, context)
   }
 }
 
@@ -148,11 +151,11 @@ export const track = (target: RunnerTarget) =>
   Effect.scoped(Effect.gen(function*() {
     const driving = yield* Driving
     const events = yield* (yield* RunnerGateway).events(target, driving.lease.clientId)
-    const connected = connectionGauge(target.kind)
+    const connected = connectionGauge(target.kind, yield* Effect.context<never>())
     yield* Effect.addFinalizer(() => Effect.sync(() => connected(false)))
-    // A batch is what the socket delivered while the previous one was being handled.
-    return yield* Effect.forever(Effect.flatMap(Queue.takeBetween(events, 1, TAKE_BATCH), (chunk) => {
-      const batch = Chunk.toReadonlyArray(chunk)
+    // A batch is what the socket delivered while the previous one was being handled: at least
+    // one event (waits for it), at most TAKE_BATCH, never waiting for more than are there.
+    return yield* Effect.forever(Effect.flatMap(Queue.takeBetween(events, 1, TAKE_BATCH), (batch) => {
       for (const e of batch) {
         if (e._tag === "Connected") connected(true)
         else if (e._tag === "Disconnected") connected(false)

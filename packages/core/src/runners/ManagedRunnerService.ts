@@ -84,14 +84,14 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
       return ManagedRunnerService.of({
         list: (user, page) =>
           Effect.gen(function*() {
-            const types = yield* policy.requireManagedAccess(user.tier)
+            const types = yield* Effect.fromResult(policy.requireManagedAccess(user.tier))
             const p = yield* pageOf(page)
             const result = yield* repo.list({ ...p, types, status: "active" })
             return { items: result.items.map(toManagedRunnerView), total: result.total }
           }),
         history: (user, id) =>
           Effect.gen(function*() {
-            const types = yield* policy.requireManagedAccess(user.tier)
+            const types = yield* Effect.fromResult(policy.requireManagedAccess(user.tier))
             const runner = yield* find(id)
             if (!types.includes(runner.runner_type)) return yield* Effect.fail(NotFound.managedRunner())
             return yield* workflows.history(user.id, { kind: "managed", id: runner.id }, HISTORY_LENGTH)
@@ -99,7 +99,7 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
         adminCreate: (input) =>
           Effect.gen(function*() {
             const req = yield* decodeCreate(input)
-            const tags = yield* normalizeTags(req.tags ?? [])
+            const tags = yield* Effect.fromResult(normalizeTags(req.tags ?? []))
             const now = yield* DateTime.now
             const runner: ManagedRunner = {
               id: (yield* ids.next) as ManagedRunnerId,
@@ -122,14 +122,14 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
         adminList: (input) =>
           Effect.gen(function*() {
             const page = yield* pageOf(input)
-            const status = yield* statusFilter(input.status)
+            const status = yield* Effect.fromResult(statusFilter(input.status))
             const result = yield* repo.list({ ...page, status })
             return { items: yield* Effect.forEach(result.items, withCapabilities, { concurrency: 8 }), total: result.total }
           }),
         adminUpdate: (id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
-            const tags = req.tags === undefined ? undefined : yield* normalizeTags(req.tags)
+            const tags = req.tags === undefined ? undefined : yield* Effect.fromResult(normalizeTags(req.tags))
             const current = yield* find(id)
             const next: ManagedRunner = {
               ...current,

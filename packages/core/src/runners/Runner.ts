@@ -1,5 +1,6 @@
 /** Runners: user-owned (registered by a user) and managed (run by the operator for paid tiers). */
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { ManagedRunnerId, RunnerId, UserId } from "../shared/Ids.js"
 import { Timestamp } from "../shared/Json.js"
 import { MAX_TAG_LENGTH, MAX_TAGS } from "../shared/Tags.js"
@@ -9,7 +10,7 @@ import { comfyUIWarning, RunnerComfyUI } from "./ComfyUIVersion.js"
 
 export const RunnerStatus = Schema.Literals(["active", "disabled"]).annotate({
   identifier: "RunnerStatus",
-  message: () => ({ message: "must be active or disabled", override: true })
+  message: "must be active or disabled"
 })
 export type RunnerStatus = typeof RunnerStatus.Type
 
@@ -21,11 +22,11 @@ export const isRunnerEndpoint = (s: string): boolean => {
     u.username === "" && u.password === "" && u.search === "" && u.hash === ""
 }
 
-/** A runner endpoint: http or https URL with a host. */
-export const RunnerEndpoint = Schema.String.pipe(
-  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
-  Schema.filter(isRunnerEndpoint, {
-    message: () => "must be an http:// or https:// URL with a host (no credentials, query or fragment)"
+/** A runner endpoint: http or https URL with a host (the length is checked first, alone). */
+export const RunnerEndpoint = Schema.String.check(
+  Schema.isMaxLength(2048, { message: "must be at most 2048 characters" }).abort(),
+  Schema.makeFilter(isRunnerEndpoint, {
+    message: "must be an http:// or https:// URL with a host (no credentials, query or fragment)"
   })
 ).annotate({ identifier: "RunnerEndpoint", description: "http or https URL of the runner's ComfyUI API" })
 
@@ -36,8 +37,8 @@ const HEADER_VALUE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/
 const RESERVED_HEADERS = new Set(["host", "content-length", "content-type", "transfer-encoding", "connection", "upgrade"])
 
 /** Custom headers sent with every request to a runner (string keys to string values). */
-export const RunnerHeaders = Schema.Record(Schema.String, Schema.String).pipe(
-  Schema.filter((h) => {
+export const RunnerHeaders = Schema.Record(Schema.String, Schema.String).check(
+  Schema.makeFilter((h) => {
     const names = Object.keys(h)
     if (names.length > 50) return "at most 50 headers are allowed"
     for (const name of names) {
@@ -54,8 +55,8 @@ export const RunnerHeaders = Schema.Record(Schema.String, Schema.String).pipe(
 export type RunnerHeaders = typeof RunnerHeaders.Type
 
 /** A tag as sent in a JSON array (normalized by `Tags.normalizeTags`). */
-export const TagInput = Schema.String.pipe(
-  Schema.filter((t) => {
+export const TagInput = Schema.String.check(
+  Schema.makeFilter((t) => {
     const trimmed = t.trim()
     if (trimmed.length === 0) return "tags must not be empty"
     if (trimmed.length > MAX_TAG_LENGTH) return `a tag is at most ${MAX_TAG_LENGTH} characters`
@@ -63,13 +64,13 @@ export const TagInput = Schema.String.pipe(
   })
 )
 
-export const TagList = Schema.Array(TagInput).pipe(
-  Schema.maxItems(MAX_TAGS, { message: () => `at most ${MAX_TAGS} tags are allowed` })
+export const TagList = Schema.Array(TagInput).check(
+  Schema.isMaxLength(MAX_TAGS, { message: `at most ${MAX_TAGS} tags are allowed` })
 )
 
-export const RunnerName = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "must be 1-100 characters" }),
-  Schema.maxLength(100, { message: () => "must be 1-100 characters" })
+export const RunnerName = Schema.String.check(
+  Schema.isMinLength(1, { message: "must be 1-100 characters" }).abort(),
+  Schema.isMaxLength(100, { message: "must be 1-100 characters" })
 )
 
 /** A user-owned runner, as stored and as returned (headers included). */
@@ -228,12 +229,14 @@ export const unmaskHeaders = (sent: RunnerHeaders, stored: RunnerHeaders): Runne
     [name, value === HEADER_MASK && Object.hasOwn(stored, name) ? stored[name]! : value]))
 
 /** A schema whose encoded form masks the header values of `schema`'s records (responses). */
-const masked = <A extends { readonly headers: RunnerHeaders }, I>(schema: Schema.Schema<A, I>, identifier: string) =>
-  Schema.transform(schema, Schema.toType(schema), {
-    strict: true,
-    decode: (r) => r,
-    encode: (r) => ({ ...r, headers: maskHeaders(r.headers) })
-  }).annotate({ identifier })
+const masked = <S extends Schema.Codec<{ readonly headers: RunnerHeaders }, unknown>>(schema: S, identifier: string) =>
+  schema.pipe(Schema.decodeTo(
+    Schema.toType(schema),
+    SchemaTransformation.transform<S["Type"], S["Type"]>({
+      decode: (r) => r,
+      encode: (r) => ({ ...r, headers: maskHeaders(r.headers) })
+    })
+  )).annotate({ identifier })
 
 /** A user-owned runner as responses show it: header values masked. */
 export const RunnerResponse = masked(RunnerView, "RunnerResponse")

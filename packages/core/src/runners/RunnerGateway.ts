@@ -16,13 +16,13 @@ import type { RunnerComfyUI } from "./ComfyUIVersion.js"
 import type { RunnerTarget } from "./Runner.js"
 
 /** The runner could not be reached, timed out, or answered 5xx: worth retrying. */
-export class RunnerUnreachable extends Schema.TaggedErrorClass<RunnerUnreachable>()("RunnerUnreachable", {
+export class RunnerUnreachable extends Schema.TaggedError<RunnerUnreachable>()("RunnerUnreachable", {
   runner_id: Schema.String,
   message: Schema.String
 }) {}
 
 /** The runner answered a request with a client error (4xx) other than a prompt rejection. */
-export class RunnerRequestFailed extends Schema.TaggedErrorClass<RunnerRequestFailed>()("RunnerRequestFailed", {
+export class RunnerRequestFailed extends Schema.TaggedError<RunnerRequestFailed>()("RunnerRequestFailed", {
   runner_id: Schema.String,
   status: Schema.Int,
   message: Schema.String
@@ -32,7 +32,7 @@ export class RunnerRequestFailed extends Schema.TaggedErrorClass<RunnerRequestFa
  * The runner refused the prompt (400 with an `error`, or 200 with non-empty `node_errors`):
  * the workflow is `invalid`, with the runner's reason kept.
  */
-export class PromptRejected extends Schema.TaggedErrorClass<PromptRejected>()("PromptRejected", {
+export class PromptRejected extends Schema.TaggedError<PromptRejected>()("PromptRejected", {
   runner_id: Schema.String,
   error_type: Schema.String,
   message: Schema.String,
@@ -43,7 +43,7 @@ export class PromptRejected extends Schema.TaggedErrorClass<PromptRejected>()("P
  * A post the runner never received: its `fence` said, as the request was about to be written,
  * that this instance may no longer drive the runner (another instance may have posted it since).
  */
-export class PromptWithheld extends Schema.TaggedErrorClass<PromptWithheld>()("PromptWithheld", {
+export class PromptWithheld extends Schema.TaggedError<PromptWithheld>()("PromptWithheld", {
   runner_id: Schema.String,
   message: Schema.String
 }) {}

@@ -44,13 +44,13 @@ export class RunnerProbe extends Context.Service<RunnerProbe, {
   readonly check: (runner: RunnerTarget) => Effect.Effect<RunnerComfyUI | null, RunnerProbeFailed>
 }>()("@wes/core/RunnerProbe") {
   /** Probes through the gateway with a timeout. */
-  static layer = (timeout: Duration.DurationInput = Duration.seconds(5)): Layer.Layer<RunnerProbe, never, RunnerGateway> =>
+  static layer = (timeout: Duration.Input = Duration.seconds(5)): Layer.Layer<RunnerProbe, never, RunnerGateway> =>
     Layer.effect(RunnerProbe, Effect.map(RunnerGateway, (gateway) => RunnerProbe.of({
       check: (runner) =>
         gateway.probe(runner).pipe(
-          Effect.timeoutFail({
+          Effect.timeoutOrElse({
             duration: timeout,
-            onTimeout: () => new RunnerProbeFailed({ message: PROBE_MESSAGES.timeout })
+            orElse: () => Effect.fail(new RunnerProbeFailed({ message: PROBE_MESSAGES.timeout }))
           }),
           Effect.catchTags({
             RunnerUnreachable: (e) => failed(categoryOf(e), e.message),
@@ -67,8 +67,8 @@ export class RunnerProbe extends Context.Service<RunnerProbe, {
   static Off: Layer.Layer<RunnerProbe> = Layer.succeed(RunnerProbe, RunnerProbe.of({ check: () => Effect.succeed(null) }))
 
   /** `WES_RUNNER_PROBE`: `off` disables the probe; anything else (default) enables it. */
-  static fromConfig: Layer.Layer<RunnerProbe, never, RunnerGateway> = Layer.unwrapEffect(
-    Config.string("WES_RUNNER_PROBE").pipe(
+  static fromConfig: Layer.Layer<RunnerProbe, never, RunnerGateway> = Layer.unwrap(
+    Config.String("WES_RUNNER_PROBE").pipe(
       Config.withDefault("on"),
       Effect.orElseSucceed(() => "on"),
       Effect.map((v) => v.trim().toLowerCase() === "off" ? RunnerProbe.Off : RunnerProbe.layer())

@@ -43,12 +43,12 @@ export interface ListRunnersInput extends PageInput {
   readonly status?: string | undefined
 }
 
-const decodeStatus = Schema.decodeUnknownExit(RunnerStatus)
+const decodeStatus = Schema.decodeUnknownResult(RunnerStatus)
 
 /** Validates an optional `status` filter. */
 export const statusFilter = (status: string | undefined): Result.Result<RunnerStatus | undefined, ValidationError> => {
   if (status === undefined || status === "") return Result.succeed(undefined)
-  return Result.mapLeft(decodeStatus(status), () => ValidationError.field("status", "must be active or disabled"))
+  return Result.mapError(decodeStatus(status), () => ValidationError.field("status", "must be active or disabled"))
 }
 
 /** The 409 for deleting a runner that still has work. */
@@ -106,9 +106,9 @@ export class RunnerService extends Context.Service<RunnerService, {
         create: (user, input) =>
           Effect.gen(function*() {
             const req = yield* decodeCreate(input)
-            const tags = yield* normalizeTags(req.tags ?? [])
+            const tags = yield* Effect.fromResult(normalizeTags(req.tags ?? []))
             const limit = policy.limitsFor(user.tier).runners
-            yield* policy.check(user.tier, "runners", yield* repo.count(user.id))
+            yield* Effect.fromResult(policy.check(user.tier, "runners", yield* repo.count(user.id)))
             const now = yield* DateTime.now
             const runner: Runner = {
               id: (yield* ids.next) as RunnerId,
@@ -134,14 +134,14 @@ export class RunnerService extends Context.Service<RunnerService, {
         list: (user, input) =>
           Effect.gen(function*() {
             const page = yield* pageOf(input)
-            const status = yield* statusFilter(input.status)
+            const status = yield* Effect.fromResult(statusFilter(input.status))
             const result = yield* repo.list(user.id, { ...page, status })
             return { items: yield* Effect.forEach(result.items, withCapabilities, { concurrency: 8 }), total: result.total }
           }),
         update: (user, id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
-            const tags = req.tags === undefined ? undefined : yield* normalizeTags(req.tags)
+            const tags = req.tags === undefined ? undefined : yield* Effect.fromResult(normalizeTags(req.tags))
             const current = yield* find(user, id)
             const next: Runner = {
               ...current,

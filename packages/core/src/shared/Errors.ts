@@ -2,6 +2,7 @@
  * Every error that crosses a boundary of the core. The HTTP edge maps each `_tag` once to the
  * contract's `{status, message}` body; embedders match on `_tag`.
  */
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 
 /** One field-level problem of a rejected request. */
@@ -12,7 +13,7 @@ export const FieldIssue = Schema.Struct({
 export interface FieldIssue extends Schema.Schema.Type<typeof FieldIssue> {}
 
 /** The request is malformed: missing or out-of-bounds fields, bad workflow JSON, bad parameters. */
-export class ValidationError extends Schema.TaggedErrorClass<ValidationError>()("ValidationError", {
+export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
   message: Schema.String,
   details: Schema.Array(FieldIssue)
 }) {
@@ -23,7 +24,7 @@ export class ValidationError extends Schema.TaggedErrorClass<ValidationError>()(
 }
 
 /** No active runner accessible to the caller carries every tag of the workflow. */
-export class NoEligibleRunner extends Schema.TaggedErrorClass<NoEligibleRunner>()("NoEligibleRunner", {
+export class NoEligibleRunner extends Schema.TaggedError<NoEligibleRunner>()("NoEligibleRunner", {
   message: Schema.String,
   tags: Schema.Array(Schema.String)
 }) {}
@@ -42,31 +43,31 @@ export interface RunnerLack extends Schema.Schema.Type<typeof RunnerLack> {}
  * Runners carry the workflow's tags, but none has every node class and model file it uses
  * (400): `runners` says which runner lacks what.
  */
-export class MissingCapabilities extends Schema.TaggedErrorClass<MissingCapabilities>()("MissingCapabilities", {
+export class MissingCapabilities extends Schema.TaggedError<MissingCapabilities>()("MissingCapabilities", {
   message: Schema.String,
   runners: Schema.Array(RunnerLack)
 }) {}
 
 /** The runner endpoint did not answer the reachability probe. */
-export class RunnerProbeFailed extends Schema.TaggedErrorClass<RunnerProbeFailed>()("RunnerProbeFailed", {
+export class RunnerProbeFailed extends Schema.TaggedError<RunnerProbeFailed>()("RunnerProbeFailed", {
   message: Schema.String
 }) {}
 
 /** A tier limit would be exceeded; the message names the limit and its value. */
-export class TierLimitExceeded extends Schema.TaggedErrorClass<TierLimitExceeded>()("TierLimitExceeded", {
+export class TierLimitExceeded extends Schema.TaggedError<TierLimitExceeded>()("TierLimitExceeded", {
   message: Schema.String,
   limit: Schema.String,
   value: Schema.Number
 }) {}
 
 /** The caller's tier has no access to managed runners. */
-export class ManagedRunnersForbidden extends Schema.TaggedErrorClass<ManagedRunnersForbidden>()(
+export class ManagedRunnersForbidden extends Schema.TaggedError<ManagedRunnersForbidden>()(
   "ManagedRunnersForbidden",
   { message: Schema.String }
 ) {}
 
 /** A resource does not exist or belongs to someone else (the two are indistinguishable on purpose). */
-export class NotFound extends Schema.TaggedErrorClass<NotFound>()("NotFound", {
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   message: Schema.String,
   resource: Schema.Literals(["workflow", "template", "runner", "managed_runner", "user", "token", "output", "webhook", "delivery"])
 }) {
@@ -82,33 +83,40 @@ export class NotFound extends Schema.TaggedErrorClass<NotFound>()("NotFound", {
 }
 
 /** The request conflicts with the resource's current state (e.g. cancelling a finished workflow). */
-export class Conflict extends Schema.TaggedErrorClass<Conflict>()("Conflict", {
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
   message: Schema.String
 }) {}
 
 /** No Authorization header (401 "Missing authorization header"). */
-export class MissingAuthorization extends Schema.TaggedErrorClass<MissingAuthorization>()("MissingAuthorization", {
-  message: Schema.optionalWith(Schema.String, { default: () => "Missing authorization header" })
+/** A message that the constructor fills in, and decoding too when the encoded value has none. */
+const defaultMessage = (message: string) =>
+  Schema.String.pipe(
+    Schema.withDecodingDefaultType(Effect.succeed(message)),
+    Schema.withConstructorDefault(Effect.succeed(message))
+  )
+
+export class MissingAuthorization extends Schema.TaggedError<MissingAuthorization>()("MissingAuthorization", {
+  message: defaultMessage("Missing authorization header")
 }) {}
 
 /** Unknown, malformed or revoked token (401 "Invalid token"). */
-export class InvalidToken extends Schema.TaggedErrorClass<InvalidToken>()("InvalidToken", {
-  message: Schema.optionalWith(Schema.String, { default: () => "Invalid token" })
+export class InvalidToken extends Schema.TaggedError<InvalidToken>()("InvalidToken", {
+  message: defaultMessage("Invalid token")
 }) {}
 
 /** A known token past its expiry (401 "Token has expired"). */
-export class TokenExpired extends Schema.TaggedErrorClass<TokenExpired>()("TokenExpired", {
-  message: Schema.optionalWith(Schema.String, { default: () => "Token has expired" })
+export class TokenExpired extends Schema.TaggedError<TokenExpired>()("TokenExpired", {
+  message: defaultMessage("Token has expired")
 }) {}
 
 /** The store could not be reached or failed; the request may be retried (503). */
-export class StorageError extends Schema.TaggedErrorClass<StorageError>()("StorageError", {
+export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
   message: Schema.String,
-  cause: Schema.optional(Schema.Defect)
+  cause: Schema.optional(Schema.Defect())
 }) {}
 
 /** A transition the workflow state machine forbids (never reaches a client as such). */
-export class IllegalTransition extends Schema.TaggedErrorClass<IllegalTransition>()("IllegalTransition", {
+export class IllegalTransition extends Schema.TaggedError<IllegalTransition>()("IllegalTransition", {
   message: Schema.String,
   workflow_id: Schema.String,
   from: Schema.String,

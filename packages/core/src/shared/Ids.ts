@@ -5,22 +5,29 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Crypto } from "./Crypto.js"
 
-export const UserId = Schema.UUID.pipe(Schema.brand("UserId"))
-export type UserId = typeof UserId.Type
-export const WorkflowId = Schema.UUID.pipe(Schema.brand("WorkflowId"))
-export type WorkflowId = typeof WorkflowId.Type
-export const TemplateId = Schema.UUID.pipe(Schema.brand("TemplateId"))
-export type TemplateId = typeof TemplateId.Type
-export const RunnerId = Schema.UUID.pipe(Schema.brand("RunnerId"))
-export type RunnerId = typeof RunnerId.Type
-export const ManagedRunnerId = Schema.UUID.pipe(Schema.brand("ManagedRunnerId"))
-export type ManagedRunnerId = typeof ManagedRunnerId.Type
-export const TokenId = Schema.UUID.pipe(Schema.brand("TokenId"))
-export type TokenId = typeof TokenId.Type
-export const OutputId = Schema.UUID.pipe(Schema.brand("OutputId"))
-export type OutputId = typeof OutputId.Type
+const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** A UUID string of any version (the form only, as `isUuid` checks it). */
+const Uuid = Schema.String.check(Schema.isPattern(UUID_PATTERN, {
+  expected: "a UUID",
+  description: "a Universally Unique Identifier",
+  toJsonSchema: () => ({ format: "uuid", pattern: UUID_PATTERN.source })
+}))
+
+export const UserId = Uuid.pipe(Schema.brand("UserId"))
+export type UserId = typeof UserId.Type
+export const WorkflowId = Uuid.pipe(Schema.brand("WorkflowId"))
+export type WorkflowId = typeof WorkflowId.Type
+export const TemplateId = Uuid.pipe(Schema.brand("TemplateId"))
+export type TemplateId = typeof TemplateId.Type
+export const RunnerId = Uuid.pipe(Schema.brand("RunnerId"))
+export type RunnerId = typeof RunnerId.Type
+export const ManagedRunnerId = Uuid.pipe(Schema.brand("ManagedRunnerId"))
+export type ManagedRunnerId = typeof ManagedRunnerId.Type
+export const TokenId = Uuid.pipe(Schema.brand("TokenId"))
+export type TokenId = typeof TokenId.Type
+export const OutputId = Uuid.pipe(Schema.brand("OutputId"))
+export type OutputId = typeof OutputId.Type
 
 /** True when `s` is a UUID string (any version). */
 export const isUuid = (s: string): boolean => UUID_PATTERN.test(s)

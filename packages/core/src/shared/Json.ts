@@ -1,5 +1,6 @@
 /** JSON values as they travel through the service. */
 import * as Schema from "effect/Schema"
+import * as SchemaGetter from "effect/SchemaGetter"
 
 /** True for a plain JSON object (not null, not an array). */
 export const isJsonObject = (u: unknown): u is { readonly [key: string]: unknown } =>
@@ -15,16 +16,27 @@ export const isJsonObject = (u: unknown): u is { readonly [key: string]: unknown
 export const JsonObject = Schema.declare(isJsonObject, {
   identifier: "JsonObject",
   description: "A JSON object",
-  jsonSchema: { type: "object", required: [], properties: {}, additionalProperties: true },
-  arbitrary: () => (fc) =>
-    fc.dictionary(fc.oneof({ weight: 9, arbitrary: fc.string() }, { weight: 1, arbitrary: fc.constant("__proto__") }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 })
-})
+  // Its JSON form is the object itself: no codec rebuilds (or walks) it.
+  toCodecJson: () => undefined,
+  toCodecArbitrary: () =>
+    Schema.link<{ readonly [key: string]: unknown }>()(Schema.Record(Schema.String, Schema.Json), {
+      decode: SchemaGetter.passthroughSubtype(),
+      encode: SchemaGetter.passthroughSupertype()
+    })
+}).check(Schema.makeFilter(() => true, {
+  // What the API's documentation says it is (a declaration has no JSON Schema of its own).
+  toJsonSchema: () => ({ type: "object", required: [], properties: {}, additionalProperties: true })
+}))
 export type JsonObject = typeof JsonObject.Type
 
-/** A timestamp: an ISO 8601 string on the wire, a `DateTime.Utc` inside. */
-export const Timestamp = Schema.DateTimeUtc.annotate({
+/**
+ * A timestamp: an ISO 8601 string on the wire, a `DateTime.Utc` inside. A string that is not
+ * one is a 400 "must be an ISO 8601 timestamp" (`message`: what a failed decoding says).
+ */
+export const Timestamp = Schema.DateTimeUtcFromString.annotate({
   identifier: "Timestamp",
-  description: "ISO 8601 timestamp (UTC)"
+  description: "ISO 8601 timestamp (UTC)",
+  message: "must be an ISO 8601 timestamp"
 })
 
 /**

@@ -6,7 +6,7 @@ import type { LimitName } from "../accounts/Tier.js"
  * bound and insert atomically, so concurrent requests cannot overshoot a tier limit; the use cases
  * turn this into the 403 `TierLimitExceeded`.
  */
-export class LimitReached extends Schema.TaggedErrorClass<LimitReached>()("LimitReached", {
+export class LimitReached extends Schema.TaggedError<LimitReached>()("LimitReached", {
   limit: Schema.Literals(["active_workflows", "workflows_per_day", "templates", "runners", "workflow_params"])
 }) {}
 

@@ -6,9 +6,9 @@ import { ValidationError } from "./Errors.js"
 export const DEFAULT_PER_PAGE = 10
 export const MAX_PER_PAGE = 100
 
-export const Page = Schema.Int.pipe(Schema.greaterThanOrEqualTo(1, { message: () => "must be an integer of at least 1" }))
-export const PerPage = Schema.Int.pipe(
-  Schema.between(1, MAX_PER_PAGE, { message: () => `must be an integer from 1 to ${MAX_PER_PAGE}` })
+export const Page = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "must be an integer of at least 1" }))
+export const PerPage = Schema.Int.check(
+  Schema.isBetween({ minimum: 1, maximum: MAX_PER_PAGE }, { message: `must be an integer from 1 to ${MAX_PER_PAGE}` })
 )
 
 /** A validated page request. */

@@ -9,7 +9,7 @@ import type * as Schedule from "effect/Schedule"
 
 export const retryAfterFailure = <A, E, R, Out, R2>(
   self: Effect.Effect<A, E, R>,
-  schedule: Schedule.Schedule<Out, E, R2>,
+  schedule: Schedule.Schedule<Out, E, never, R2>,
   retryable: (e: E) => boolean = () => true
 ): Effect.Effect<A, E, R | R2> =>
   Effect.catchIf(self, retryable, (first) => {

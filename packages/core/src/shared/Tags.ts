@@ -40,9 +40,9 @@ export const normalizeTags = (
     if (Result.isFailure(n)) {
       // An over-long tag is not echoed back (the message already says what is wrong with it).
       const shown = t.trim().length > MAX_TAG_LENGTH ? "" : `: ${JSON.stringify(t)}`
-      return Result.fail(ValidationError.field(field, `${n.left}${shown}`))
+      return Result.fail(ValidationError.field(field, `${n.failure}${shown}`))
     }
-    if (!out.includes(n.right)) out.push(n.right)
+    if (!out.includes(n.success)) out.push(n.success)
   }
   return Result.succeed(out)
 }

@@ -46,4 +46,4 @@ export {
 export { LimitReached } from "./LimitReached.js"
 export { type PageInput, type PageRequest, type Paged, pageBounds, paginate } from "./Pagination.js"
 export { MAX_TAGS, normalizeTag, normalizeTags, parseTagList, tagsMatch } from "./Tags.js"
-export { type DecodeIssue, fromDecodeIssues } from "./Validation.js"
+export { type DecodeIssue, fromDecodeIssues, fromSchemaError, fromSchemaIssue } from "./Validation.js"

@@ -3,13 +3,13 @@ import * as Schema from "effect/Schema"
 import { TemplateId, UserId } from "../shared/Ids.js"
 import { JsonObject, Timestamp } from "../shared/Json.js"
 
-export const TemplateName = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "must be 1-100 characters" }),
-  Schema.maxLength(100, { message: () => "must be 1-100 characters" })
+export const TemplateName = Schema.String.check(
+  Schema.isMinLength(1, { message: "must be 1-100 characters" }),
+  Schema.isMaxLength(100, { message: "must be 1-100 characters" })
 )
-export const TemplateDescription = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "must be 1-500 characters" }),
-  Schema.maxLength(500, { message: () => "must be 1-500 characters" })
+export const TemplateDescription = Schema.String.check(
+  Schema.isMinLength(1, { message: "must be 1-500 characters" }),
+  Schema.isMaxLength(500, { message: "must be 1-500 characters" })
 )
 
 const listFields = {

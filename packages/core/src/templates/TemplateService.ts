@@ -4,9 +4,11 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type { User } from "../accounts/Account.js"
 import { NotFound, type StorageError, type TierLimitExceeded, type ValidationError } from "../shared/Errors.js"
 import { IdGenerator, isUuid, type TemplateId } from "../shared/Ids.js"
+import type { JsonObject } from "../shared/Json.js"
 import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
 import { CreateTemplateRequest, type Template, type TemplateListItem, UpdateTemplateRequest } from "./Template.js"
 import { TemplateRepository } from "./TemplateRepository.js"
@@ -25,8 +27,8 @@ export interface CreateTemplateInput {
 export type UpdateTemplateInput = CreateTemplateInput
 
 /** A template body: a workflow definition whose placeholders are well formed (checked now, not at first use). */
-const validateBody = (body: unknown) =>
-  Effect.flatMap(validateWorkflowJson(body, "body"), (valid) => Effect.as(findPlaceholders(valid, "body"), valid))
+const validateBody = (body: unknown): Effect.Effect<JsonObject, ValidationError> =>
+  Effect.fromResult(Result.flatMap(validateWorkflowJson(body, "body"), (valid) => Result.map(findPlaceholders(valid, "body"), () => valid)))
 
 export class TemplateService extends Context.Service<TemplateService, {
   readonly create: (user: User, input: CreateTemplateInput) => Effect.Effect<Template, ValidationError | TierLimitExceeded | StorageError>
@@ -58,7 +60,7 @@ export class TemplateService extends Context.Service<TemplateService, {
             const req = yield* decodeCreate(defined(input))
             const body = yield* validateBody(req.body)
             const limit = policy.limitsFor(user.tier).templates
-            yield* policy.check(user.tier, "templates", yield* repo.count(user.id))
+            yield* Effect.fromResult(policy.check(user.tier, "templates", yield* repo.count(user.id)))
             const now = yield* DateTime.now
             const template: Template = {
               id: (yield* ids.next) as TemplateId,

@@ -44,4 +44,4 @@ export const ok = (condition: boolean, what: string): Effect.Effect<void> =>
 /** The error of an effect that must fail (dies if it succeeds). */
 export const failure = <A, E, R>(effect: Effect.Effect<A, E, R>, what: string): Effect.Effect<E, never, R> =>
   Effect.flatMap(Effect.result(effect), (r) =>
-    r._tag === "Left" ? Effect.succeed(r.left) : Effect.die(new ConformanceFailure(`${what}: expected a failure, got ${show(r.right)}`)))
+    r._tag === "Failure" ? Effect.succeed(r.failure) : Effect.die(new ConformanceFailure(`${what}: expected a failure, got ${show(r.success)}`)))

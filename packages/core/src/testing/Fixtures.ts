@@ -11,7 +11,7 @@ import type { Workflow } from "../workflows/Workflow.js"
 export const uuid = (): string => globalThis.crypto.randomUUID()
 
 /** 2026-01-01T00:00:00Z plus `minutes`. */
-export const at = (minutes: number): DateTime.Utc => DateTime.unsafeMake(Date.UTC(2026, 0, 1) + minutes * 60_000)
+export const at = (minutes: number): DateTime.Utc => DateTime.makeUnsafe(Date.UTC(2026, 0, 1) + minutes * 60_000)
 
 export const user = (over: Partial<User> = {}): User => ({
   id: uuid() as UserId,

@@ -2,7 +2,6 @@
  * The one definition of what a store must do. Every adapter runs these cases against a fresh,
  * empty store. Cases create their own users, so they never see each other's data.
  */
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Fiber from "effect/Fiber"
@@ -84,8 +83,8 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
       (t) => Effect.result(repo.insert(t, 3)),
       { concurrency: "unbounded" }
     )
-    yield* equal(results.filter(Result.isRight).length, 3, "exactly the limit")
-    yield* ok(results.filter(Result.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "templates"), "limit named")
+    yield* equal(results.filter(Result.isSuccess).length, 3, "exactly the limit")
+    yield* ok(results.filter(Result.isFailure).every((e) => e.failure._tag === "LimitReached" && e.failure.limit === "templates"), "limit named")
   }))
 ]
 
@@ -127,8 +126,8 @@ const runnerCases: ReadonlyArray<ConformanceCase> = [
       (r) => Effect.result(repo.insert(r, 2)),
       { concurrency: "unbounded" }
     )
-    yield* equal(results.filter(Result.isRight).length, 2, "exactly the limit")
-    yield* ok(results.filter(Result.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "runners"), "limit named")
+    yield* equal(results.filter(Result.isSuccess).length, 2, "exactly the limit")
+    yield* ok(results.filter(Result.isFailure).every((e) => e.failure._tag === "LimitReached" && e.failure.limit === "runners"), "limit named")
   })),
   c("runners of both kinds keep what their ComfyUI answered; a probe's change is stored without touching updated_at", Effect.gen(function*() {
     const runners = yield* RunnerRepository
@@ -225,7 +224,7 @@ const accountCases: ReadonlyArray<ConformanceCase> = [
     yield* repo.insertToken(b)
     yield* repo.recordTokenUse([{ id: a.id, at: F.at(10) }, { id: b.id, at: F.at(11) }, { id: F.uuid(), at: F.at(12) }])
     yield* repo.recordTokenUse([{ id: a.id, at: F.at(5) }])
-    const used = (t: typeof a) => Effect.map(repo.findToken(t.id), Option.flatMap((x) => Option.fromNullable(x.last_used_at)))
+    const used = (t: typeof a) => Effect.map(repo.findToken(t.id), Option.flatMap((x) => Option.fromNullishOr(x.last_used_at)))
     yield* equal(yield* used(a), Option.some(F.at(10)), "a keeps the later time")
     yield* equal(yield* used(b), Option.some(F.at(11)), "b")
   }))
@@ -261,14 +260,14 @@ const eventCases: ReadonlyArray<ConformanceCase> = [
     const bus = yield* WorkflowEventBus
     const w = F.uuid()
     yield* bus.publish(w, [{ type: "status", data: 1 }, { type: "status", data: 2 }, { type: "status", data: 3 }])
-    const fromOne = yield* bus.subscribe(w, 1).pipe(Stream.take(5), Stream.runCollect, Effect.fork)
-    const fromZero = yield* bus.subscribe(w, 0).pipe(Stream.take(6), Stream.runCollect, Effect.fork)
+    const fromOne = yield* bus.subscribe(w, 1).pipe(Stream.take(5), Stream.runCollect, Effect.forkChild)
+    const fromZero = yield* bus.subscribe(w, 0).pipe(Stream.take(6), Stream.runCollect, Effect.forkChild)
     yield* Effect.sleep("20 millis")
     yield* bus.publish(w, [{ type: "progress", data: 4 }])
     yield* bus.publish(w, [{ type: "done", data: 5 }])
     yield* bus.publish(w, [{ type: "status", data: 6 }])
-    const one = Chunk.toReadonlyArray(yield* Fiber.join(fromOne)).map((e) => e.seq)
-    const zero = Chunk.toReadonlyArray(yield* Fiber.join(fromZero)).map((e) => e.seq)
+    const one = (yield* Fiber.join(fromOne)).map((e) => e.seq)
+    const zero = (yield* Fiber.join(fromZero)).map((e) => e.seq)
     yield* equal(one, [2, 3, 4, 5, 6], "replay after 1, then live")
     yield* equal(zero, [1, 2, 3, 4, 5, 6], "a second subscriber gets every event too")
   }).pipe(Effect.timeout("10 seconds"))),
@@ -276,9 +275,9 @@ const eventCases: ReadonlyArray<ConformanceCase> = [
     const bus = yield* WorkflowEventBus
     const w = F.uuid()
     yield* bus.publish(w, [{ type: "status", data: 1 }])
-    const next = yield* bus.subscribe(w, 1).pipe(Stream.runHead, Effect.fork)
+    const next = yield* bus.subscribe(w, 1).pipe(Stream.runHead, Effect.forkChild)
     yield* Effect.sleep("20 millis")
-    yield* equal(Option.isNone(yield* Fiber.poll(next)), true, "nothing yet")
+    yield* equal(next.pollUnsafe() === undefined, true, "nothing yet")
     yield* bus.publish(w, [{ type: "executing", data: { node: "3" } }])
     const got = yield* Fiber.join(next)
     yield* equal(Option.map(got, (e) => [e.seq, e.type]), Option.some([2, "executing"]), "the next event")
@@ -296,7 +295,7 @@ const blobCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(size, 170_003, `bytes written (${form})`)
     const blob = Option.getOrThrow(yield* blobs.get(key))
     yield* equal([blob.size, blob.content_type], [170_003, "image/png"], "size and type")
-    const back = Chunk.toReadonlyArray(yield* Stream.runCollect(blob.stream))
+    const back = yield* Stream.runCollect(blob.stream)
     const joined = new Uint8Array(back.reduce((n, c) => n + c.length, 0))
     let offset = 0
     for (const c of back) {

@@ -82,7 +82,7 @@ export const workflowCases: ReadonlyArray<ConformanceCase> = [
     const bus = yield* WorkflowEventBus
     const queue = yield* DispatchQueue
     const w = F.workflow(F.user().id)
-    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === w.user_runner_id), Stream.runHead, Effect.fork)
+    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === w.user_runner_id), Stream.runHead, Effect.forkChild)
     yield* Effect.sleep("100 millis")
     yield* repo.create(w)
     const events = yield* bus.read(w.id, 0, 10)
@@ -187,8 +187,8 @@ export const workflowCases: ReadonlyArray<ConformanceCase> = [
       (w) => Effect.result(repo.create(w, { limits })),
       { concurrency: "unbounded" }
     )
-    yield* equal(results.filter(Result.isRight).length, 5, "exactly the limit succeeds")
-    const errors = results.filter(Result.isLeft).map((e) => e.left)
+    yield* equal(results.filter(Result.isSuccess).length, 5, "exactly the limit succeeds")
+    const errors = results.filter(Result.isFailure).map((e) => e.failure)
     yield* ok(errors.every((e) => e._tag === "LimitReached" && e.limit === "active_workflows"), "the rest name active_workflows")
     const daily = { active_workflows: 1000, workflows_per_day: 7, day_start: F.at(0) }
     const more = yield* Effect.forEach(
@@ -196,8 +196,8 @@ export const workflowCases: ReadonlyArray<ConformanceCase> = [
       (w) => Effect.result(repo.create(w, { limits: daily })),
       { concurrency: "unbounded" }
     )
-    yield* equal(more.filter(Result.isRight).length, 2, "5 of 7 used: two more fit the daily limit")
-    yield* ok(more.filter(Result.isLeft).every((e) => e.left._tag === "LimitReached" && e.left.limit === "workflows_per_day"), "daily limit named")
+    yield* equal(more.filter(Result.isSuccess).length, 2, "5 of 7 used: two more fit the daily limit")
+    yield* ok(more.filter(Result.isFailure).every((e) => e.failure._tag === "LimitReached" && e.failure.limit === "workflows_per_day"), "daily limit named")
     const yesterday = { active_workflows: 1000, workflows_per_day: 7, day_start: F.at(100) }
     yield* repo.create(F.workflow(owner.id, { status: "completed", created_at: F.at(101) }), { limits: yesterday })
   })),
@@ -341,7 +341,7 @@ export const transitionCases: ReadonlyArray<ConformanceCase> = [
     const w = F.workflow(F.user().id, { user_runner_id: from, status: "uploaded" })
     yield* repo.create(w)
     yield* equal(ids(yield* queue.claim(from!, "a", 10, 60_000, AGING)), [w.id], "claimed on the first runner")
-    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === to), Stream.runHead, Effect.fork)
+    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === to), Stream.runHead, Effect.forkChild)
     yield* Effect.sleep("100 millis")
     const moved = yield* move(w.id, [T.Reassigned({ runner: { kind: "managed", id: to! } })])
     yield* ok(
@@ -360,7 +360,7 @@ export const transitionCases: ReadonlyArray<ConformanceCase> = [
     const to = F.uuid() as Workflow["user_runner_id"]
     const w = F.workflow(F.user().id, { user_runner_id: from, status: "running", prompt_id: "p1", queue_number: 0, started_at: F.at(1) })
     yield* repo.create(w)
-    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === to), Stream.runHead, Effect.fork)
+    const woken = yield* queue.wakeups.pipe(Stream.filter((id) => id === to), Stream.runHead, Effect.forkChild)
     yield* Effect.sleep("100 millis")
     const attempt = {
       runner_id: from!,
@@ -583,7 +583,7 @@ export const dispatchCases: ReadonlyArray<ConformanceCase> = [
   c("dispatch: notify wakes the listeners of new work", Effect.gen(function*() {
     const queue = yield* DispatchQueue
     const r = F.uuid()
-    const fiber = yield* queue.wakeups.pipe(Stream.filter((id) => id === r), Stream.runHead, Effect.fork)
+    const fiber = yield* queue.wakeups.pipe(Stream.filter((id) => id === r), Stream.runHead, Effect.forkChild)
     yield* Effect.sleep("100 millis")
     yield* queue.notify(r)
     yield* equal(yield* Fiber.join(fiber), Option.some(r), "the runner id arrives")

@@ -25,9 +25,9 @@ export interface DelivererOptions {
   /** Deliveries sent at once. */
   readonly concurrency: number
   /** How often to look for due deliveries when idle. */
-  readonly pollInterval: Duration.DurationInput
+  readonly pollInterval: Duration.Input
   /** How long a claim lasts: longer than a send (with its timeout) and its record. */
-  readonly lease: Duration.DurationInput
+  readonly lease: Duration.Input
   readonly retry: RetryOptions
 }
 
@@ -56,17 +56,18 @@ export const deliverOne = (d: WebhookDelivery, options: DelivererOptions) =>
       duration_ms,
       next_attempt_at: outcome._tag === "RetryAt" ? outcome.at : null
     }, outcome)
-    yield* Metric.update(Metric.tagged(webhookAttempts, "result", resultLabel(result)), 1)
+    yield* Metric.update(Metric.withAttributes(webhookAttempts, { result: resultLabel(result) }), 1)
     yield* Metric.update(webhookAttemptDuration, duration_ms / 1000)
     if (recorded && outcome._tag !== "RetryAt") {
-      yield* Metric.update(Metric.tagged(webhookDeliveries, "outcome", outcome._tag === "Delivered" ? "delivered" : "failed"), 1)
+      yield* Metric.update(Metric.withAttributes(webhookDeliveries, { outcome: outcome._tag === "Delivered" ? "delivered" : "failed" }), 1)
     }
     if (recorded && outcome._tag === "Delivered") {
       yield* Metric.update(webhookDeliveryLatency, Math.max(0, DateTime.toEpochMillis(end) - DateTime.toEpochMillis(d.created_at)) / 1000)
     }
   })
 
-const claimBackoff = Schedule.exponential(Duration.millis(250)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))
+/** 250 ms doubling, at most 5 s apart: the shorter delay of the two, for as long as either recurs. */
+const claimBackoff = Schedule.min([Schedule.exponential(Duration.millis(250)), Schedule.spaced(Duration.seconds(5))])
 
 /** Runs the pool until interrupted; claims that fail are retried with a backoff (`claimBackoff`). */
 export const runDeliverer = (options: DelivererOptions) =>

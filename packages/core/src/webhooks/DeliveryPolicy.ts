@@ -4,36 +4,42 @@
  * delay, doubled each time, capped, with jitter. Attempts are durable (another instance may make
  * the next one), so the n-th delay is read off the schedule rather than kept in a running fiber.
  */
-import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Pull from "effect/Pull"
 import * as Schedule from "effect/Schedule"
 import type { DeliveryOutcome } from "./WebhookRepository.js"
 
 export interface RetryOptions {
   /** The first delay (default 5 s). */
-  readonly base: Duration.DurationInput
+  readonly base: Duration.Input
   /** No delay is longer (default 1 h). */
-  readonly cap: Duration.DurationInput
+  readonly cap: Duration.Input
 }
 
 export const defaultRetryOptions: RetryOptions = { base: Duration.seconds(5), cap: Duration.hours(1) }
 
-/** Exponential backoff (factor 2) from `base`, capped at `cap`, each delay jittered by 0.8-1.2. */
+/**
+ * Exponential backoff (factor 2) from `base`, capped at `cap`, each delay jittered by 0.8-1.2;
+ * its outputs are the delays. (`Schedule.min` of one schedule outputs that schedule's delays.)
+ */
 export const webhookRetrySchedule = (options: RetryOptions = defaultRetryOptions): Schedule.Schedule<Duration.Duration> =>
-  Schedule.exponential(options.base, 2).pipe(
-    Schedule.modifyDelay((_, d) => Duration.min(d, Duration.decode(options.cap))),
-    Schedule.jittered,
-    Schedule.delays
-  )
+  Schedule.min([Schedule.jittered(Schedule.min([Schedule.exponential(options.base, 2), Schedule.spaced(options.cap)]))])
 
 /** The delay before attempt `failures + 1`, after `failures` failed attempts (at least 1). */
 export const webhookRetryDelay = (failures: number, options: RetryOptions = defaultRetryOptions): Effect.Effect<Duration.Duration> =>
-  Effect.map(
-    Schedule.run(webhookRetrySchedule(options), 0, Array.from({ length: Math.max(1, failures) }, () => undefined)),
-    (delays) => Chunk.last(delays).pipe((d) => (d._tag === "Some" ? d.value : Duration.decode(options.base)))
-  )
+  Effect.flatMap(Schedule.toStep(webhookRetrySchedule(options)), (step) => {
+    // The schedule's steps, one per failure; the last delay is the answer (the schedule never ends).
+    const next = (left: number, last: Duration.Duration): Effect.Effect<Duration.Duration> =>
+      left === 0
+        ? Effect.succeed(last)
+        : step(0, undefined).pipe(
+          Effect.flatMap(([, delay]) => next(left - 1, delay)),
+          Pull.catchDone(() => Effect.succeed(last))
+        )
+    return next(Math.max(1, failures), Duration.fromInputUnsafe(options.base))
+  })
 
 /** What a receiver's answer (or its absence) means. */
 export type SendResult =
@@ -62,5 +68,5 @@ export const outcomeOf = (
     ? Effect.succeed({ _tag: "Failed" })
     : Effect.map(webhookRetryDelay(failures, options), (delay): DeliveryOutcome => {
       const at = DateTime.addDuration(now, delay)
-      return DateTime.greaterThan(at, expiresAt) ? { _tag: "Failed" } : { _tag: "RetryAt", at }
+      return DateTime.isGreaterThan(at, expiresAt) ? { _tag: "Failed" } : { _tag: "RetryAt", at }
     })

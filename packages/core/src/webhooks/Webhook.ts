@@ -8,6 +8,7 @@ import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Struct from "effect/Struct"
 import { ValidationError } from "../shared/Errors.js"
 import { Timestamp } from "../shared/Json.js"
 import { isTerminal, type WorkflowStatus } from "../workflows/Workflow.js"
@@ -42,7 +43,7 @@ export interface WebhookEndpoint extends Schema.Schema.Type<typeof WebhookEndpoi
 
 /** The secrets that sign a delivery at `now`: the current one, and the previous one while it is valid. */
 export const signingSecrets = (e: WebhookEndpoint, now: DateTime.Utc): ReadonlyArray<string> =>
-  e.previous_secret !== null && e.previous_expires_at !== null && DateTime.lessThan(now, e.previous_expires_at)
+  e.previous_secret !== null && e.previous_expires_at !== null && DateTime.isLessThan(now, e.previous_expires_at)
     ? [e.secret, e.previous_secret]
     : [e.secret]
 
@@ -103,7 +104,7 @@ export const WebhookDelivery = Schema.Struct({
 export interface WebhookDelivery extends Schema.Schema.Type<typeof WebhookDelivery> {}
 
 /** A delivery as GET /v1/workflow/{id}/deliveries lists it (the body is not repeated). */
-export const DeliveryView = WebhookDelivery.pipe(Schema.omit("user_id", "payload")).annotate({ identifier: "WebhookDelivery" })
+export const DeliveryView = WebhookDelivery.mapFields(Struct.omit(["user_id", "payload"])).annotate({ identifier: "WebhookDelivery" })
 export interface DeliveryView extends Schema.Schema.Type<typeof DeliveryView> {}
 
 export const toDeliveryView = ({ payload: _p, user_id: _u, ...view }: WebhookDelivery): DeliveryView => view

@@ -6,7 +6,7 @@
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import * as Encoding from "effect/Encoding"
+import * as Base64 from "effect/encoding/Base64"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { User } from "../accounts/Account.js"
@@ -41,7 +41,7 @@ const make = Effect.gen(function*() {
   const repo = yield* WebhookRepository
   const workflows = yield* WorkflowRepository
   const crypto = yield* Crypto
-  const newSecret = Effect.map(crypto.randomBytes(32), (bytes) => `whsec_${Encoding.encodeBase64(bytes)}`)
+  const newSecret = Effect.map(crypto.randomBytes(32), (bytes) => `whsec_${Base64.encode(bytes)}`)
   const found = <A>(o: Option.Option<A>) => Option.match(o, { onNone: () => Effect.fail(NotFound.webhook()), onSome: Effect.succeed })
   const ownWorkflow = (user: User, id: string) =>
     Effect.flatMap(workflows.findHeadForUser(user.id, id), Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))

@@ -41,7 +41,7 @@ export const WorkflowParameters = Schema.Struct({ parameters: Schema.Array(Workf
 export const DescribeParametersRequest = Schema.Struct({
   workflow_json: Schema.optional(JsonObject.annotate({
     description: "The workflow in ComfyUI API format",
-    message: () => ({ message: "must be a JSON object (the workflow in ComfyUI API format)", override: true })
+    message: "must be a JSON object (the workflow in ComfyUI API format)"
   })),
   template_id: Schema.optional(Schema.String.annotate({ description: "Or one of your templates" })),
   tags: Schema.optional(TagList.annotate({ description: "The tags the workflow will be created with (they select its runners)" }))

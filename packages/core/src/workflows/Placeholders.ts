@@ -106,10 +106,10 @@ export const findPlaceholders = (
       if (parsed === undefined) continue
       const path = `${field}.${node}.inputs.${input}`
       if (Result.isFailure(parsed)) {
-        issues.push({ field: path, message: parsed.left })
+        issues.push({ field: path, message: parsed.failure })
         continue
       }
-      const p = parsed.right
+      const p = parsed.success
       const key = fieldName(p)
       const seen = byField.get(key)
       if (seen === undefined) {

@@ -1,6 +1,7 @@
 /** The workflow resource: its record, the contract's summary and detail forms, and its outputs. */
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
+import * as Struct from "effect/Struct"
 import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "../shared/Ids.js"
 import { JsonObject, Timestamp } from "../shared/Json.js"
 
@@ -13,10 +14,7 @@ export const WorkflowStatus = Schema.Literals(["accepted",
   "invalid",
   "failed"]).annotate({
   identifier: "WorkflowStatus",
-  message: () => ({
-    message: "must be one of accepted, uploaded, queued, running, completed, cancelled, invalid, failed",
-    override: true
-  })
+  message: "must be one of accepted, uploaded, queued, running, completed, cancelled, invalid, failed"
 })
 export type WorkflowStatus = typeof WorkflowStatus.Type
 
@@ -31,7 +29,7 @@ export const isTerminal = (s: WorkflowStatus): boolean =>
 /** How urgent a workflow is; on each runner higher priorities go first (dispatch/Ordering.ts). */
 export const Priority = Schema.Literals(["low", "normal", "high"]).annotate({
   identifier: "Priority",
-  message: () => ({ message: "must be low, normal or high", override: true })
+  message: "must be low, normal or high"
 })
 export type Priority = typeof Priority.Type
 
@@ -137,7 +135,7 @@ export interface Workflow extends Schema.Schema.Type<typeof Workflow> {}
  * A stored workflow without its definition (`workflow_json`, the one large field): what every
  * path that does not submit or show the definition reads and gets back from a transition.
  */
-export const WorkflowHead = Workflow.pipe(Schema.omit("workflow_json")).annotate({ identifier: "WorkflowHead" })
+export const WorkflowHead = Workflow.mapFields(Struct.omit(["workflow_json"])).annotate({ identifier: "WorkflowHead" })
 export interface WorkflowHead extends Schema.Schema.Type<typeof WorkflowHead> {}
 
 /** The summary form of a stored workflow. */
@@ -224,6 +222,6 @@ export const WorkflowOutput = Schema.Struct({
 export interface WorkflowOutput extends Schema.Schema.Type<typeof WorkflowOutput> {}
 
 /** The outputs endpoint's view of an output (no storage key). */
-export const WorkflowOutputView = WorkflowOutput.pipe(Schema.omit("blob_key", "workflow_id", "created_at"))
+export const WorkflowOutputView = WorkflowOutput.mapFields(Struct.omit(["blob_key", "workflow_id", "created_at"]))
   .annotate({ identifier: "WorkflowOutputView" })
 export interface WorkflowOutputView extends Schema.Schema.Type<typeof WorkflowOutputView> {}

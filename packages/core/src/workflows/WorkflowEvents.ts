@@ -4,7 +4,6 @@
  * sequence they saw and wait for a wake-up when they are level with it: a slow subscriber only
  * reads later, so it neither buffers without bound nor delays anyone else.
  */
-import * as Chunk from "effect/Chunk"
 import * as DateTime from "effect/DateTime"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -142,7 +141,7 @@ export const makeWakeUpSlot: Effect.Effect<WakeUpSlot> = Effect.map(Queue.bounde
   let merged = false
   return {
     offer: (wakeUp) => {
-      if (!Queue.unsafeOffer(queue, wakeUp)) merged = true
+      if (!Queue.offerUnsafe(queue, wakeUp)) merged = true
     },
     take: Effect.map(Queue.take(queue), (wakeUp) => {
       if (!merged) return wakeUp
@@ -206,7 +205,7 @@ export const subscribeFromLog = (
   listen: (workflowId: string) => Effect.Effect<Effect.Effect<WakeUp>, never, Scope.Scope>
 ) =>
 (workflowId: string, afterSeq: number): Stream.Stream<WorkflowEvent, StorageError> =>
-  Stream.unwrapScoped(Effect.map(listen(workflowId), (wake) => {
+  Stream.unwrap(Effect.map(listen(workflowId), (wake) => {
     /** The last sequence seen, and whether the log must be read before waiting again. */
     interface Position {
       readonly last: number
@@ -214,7 +213,7 @@ export const subscribeFromLog = (
     }
     const emit = (events: ReadonlyArray<WorkflowEvent>, last: number, read: boolean) =>
       [
-        Chunk.unsafeFromArray(events.slice()),
+        events.slice(),
         Option.some<Position>({ last: events.length === 0 ? last : events[events.length - 1]!.seq, read })
       ] as const
     const waitFrom = (last: number) =>
@@ -222,7 +221,7 @@ export const subscribeFromLog = (
         const fresh = carried?.filter((e) => e.seq > last)
         return fresh !== undefined && (fresh.length === 0 || fresh[0]!.seq === last + 1) ? emit(fresh, last, false) : emit([], last, true)
       })
-    return Stream.paginateChunkEffect<Position, WorkflowEvent, StorageError, never>({ last: afterSeq, read: true }, ({ last, read: mustRead }) =>
+    return Stream.paginate<Position, WorkflowEvent, StorageError, never>({ last: afterSeq, read: true }, ({ last, read: mustRead }) =>
       mustRead
         ? Effect.flatMap(read(workflowId, last, READ_BATCH), (events) => (events.length === 0 ? waitFrom(last) : Effect.succeed(emit(events, last, true))))
         : waitFrom(last))

@@ -87,7 +87,7 @@ export const parseWorkflowJson = (
   field = "workflow_json"
 ): Result.Result<JsonObject, ValidationError> => {
   const bounds = checkJsonText(text, field)
-  if (Result.isFailure(bounds)) return Result.fail(bounds.left)
+  if (Result.isFailure(bounds)) return Result.fail(bounds.failure)
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

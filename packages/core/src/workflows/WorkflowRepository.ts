@@ -42,7 +42,7 @@ export interface WorkflowInsertLimits {
 }
 
 /** The create carried an `Idempotency-Key` already used by this user within the window. */
-export class DuplicateIdempotencyKey extends Schema.TaggedErrorClass<DuplicateIdempotencyKey>()(
+export class DuplicateIdempotencyKey extends Schema.TaggedError<DuplicateIdempotencyKey>()(
   "DuplicateIdempotencyKey",
   { existing: Workflow }
 ) {}

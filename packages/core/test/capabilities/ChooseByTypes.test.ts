@@ -33,7 +33,7 @@ const scheduler = (runners: ReadonlyArray<readonly [string, KnownCapabilities | 
   Scheduler.Live.pipe(Layer.provide(Layer.mergeAll(
     Layer.mock(RunnerLoad, { candidates: () => Effect.succeed(runners.map(([id]) => ({ target: target(id), in_flight: 0 }))) }),
     Layer.mock(RunnerCapabilities, {
-      lookupAll: (ids) => Effect.succeed(ids.map((id) => Option.fromNullable(runners.find(([r]) => r === id)?.[1])))
+      lookupAll: (ids) => Effect.succeed(ids.map((id) => Option.fromNullishOr(runners.find(([r]) => r === id)?.[1])))
     }),
     Layer.mock(RunnerRepository, {}),
     Layer.mock(ManagedRunnerRepository, {})

@@ -37,7 +37,7 @@ const layer = (reads: Array<string>) =>
       Layer.mock(CapabilityRepository, {
         get: (runnerId) => Effect.sync(() => {
           reads.push(runnerId)
-          return Option.fromNullable(stored.get(runnerId))
+          return Option.fromNullishOr(stored.get(runnerId))
         })
       }),
       Layer.mock(RunnerGateway, {}),
@@ -52,7 +52,7 @@ const classes = (known: ReadonlyArray<Option.Option<{ readonly record: StoredCap
   known.map(Option.match({ onNone: () => null, onSome: (k) => k.record.summary.node_classes[0] }))
 
 describe("looking up runners' capabilities", () => {
-  it.scoped("answers in the order asked, reads the store only for runners not cached, and again once they expire", () => {
+  it.effect("answers in the order asked, reads the store only for runners not cached, and again once they expire", () => {
     const reads: Array<string> = []
     return Effect.gen(function*() {
       const capabilities = yield* RunnerCapabilities

@@ -15,7 +15,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as TestClock from "effect/testing/TestClock"
 import { claimLoop, renewClaims } from "../../src/dispatch/Claim.js"
 import { Driving } from "../../src/dispatch/Driving.js"
@@ -34,9 +33,9 @@ class Waiting {
 
 const layerFor = (
   store: FakeWorkflows,
-  queue: Partial<DispatchQueue["Type"]>,
-  gateway: Partial<RunnerGateway["Type"]>,
-  repo: Partial<WorkflowRepository["Type"]> = {}
+  queue: Partial<DispatchQueue["Service"]>,
+  gateway: Partial<RunnerGateway["Service"]>,
+  repo: Partial<WorkflowRepository["Service"]> = {}
 ) =>
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, { transition: store.transition, ...repo }),
@@ -58,21 +57,21 @@ describe("Claim", () => {
     const posted: Array<string> = []
     return Effect.gen(function*() {
       const driving = yield* Driving
-      const loop = yield* Effect.fork(claimLoop)
-      for (let i = 0; i < 50 && posted.length < 4; i++) yield* Effect.yieldNow()
+      const loop = yield* Effect.forkChild(claimLoop)
+      for (let i = 0; i < 50 && posted.length < 4; i++) yield* Effect.yieldNow
       // Four slots (concurrencyPerRunner): one claim of 4, all busy posting.
       expect(waiting.limits).toEqual([4])
       expect(posted).toHaveLength(4)
       yield* Deferred.succeed(gate, undefined)
-      for (let i = 0; i < 100 && ws.slice(0, 4).some((w) => store.status(w.id) !== "queued"); i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 100 && ws.slice(0, 4).some((w) => store.status(w.id) !== "queued"); i++) yield* Effect.yieldNow
       // Posted and queued on the runner: they still hold their slots, the other two wait in WES.
       expect(ws.slice(0, 4).every((w) => store.status(w.id) === "queued")).toBe(true)
-      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
       expect(posted).toHaveLength(4)
       expect(waiting.left).toHaveLength(2)
       // One ends (leaves the in-flight view): its slot is claimed again at once.
       yield* driving.inFlight.remove(ws[0]!.id)
-      for (let i = 0; i < 100 && posted.length < 5; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 100 && posted.length < 5; i++) yield* Effect.yieldNow
       expect(posted).toHaveLength(5)
       expect(waiting.limits.at(-1)).toBe(1)
       yield* Fiber.interrupt(loop)
@@ -86,12 +85,12 @@ describe("Claim", () => {
     const store = new FakeWorkflows()
     const waiting = new Waiting([])
     return Effect.gen(function*() {
-      const loop = yield* Effect.fork(claimLoop)
+      const loop = yield* Effect.forkChild(claimLoop)
       yield* TestClock.adjust("9 seconds")
-      expect(Option.isNone(yield* Fiber.poll(loop))).toBe(true)
+      expect(loop.pollUnsafe()).toBeUndefined()
       // Idleness is checked every third of idleAfter (10 s here), jittered: by 14 s it has stopped.
       yield* TestClock.adjust("5 seconds")
-      expect(Option.isSome(yield* Fiber.poll(loop))).toBe(true)
+      expect(loop.pollUnsafe()).toBeDefined()
       // Idle, it claimed only at those checks, not every claimInterval (1 s): the dispatcher's
       // sweep finds lapsed claims for all its runners at once.
       expect(waiting.limits.length).toBeGreaterThanOrEqual(3)
@@ -105,9 +104,9 @@ describe("Claim", () => {
     const store = new FakeWorkflows()
     const waiting = new Waiting([])
     return Effect.gen(function*() {
-      const loop = yield* Effect.fork(claimLoop)
+      const loop = yield* Effect.forkChild(claimLoop)
       yield* TestClock.adjust("60 seconds")
-      expect(Option.isNone(yield* Fiber.poll(loop))).toBe(true)
+      expect(loop.pollUnsafe()).toBeUndefined()
       yield* Fiber.interrupt(loop)
     }).pipe(Effect.provide(layerFor(store, { claim: waiting.claim }, {}, {
       countInFlight: (ids) => Effect.succeed(new Map(ids.map((id) => [id, 1])))
@@ -121,7 +120,7 @@ describe("Claim", () => {
     return Effect.gen(function*() {
       const driving = yield* Driving
       yield* driving.inFlight.submitting(w, [])
-      const fiber = yield* Effect.fork(renewClaims)
+      const fiber = yield* Effect.forkChild(renewClaims)
       yield* TestClock.adjust("9 seconds")
       expect(renewed).toEqual([[w.id]])
       yield* TestClock.adjust("1 second")
@@ -143,7 +142,7 @@ describe("Claim", () => {
     const store = new FakeWorkflows()
     const at: Array<number> = []
     return Effect.gen(function*() {
-      const fiber = yield* Effect.fork(claimLoop)
+      const fiber = yield* Effect.forkChild(claimLoop)
       for (let i = 0; i < 1200; i++) yield* TestClock.adjust("50 millis")
       yield* Fiber.interrupt(fiber)
       const gaps = at.slice(2).map((t, i) => t - at[i + 1]!)

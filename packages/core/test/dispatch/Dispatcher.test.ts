@@ -22,7 +22,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/testing/TestClock"
-import { heldLease, RUNNER, schedulerFor } from "./harness.js"
+import { heldLease, RUNNER, schedulerFor, settle } from "./harness.js"
 
 const ref: RunnerRef = { kind: "user", id: RUNNER as never }
 
@@ -30,10 +30,10 @@ const ref: RunnerRef = { kind: "user", id: RUNNER as never }
 const dispatcherOn = (
   options: Partial<DispatcherOptions>,
   arranged: {
-    readonly repo: Partial<WorkflowRepository["Type"]>
-    readonly queue: Partial<DispatchQueue["Type"]>
-    readonly ownership: Pick<RunnerOwnership["Type"], "instanceId" | "acquire">
-    readonly gateway?: Partial<RunnerGateway["Type"]>
+    readonly repo: Partial<WorkflowRepository["Service"]>
+    readonly queue: Partial<DispatchQueue["Service"]>
+    readonly ownership: Pick<RunnerOwnership["Service"], "instanceId" | "acquire">
+    readonly gateway?: Partial<RunnerGateway["Service"]>
   }
 ) =>
   Dispatcher.layer(options).pipe(
@@ -52,7 +52,7 @@ const dispatcherOn = (
   )
 
 describe("Dispatcher", () => {
-  it.scoped("starts one driver per runner however many scans and wake-ups find it at once, and scans on a schedule", () => {
+  it.effect("starts one driver per runner however many scans and wake-ups find it at once, and scans on a schedule", () => {
     const acquired: Array<string> = []
     let scans = 0
     const held = Effect.runSync(Deferred.make<void>())
@@ -76,7 +76,7 @@ describe("Dispatcher", () => {
     }).pipe(Effect.provide(layer))
   })
 
-  it.scoped("a scan leaves a running driver alone; a wake-up for its runner makes it claim", () => {
+  it.effect("a scan leaves a running driver alone; a wake-up for its runner makes it claim", () => {
     const claims: Array<number> = []
     const wakeups = Effect.runSync(Queue.unbounded<string>())
     let scans = 0
@@ -96,6 +96,7 @@ describe("Dispatcher", () => {
     return Effect.gen(function*() {
       const dispatcher = yield* Dispatcher
       yield* TestClock.adjust("10 millis")
+      yield* settle
       expect(yield* dispatcher.driven).toEqual([RUNNER])
       const started = claims.length
       expect(started).toBeGreaterThan(0)
@@ -106,11 +107,12 @@ describe("Dispatcher", () => {
       // New work announced for the runner: it claims at once.
       yield* Queue.offer(wakeups, RUNNER)
       yield* TestClock.adjust("10 millis")
+      yield* settle
       expect(claims).toHaveLength(started + 1)
     }).pipe(Effect.provide(layer))
   })
 
-  it.scoped("claims of dead instances: one read per claimInterval finds the driven runners with claimable work, and only their drivers claim", () => {
+  it.effect("claims of dead instances: one read per claimInterval finds the driven runners with claimable work, and only their drivers claim", () => {
     const other: RunnerRef = { kind: "user", id: "0190a1b2-c3d4-7e5f-8a9b-00000000beef" as never }
     const claims = new Map<string, number>([[ref.id, 0], [other.id, 0]])
     const asked: Array<ReadonlyArray<string>> = []
@@ -132,6 +134,7 @@ describe("Dispatcher", () => {
     return Effect.gen(function*() {
       const dispatcher = yield* Dispatcher
       yield* TestClock.adjust("10 millis")
+      yield* settle
       expect([...(yield* dispatcher.driven)].sort()).toEqual([ref.id, other.id].sort())
       const before = new Map(claims)
       const askedBefore = asked.length
@@ -147,6 +150,7 @@ describe("Dispatcher", () => {
       // Any runner may have work (the store's listener reconnected): every driver claims.
       yield* Queue.offer(wakeups, WAKE_ALL)
       yield* TestClock.adjust("10 millis")
+      yield* settle
       expect(claims.get(other.id)).toBe(before.get(other.id)! + 1)
     }).pipe(Effect.provide(layer))
   })

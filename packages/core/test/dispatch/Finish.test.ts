@@ -28,16 +28,16 @@ const image = { node_id: "9", filename: "out_00001_.png", subfolder: "", type: "
 
 const layerFor = (
   store: FakeWorkflows,
-  gateway: Partial<RunnerGateway["Type"]>,
+  gateway: Partial<RunnerGateway["Service"]>,
   extra: {
-    readonly blobs?: Partial<BlobStore["Type"]>
+    readonly blobs?: Partial<BlobStore["Service"]>
     readonly published?: Array<ReadonlyArray<NewWorkflowEvent>>
     readonly retryOn?: typeof runner
     readonly scheduler?: Layer.Layer<Scheduler>
   } = {}
 ) =>
   Layer.mergeAll(
-    Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
+    Layer.mock(WorkflowRepository, { transition: store.transition, findById: (id) => Effect.succeed(Option.fromNullishOr(store.byId.get(id))) }),
     Layer.mock(RunnerGateway, gateway),
     Layer.mock(BlobStore, extra.blobs ?? {}),
     Layer.mock(WorkflowEventBus, extra.published === undefined ? {} : {
@@ -70,8 +70,8 @@ describe("Finish", () => {
       expect(store.moves).toEqual(["Started+Completed"])
       expect(store.byId.get(w.id)).toMatchObject({
         status: "completed",
-        started_at: DateTime.unsafeMake(1_000),
-        completed_at: DateTime.unsafeMake(2_000)
+        started_at: DateTime.makeUnsafe(1_000),
+        completed_at: DateTime.makeUnsafe(2_000)
       })
       const outputs = store.requests[0]!.outputs!
       expect(outputs.map((o) => [o.node_id, o.filename, o.content_type, o.size])).toEqual([["9", "out_00001_.png", "image/png", 3]])
@@ -82,7 +82,7 @@ describe("Finish", () => {
     }, {
       blobs: {
         // A download that streams is copied as it arrives, never held whole on the way.
-        put: (key, content) => isBlobBytes(content) ? Effect.dieMessage("a streamed output was held in memory") : Effect.map(Stream.runCollect(content), (chunks) => {
+        put: (key, content) => isBlobBytes(content) ? Effect.die(new Error("a streamed output was held in memory")) : Effect.map(Stream.runCollect(content), (chunks) => {
           stored.push(key)
           return Array.from(chunks).reduce((n, c) => n + c.length, 0)
         })
@@ -107,7 +107,7 @@ describe("Finish", () => {
         put: (_, content) =>
           isBlobBytes(content)
             ? Effect.sync(() => stored.push(content)).pipe(Effect.as(content.reduce((n, c) => n + c.length, 0)))
-            : Effect.dieMessage("bytes in memory were put as a stream")
+            : Effect.die(new Error("bytes in memory were put as a stream"))
       }
     })))
   })
@@ -137,7 +137,7 @@ describe("Finish", () => {
     let downloads = 0
     return Effect.gen(function*() {
       yield* onRunner(w)
-      const fiber = yield* Effect.fork(finish(w.id))
+      const fiber = yield* Effect.forkChild(finish(w.id))
       yield* TestClock.adjust("5 seconds")
       yield* Fiber.join(fiber)
       expect(downloads).toBe(3)
@@ -184,7 +184,7 @@ describe("Finish", () => {
       expect(store.byId.get(w.id)!.attempts).toEqual([{
         runner_id: runner.id,
         runner_kind: "user",
-        started_at: DateTime.unsafeMake(1_000),
+        started_at: DateTime.makeUnsafe(1_000),
         ended_at: expect.anything(),
         error_node: "4",
         exception_type: "torch.cuda.OutOfMemoryError",
@@ -208,7 +208,7 @@ describe("Finish", () => {
     let reads = 0
     return Effect.gen(function*() {
       yield* onRunner(w)
-      const fiber = yield* Effect.fork(finish(w.id, ["onRunner"], run))
+      const fiber = yield* Effect.forkChild(finish(w.id, ["onRunner"], run))
       yield* TestClock.adjust("399 millis")
       expect(reads).toBe(2)
       yield* TestClock.adjust("1 second")

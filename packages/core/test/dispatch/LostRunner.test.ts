@@ -41,7 +41,7 @@ const layerFor = (store: FakeWorkflows, comfy: Runner, retry?: { readonly next: 
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, {
       transition: store.transition,
-      findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))),
+      findById: (id) => Effect.succeed(Option.fromNullishOr(store.byId.get(id))),
       listSubmittedOnRunner: () =>
         Effect.succeed(Array.from(store.byId.values()).filter((w) =>
           (w.status === "queued" || w.status === "running") && w.user_runner_id === runner.id
@@ -65,7 +65,7 @@ describe("LostRunner", () => {
     const store = new FakeWorkflows([running, queued])
     const comfy = new Runner()
     return Effect.gen(function*() {
-      const loop = yield* Effect.fork(reconcileLoop)
+      const loop = yield* Effect.forkChild(reconcileLoop)
       yield* tick(55)
       expect([store.status(running.id), store.status(queued.id)]).toEqual(["running", "queued"])
       expect(store.requests).toEqual([])
@@ -86,7 +86,7 @@ describe("LostRunner", () => {
     const comfy = new Runner()
     comfy.snapshot = { running: [running.id], pending: [] }
     return Effect.gen(function*() {
-      const loop = yield* Effect.fork(reconcileLoop)
+      const loop = yield* Effect.forkChild(reconcileLoop)
       yield* tick(45)
       comfy.down = false
       yield* tick(8)
@@ -107,7 +107,7 @@ describe("LostRunner", () => {
     const store = new FakeWorkflows([running, queued])
     const comfy = new Runner()
     return Effect.gen(function*() {
-      const loop = yield* Effect.fork(reconcileLoop)
+      const loop = yield* Effect.forkChild(reconcileLoop)
       yield* tick(65)
       for (const w of [running, queued]) {
         expect(store.byId.get(w.id)).toMatchObject({ status: "accepted", user_runner_id: other.id, prompt_id: null, submitted_at: null })
@@ -132,15 +132,15 @@ describe("LostRunner", () => {
     const store = new FakeWorkflows([running])
     const comfy = new Runner()
     return Effect.gen(function*() {
-      const reconciling = yield* Effect.fork(reconcileLoop)
+      const reconciling = yield* Effect.forkChild(reconcileLoop)
       yield* tick(65)
       expect(store.status(running.id)).toBe("failed")
       // idleAfter is 10 s: without the wait, the claim loop would be done by 14 s.
-      const claims = yield* Effect.fork(claimLoop)
+      const claims = yield* Effect.forkChild(claimLoop)
       yield* tick(50)
-      expect(Option.isNone(yield* Fiber.poll(claims))).toBe(true)
+      expect(claims.pollUnsafe()).toBeUndefined()
       yield* tick(30)
-      expect(Option.isSome(yield* Fiber.poll(claims))).toBe(true)
+      expect(claims.pollUnsafe()).toBeDefined()
       yield* Fiber.interrupt(reconciling)
     }).pipe(Effect.provide(layerFor(store, comfy)))
   })

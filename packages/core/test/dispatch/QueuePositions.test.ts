@@ -12,7 +12,7 @@ import { drivingLayer, FakeWorkflows, headOf, retryLayer, schedulerFor, workflow
 const success = { outcome: "success" as const, outputs: [], started_at: 1_000, completed_at: 2_000, error: null }
 const empty = { running: [], pending: [] }
 
-const layerFor = (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]>) =>
+const layerFor = (store: FakeWorkflows, gateway: Partial<RunnerGateway["Service"]>) =>
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, { transition: store.transition }),
     Layer.mock(RunnerGateway, gateway),
@@ -25,7 +25,7 @@ const layerFor = (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]>)
 /** Lets the forked loop run until `done` holds. */
 const eventually = (done: () => boolean) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 200 && !done(); i++) yield* Effect.yieldNow()
+    for (let i = 0; i < 200 && !done(); i++) yield* Effect.yieldNow
     expect(done()).toBe(true)
   })
 
@@ -53,7 +53,7 @@ const afterFirstRead = (workflows: ReadonlyArray<ReturnType<typeof workflowOn>>,
   })
 
 describe("QueuePositions", () => {
-  it.scoped("a prompt missing from two reads of the queue, an interval apart, ends from its history", () => {
+  it.effect("a prompt missing from two reads of the queue, an interval apart, ends from its history", () => {
     const w = workflowOn({ status: "running" })
     const store = new FakeWorkflows([w])
     const reads: Reads = { queue: 0, history: 0 }
@@ -69,17 +69,17 @@ describe("QueuePositions", () => {
     }).pipe(Effect.provide(layerFor(store, counting(reads))))
   })
 
-  it.scoped("a prompt the socket ends between the two reads costs no history read", () => {
+  it.effect("a prompt the socket ends between the two reads costs no history read", () => {
     const w = workflowOn({ status: "running" })
     const store = new FakeWorkflows([w])
     const reads: Reads = { queue: 0, history: 0 }
     return Effect.gen(function*() {
       const driving = yield* afterFirstRead([w], reads)
-      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
       // The socket's end took it (Track.ts): it is no longer on the runner for this driver.
       yield* driving.inFlight.shift(w.id, ["onRunner"], "finishing")
       yield* TestClock.adjust("250 millis")
-      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
       // Nothing of this driver's is left on the runner: no second read, no history read, no write.
       expect([reads.queue, reads.history]).toEqual([1, 0])
       expect(store.requests).toEqual([])
@@ -87,7 +87,7 @@ describe("QueuePositions", () => {
     }).pipe(Effect.provide(layerFor(store, counting(reads))))
   })
 
-  it.scoped("a prompt still queued or running gets its position, and nothing is finished", () => {
+  it.effect("a prompt still queued or running gets its position, and nothing is finished", () => {
     const running = workflowOn({ status: "queued", queue_number: 1 })
     const waiting = workflowOn({ status: "queued", queue_number: 1 })
     const store = new FakeWorkflows([running, waiting])

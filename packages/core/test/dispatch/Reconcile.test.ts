@@ -24,13 +24,13 @@ const finished: PromptHistory = { outcome: "success", outputs: [], started_at: 1
 
 const layerFor = (
   store: FakeWorkflows,
-  gateway: Partial<RunnerGateway["Type"]>,
+  gateway: Partial<RunnerGateway["Service"]>,
   retry: { readonly tier: "free" | "pro"; readonly next: typeof runner } | undefined = undefined
 ) =>
   Layer.mergeAll(
     Layer.mock(WorkflowRepository, {
       transition: store.transition,
-      findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))),
+      findById: (id) => Effect.succeed(Option.fromNullishOr(store.byId.get(id))),
       listSubmittedOnRunner: () =>
         Effect.succeed(Array.from(store.byId.values()).filter((w) =>
           (w.status === "queued" || w.status === "running" || (w.status !== "cancelled" && w.submitted_at !== null)) &&
@@ -155,7 +155,7 @@ describe("Reconcile", () => {
       queue: () => Effect.as(Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => at.push(now))), { running: [], pending: [] })
     })
     return Effect.gen(function*() {
-      const fiber = yield* Effect.fork(reconcileLoop)
+      const fiber = yield* Effect.forkChild(reconcileLoop)
       for (let i = 0; i < 1200; i++) yield* TestClock.adjust("50 millis")
       yield* Fiber.interrupt(fiber)
       // Once at the start, then every 4-6 s (to the 50 ms the clock moved by), each wait its own.

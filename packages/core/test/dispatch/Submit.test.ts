@@ -35,16 +35,16 @@ const definition = { "1": { class_type: "EmptyImage", inputs: { width: 8, height
 /** The services a submission uses: the store map, the gateway's arranged calls, blobs and accounts unused. */
 const layerFor = (
   store: FakeWorkflows,
-  gateway: Partial<RunnerGateway["Type"]>,
+  gateway: Partial<RunnerGateway["Service"]>,
   over: {
-    readonly blobs?: Partial<BlobStore["Type"]>
+    readonly blobs?: Partial<BlobStore["Service"]>
     readonly driving?: Parameters<typeof drivingLayer>[0]
     readonly scheduler?: Layer.Layer<Scheduler>
-    readonly transition?: WorkflowRepository["Type"]["transition"]
+    readonly transition?: WorkflowRepository["Service"]["transition"]
   } = {}
 ) =>
   Layer.mergeAll(
-    Layer.mock(WorkflowRepository, { transition: over.transition ?? store.transition, findById: (id) => Effect.succeed(Option.fromNullable(store.byId.get(id))) }),
+    Layer.mock(WorkflowRepository, { transition: over.transition ?? store.transition, findById: (id) => Effect.succeed(Option.fromNullishOr(store.byId.get(id))) }),
     Layer.mock(RunnerGateway, gateway),
     Layer.mock(BlobStore, over.blobs ?? {}),
     Layer.mock(WorkflowEventBus, {}),
@@ -171,14 +171,14 @@ describe("Submit", () => {
     // The store takes its time with the rejection: a write waiting for its turn would go first.
     const slowRejection: typeof store.transition = (request) =>
       request.steps[0]._tag === "Rejected"
-        ? Effect.andThen(Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow(), { discard: true }), store.transition(request))
+        ? Effect.andThen(Effect.forEach(Array.from({ length: 50 }), () => Effect.yieldNow, { discard: true }), store.transition(request))
         : store.transition(request)
-    let handling: Fiber.RuntimeFiber<void, never> | undefined
+    let handling: Fiber.Fiber<void, never> | undefined
     let driving: DrivingShape | undefined
     let startSeen: (id: string) => Effect.Effect<void> = () => Effect.void
     return Effect.gen(function*() {
       driving = yield* Driving
-      const context = yield* Effect.context<Effect.Effect.Context<ReturnType<typeof handleEvents>>>()
+      const context = yield* Effect.context<Effect.Services<ReturnType<typeof handleEvents>>>()
       startSeen = (id) => Effect.provide(handleEvents([{ _tag: "ExecutionStart", prompt_id: id, timestamp: 5_000 }]), context)
       const recorded = yield* claimedNow(w)
       yield* submit({ workflow: w, resubmit: false })
@@ -191,8 +191,8 @@ describe("Submit", () => {
       // ComfyUI started the valid part as it answered 200 with node_errors; the client took it back.
       submit: (_, p) =>
         Effect.gen(function*() {
-          handling = yield* Effect.fork(startSeen(p.prompt_id))
-          while (Option.flatMap(yield* driving!.inFlight.get(p.prompt_id), (t) => Option.fromNullable(t.startedAt))._tag === "None") yield* Effect.yieldNow()
+          handling = yield* Effect.forkChild(startSeen(p.prompt_id))
+          while (Option.flatMap(yield* driving!.inFlight.get(p.prompt_id), (t) => Option.fromNullishOr(t.startedAt))._tag === "None") yield* Effect.yieldNow
           return yield* Effect.fail(new PromptRejected({
             runner_id: runner.id,
             error_type: "prompt_outputs_failed_validation",
@@ -210,7 +210,7 @@ describe("Submit", () => {
     let asked = 0
     return Effect.gen(function*() {
       yield* claimedNow(w)
-      const fiber = yield* Effect.fork(submit({ workflow: w, resubmit: false }))
+      const fiber = yield* Effect.forkChild(submit({ workflow: w, resubmit: false }))
       // Four attempts (options.submitAttempts), 1-2 s, 2-4 s, 4-8 s apart (jittered down to half).
       for (let i = 0; i < 20 && attempts.length < 4; i++) yield* TestClock.adjust("1 second")
       yield* Fiber.join(fiber)
@@ -318,7 +318,7 @@ describe("Submit", () => {
     let postedAt = -1
     return Effect.gen(function*() {
       yield* claimedNow(w)
-      const fiber = yield* Effect.fork(submit({ workflow: w, resubmit: false }))
+      const fiber = yield* Effect.forkChild(submit({ workflow: w, resubmit: false }))
       yield* TestClock.adjust("4 seconds")
       expect(postedAt).toBe(-1)
       yield* TestClock.adjust("1 second")

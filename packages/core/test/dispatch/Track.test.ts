@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import { Driving } from "../../src/dispatch/Driving.js"
 import { recordEnd } from "../../src/dispatch/Finish.js"
@@ -35,10 +36,10 @@ const success = { outcome: "success" as const, outputs: [], started_at: 1_000, c
 const layerFor = (
   store: FakeWorkflows,
   arranged: {
-    readonly gateway?: Partial<RunnerGateway["Type"]>
+    readonly gateway?: Partial<RunnerGateway["Service"]>
     readonly published?: Array<readonly [string, ReadonlyArray<NewWorkflowEvent>]>
-    readonly blobs?: Partial<BlobStore["Type"]>
-    readonly ids?: Partial<IdGenerator["Type"]>
+    readonly blobs?: Partial<BlobStore["Service"]>
+    readonly ids?: Partial<IdGenerator["Service"]>
   } = {}
 ) =>
   Layer.mergeAll(
@@ -59,7 +60,7 @@ const onRunner = (w: ReturnType<typeof workflowOn>) =>
 /** Lets forked parts (the end of a prompt) run until `done` holds. */
 const eventually = (done: () => boolean) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 200 && !done(); i++) yield* Effect.yieldNow()
+    for (let i = 0; i < 200 && !done(); i++) yield* Effect.yieldNow
     expect(done()).toBe(true)
   })
 
@@ -141,7 +142,7 @@ describe("Track", () => {
         { _tag: "Progress", prompt_id: stranger, node: "1", value: 1, max: 2 },
         { _tag: "PromptDone", prompt_id: stranger }
       ])
-      yield* Effect.yieldNow()
+      yield* Effect.yieldNow
       // Any write or runner call would have failed the test: the mocks arrange none.
       expect(store.requests).toEqual([])
     }).pipe(Effect.provide(layerFor(store)))
@@ -153,10 +154,10 @@ describe("Track", () => {
     return Effect.gen(function*() {
       const driving = yield* Driving
       const recorded = yield* driving.inFlight.submitting(headOf(w), Object.keys(graph))
-      const handling = yield* Effect.fork(handleEvents([{ _tag: "ExecutionStart", prompt_id: w.id, timestamp: 5_000 }]))
-      yield* Effect.yieldNow()
-      expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.startedAt)).toEqual(Option.some(DateTime.unsafeMake(5_000)))
-      expect(yield* Fiber.poll(handling)).toEqual(Option.none())
+      const handling = yield* Effect.forkChild(handleEvents([{ _tag: "ExecutionStart", prompt_id: w.id, timestamp: 5_000 }]))
+      yield* Effect.yieldNow
+      expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.startedAt)).toEqual(Option.some(DateTime.makeUnsafe(5_000)))
+      expect(handling.pollUnsafe()).toBeUndefined()
       // The submission writes uploaded, queued and running in one write, then says so.
       yield* store.transition({ id: w.id, steps: [{ _tag: "Uploaded" }, { _tag: "Queued", prompt_id: w.id, queue_number: 0 }, { _tag: "Started" }], at: Fixtures.at(1) })
       yield* driving.inFlight.refresh(headOf(store.byId.get(w.id)!))
@@ -183,7 +184,7 @@ describe("Track", () => {
       yield* eventually(() => store.status(w.id) === "completed")
       // No history read: the gateway mock arranges none and would have failed the end.
       expect(downloaded).toEqual(["out_00001_.png"])
-      expect(store.byId.get(w.id)).toMatchObject({ started_at: DateTime.unsafeMake(1_000), completed_at: DateTime.unsafeMake(2_000) })
+      expect(store.byId.get(w.id)).toMatchObject({ started_at: DateTime.makeUnsafe(1_000), completed_at: DateTime.makeUnsafe(2_000) })
       expect(store.requests.at(-1)!.outputs!.map((o) => [o.node_id, o.filename])).toEqual([["2", "out_00001_.png"]])
     }).pipe(Effect.provide(layerFor(store, {
       gateway: {
@@ -211,7 +212,7 @@ describe("Track", () => {
       ])
       yield* eventually(() => store.status(w.id) === "completed")
       expect(store.moves).toEqual(["Started+Completed"])
-      expect(store.byId.get(w.id)).toMatchObject({ started_at: DateTime.unsafeMake(1_000), completed_at: DateTime.unsafeMake(2_000) })
+      expect(store.byId.get(w.id)).toMatchObject({ started_at: DateTime.makeUnsafe(1_000), completed_at: DateTime.makeUnsafe(2_000) })
     }).pipe(Effect.provide(layerFor(store)))
   })
 
@@ -228,7 +229,7 @@ describe("Track", () => {
         { _tag: "ExecutionSuccess", prompt_id: w.id, timestamp: 2_000 },
         { _tag: "PromptDone", prompt_id: w.id }
       ])
-      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
       expect(store.moves).toEqual([])
       // The runner accepted the post: the submission leaves the end's path to write every step.
       expect(yield* answer(w.id, "posted")).toBe(true)
@@ -248,9 +249,9 @@ describe("Track", () => {
         { _tag: "ExecutionInterrupted", prompt_id: w.id, timestamp: 2_000 },
         { _tag: "PromptDone", prompt_id: w.id }
       ])
-      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
       expect(yield* answer(w.id, "rejected")).toBe(true)
-      for (let i = 0; i < 50; i++) yield* Effect.yieldNow()
+      for (let i = 0; i < 50; i++) yield* Effect.yieldNow
       expect(store.moves).toEqual([])
       expect(Option.map(yield* driving.inFlight.get(w.id), (t) => t.phase)).toEqual(Option.some("submitting"))
     }).pipe(Effect.provide(layerFor(store)))
@@ -282,7 +283,7 @@ describe("Track", () => {
       const blobs = new Map<string, { readonly bytes: ReadonlyArray<Uint8Array>; readonly type: string }>()
       return {
         blobs,
-        layer: (store: FakeWorkflows, gateway: Partial<RunnerGateway["Type"]> = {}) =>
+        layer: (store: FakeWorkflows, gateway: Partial<RunnerGateway["Service"]> = {}) =>
           layerFor(store, {
             gateway,
             published: [],
@@ -465,7 +466,7 @@ describe("Track", () => {
       const driving = yield* Driving
       yield* handleEvents([{ _tag: "Connected" }, { _tag: "QueueChanged", queue_remaining: 2 }])
       expect(yield* Deferred.isDone(driving.socketOpen)).toBe(true)
-      expect(yield* driving.reconcileNow.size).toBe(1)
-      expect(yield* driving.queueChanged.size).toBe(1)
+      expect(yield* Queue.size(driving.reconcileNow)).toBe(1)
+      expect(yield* Queue.size(driving.queueChanged)).toBe(1)
     }).pipe(Effect.provide(layerFor(new FakeWorkflows()))))
 })

@@ -75,6 +75,14 @@ export const drivingLayer = (
     })
   )
 
+/**
+ * Lets every fiber of the test run until it waits (a hundred turns of the scheduler). Effect 4's
+ * `TestClock.adjust` waits only for the fibers its sleeps wake; Effect 3's also waited until every
+ * fiber of the test was suspended, so work started at the current instant (a fork, an offer to a
+ * queue) had run by the time it returned.
+ */
+export const settle = Effect.forEach(Array.from({ length: 100 }), () => Effect.yieldNow, { discard: true })
+
 /** A workflow on `runner`. */
 export const workflowOn = (over: Partial<Workflow> = {}): Workflow =>
   Fixtures.workflow(Fixtures.uuid(), { user_runner_id: RUNNER as never, ...over })
@@ -106,8 +114,8 @@ export class FakeWorkflows {
       if (current === undefined) return { _tag: "Missing" }
       const next = Result.flatMap(planTransition(request.steps, request.at), (plan) => applyPlan(current, plan))
       if (Result.isFailure(next)) return { _tag: "Refused", status: current.status }
-      this.byId.set(request.id, next.right)
-      return { _tag: "Applied", workflow: headOf(next.right) }
+      this.byId.set(request.id, next.success)
+      return { _tag: "Applied", workflow: headOf(next.success) }
     })
 }
 

@@ -1,9 +1,9 @@
 /** The caller's tier, its limits and the current usage (`GET /v1/user`). */
-import { api } from "../api.js"
-import type { CurrentUserJson } from "../types.js"
+import { call } from "../api.js"
+import type { CurrentUserData } from "../types.js"
 import { ErrorBox, Section, Time, useLoad } from "../ui.js"
 
-const ROWS: ReadonlyArray<readonly [string, keyof CurrentUserJson["limits"], keyof CurrentUserJson["usage"] | undefined]> = [
+const ROWS: ReadonlyArray<readonly [string, keyof CurrentUserData["limits"], keyof CurrentUserData["usage"] | undefined]> = [
   ["Unfinished workflows", "active_workflows", "active_workflows"],
   ["Workflows created today (UTC)", "workflows_per_day", "workflows_today"],
   ["Templates", "templates", "templates"],
@@ -12,7 +12,7 @@ const ROWS: ReadonlyArray<readonly [string, keyof CurrentUserJson["limits"], key
 ]
 
 export const Account = () => {
-  const user = useLoad(() => api<CurrentUserJson>("/v1/user"), "user")
+  const user = useLoad(() => call((api) => api.user.get()), "user")
   return (
     <Section title="Account">
       <ErrorBox error={user.error} />

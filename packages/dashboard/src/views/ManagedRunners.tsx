@@ -1,10 +1,9 @@
 /** The operator's managed runners the caller's tier may use (pro and plus), read-only. */
-import { api, ApiError } from "../api.js"
-import type { ManagedRunnerJson } from "../types.js"
+import { ApiError, call } from "../api.js"
 import { ErrorBox, StatusBadge, Tags, useLoad } from "../ui.js"
 
 export const ManagedRunners = () => {
-  const list = useLoad(() => api<{ runners: ReadonlyArray<ManagedRunnerJson>; total: number }>("/v1/managed-runner?per_page=100"), "managed")
+  const list = useLoad(() => call((api) => api.managedRunners.list({ query: { per_page: 100 } })), "managed")
   const forbidden = list.error instanceof ApiError && list.error.status === 403
   return (
     <section aria-label="Managed runners">

@@ -3,20 +3,24 @@
  * an object URL: images inline, other types as download links.
  */
 import { useEffect, useState } from "preact/hooks"
-import { request } from "../api.js"
-import type { OutputJson } from "../types.js"
+import { call } from "../api.js"
+import type { OutputData } from "../types.js"
 import { ErrorBox } from "../ui.js"
 
-const OutputItem = ({ workflowId, output }: { readonly workflowId: string; readonly output: OutputJson }) => {
+const OutputItem = ({ workflowId, output }: { readonly workflowId: string; readonly output: OutputData }) => {
   const [url, setUrl] = useState<string | undefined>(undefined)
   const [error, setError] = useState<unknown>(undefined)
   const image = output.content_type.startsWith("image/")
-  const path = `/v1/workflow/${workflowId}/outputs/${output.id}`
+  /** The file, with its content type. */
+  const fetchFile = () =>
+    call((api) => api.workflows.output({ params: { id: workflowId, output_id: output.id } }))
+      // A copy on an ArrayBuffer of its own: what a Blob is made of.
+      .then((bytes) => new Blob([bytes.slice()], { type: output.content_type }))
   useEffect(() => {
     if (!image) return
     let objectUrl: string | undefined
     let live = true
-    request(path).then((res) => res.blob()).then((blob) => {
+    fetchFile().then((blob) => {
       objectUrl = URL.createObjectURL(blob)
       if (live) setUrl(objectUrl)
     }, setError)
@@ -24,10 +28,10 @@ const OutputItem = ({ workflowId, output }: { readonly workflowId: string; reado
       live = false
       if (objectUrl !== undefined) URL.revokeObjectURL(objectUrl)
     }
-  }, [path])
+  }, [workflowId, output.id])
   const download = async () => {
     try {
-      const blob = await (await request(path)).blob()
+      const blob = await fetchFile()
       const a = document.createElement("a")
       a.href = URL.createObjectURL(blob)
       a.download = output.filename
@@ -51,7 +55,7 @@ const OutputItem = ({ workflowId, output }: { readonly workflowId: string; reado
   )
 }
 
-export const Outputs = ({ workflowId, outputs }: { readonly workflowId: string; readonly outputs: ReadonlyArray<OutputJson> }) =>
+export const Outputs = ({ workflowId, outputs }: { readonly workflowId: string; readonly outputs: ReadonlyArray<OutputData> }) =>
   outputs.length === 0
     ? <p class="muted">No outputs yet.</p>
     : <div class="outputs">{outputs.map((o) => <OutputItem key={o.id} workflowId={workflowId} output={o} />)}</div>

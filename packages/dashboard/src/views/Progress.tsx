@@ -1,5 +1,6 @@
 /** The progress bar (nodes done of the definition's nodes, and the current node's steps) and the status timeline. */
-import type { WorkflowDetailJson } from "../types.js"
+import type * as DateTime from "effect/DateTime"
+import type { WorkflowDetailData } from "../types.js"
 import { StatusBadge, Time } from "../ui.js"
 
 export interface ProgressState {
@@ -12,10 +13,10 @@ export interface ProgressState {
 
 export interface TimelineEntry {
   readonly status: string
-  readonly at: string
+  readonly at: DateTime.Utc
 }
 
-export const Progress = ({ workflow, progress }: { readonly workflow: WorkflowDetailJson; readonly progress: ProgressState }) => {
+export const Progress = ({ workflow, progress }: { readonly workflow: WorkflowDetailData; readonly progress: ProgressState }) => {
   const nodes = Math.max(1, Object.keys(workflow.workflow_json).length)
   const done = workflow.status === "completed"
   const fraction = done ? 1 : Math.min(1, (progress.executed.length + (progress.max > 0 ? progress.value / progress.max : 0)) / nodes)
@@ -32,7 +33,7 @@ export const Progress = ({ workflow, progress }: { readonly workflow: WorkflowDe
   )
 }
 
-export const Timeline = ({ workflow, entries }: { readonly workflow: WorkflowDetailJson; readonly entries: ReadonlyArray<TimelineEntry> }) => {
+export const Timeline = ({ workflow, entries }: { readonly workflow: WorkflowDetailData; readonly entries: ReadonlyArray<TimelineEntry> }) => {
   // A finished workflow's stream carries only its last state: its timestamps tell the rest.
   const shown: ReadonlyArray<TimelineEntry> = entries.length > 1 ? entries : [
     { status: "created", at: workflow.created_at },

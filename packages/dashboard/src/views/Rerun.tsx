@@ -1,13 +1,13 @@
 /** Rerun: the same definition with new parameter values (only the changed ones are sent), each field typed as create converts it. */
 import * as Result from "effect/Result"
 import { useState } from "preact/hooks"
-import { api } from "../api.js"
+import { call } from "../api.js"
 import { appendParams, describeParams, fieldOf, ParamFields, type ParamValues, placeholderKey, placeholdersOf } from "../params.js"
 import { navigate } from "../router.js"
-import type { WorkflowDetailJson, WorkflowSummaryJson } from "../types.js"
+import type { WorkflowDetailData } from "../types.js"
 import { ErrorBox, useLoad } from "../ui.js"
 
-export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetailJson; readonly finished: boolean }) => {
+export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetailData; readonly finished: boolean }) => {
   const found = placeholdersOf(workflow.workflow_json)
   const placeholders = Result.getOrElse(found, () => [])
   const used = new Map(workflow.workflow_params.map(([key, value]) => [key, value]))
@@ -26,7 +26,7 @@ export const Rerun = ({ workflow, finished }: { readonly workflow: WorkflowDetai
     setBusy(true)
     setError(undefined)
     try {
-      const created = await api<WorkflowSummaryJson>(`/v1/workflow/${workflow.id}/rerun`, { method: "POST", body: form })
+      const created = await call((api) => api.workflows.rerun({ params: { id: workflow.id }, payload: form }))
       navigate(`/workflows/${created.id}`)
     } catch (err) {
       setError(err)

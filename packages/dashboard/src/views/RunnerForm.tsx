@@ -1,6 +1,6 @@
 /** Register a runner: name, endpoint, tags (comma-separated) and headers (one `Name: value` a line). */
 import { useState } from "preact/hooks"
-import { postJson } from "../api.js"
+import { call } from "../api.js"
 import { ErrorBox } from "../ui.js"
 
 const headersOf = (text: string): Record<string, string> | Error => {
@@ -26,7 +26,8 @@ export const RunnerForm = ({ onCreated }: { readonly onCreated: () => void }) =>
     setBusy(true)
     setError(undefined)
     try {
-      await postJson("/v1/runner", "POST", { name: data.get("name"), endpoint: data.get("endpoint"), tags, headers })
+      const payload = { name: String(data.get("name") ?? ""), endpoint: String(data.get("endpoint") ?? ""), tags, headers }
+      await call((api) => api.runners.create({ payload }))
       formEl.reset()
       onCreated()
     } catch (err) {

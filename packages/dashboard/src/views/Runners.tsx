@@ -4,8 +4,8 @@
  * them are unfinished), create, disable or enable, delete (asked twice), and the recent history of one.
  */
 import { useState } from "preact/hooks"
-import { api, postJson, query } from "../api.js"
-import { isFinished, type RunnerJson, type WorkflowSummaryJson } from "../types.js"
+import { call } from "../api.js"
+import { isFinished, type RunnerData, type WorkflowSummaryData } from "../types.js"
 import { ErrorBox, Pager, Section, StatusBadge, Tags, Time, useLoad } from "../ui.js"
 import { ManagedRunners } from "./ManagedRunners.js"
 import { RunnerForm } from "./RunnerForm.js"
@@ -13,21 +13,21 @@ import { RunnerForm } from "./RunnerForm.js"
 const PER_PAGE = 10
 
 /** The version and devices the probe found, or that it has not probed the runner yet. */
-const ComfyUI = ({ comfyui }: { readonly comfyui: RunnerJson["comfyui"] }) =>
+const ComfyUI = ({ comfyui }: { readonly comfyui: RunnerData["comfyui"] }) =>
   comfyui === null
     ? <span class="muted">not probed yet</span>
     : <>{comfyui.version ?? "version unknown"}{comfyui.devices.length > 0 && <span class="muted"> on {comfyui.devices.map((d) => d.name).join(", ")}</span>}</>
 
 interface Row {
-  readonly runner: RunnerJson
-  readonly history: ReadonlyArray<WorkflowSummaryJson>
+  readonly runner: RunnerData
+  readonly history: ReadonlyArray<WorkflowSummaryData>
 }
 
 const load = async (page: number) => {
-  const { runners, total } = await api<{ runners: ReadonlyArray<RunnerJson>; total: number }>(`/v1/runner${query({ page, per_page: PER_PAGE })}`)
+  const { runners, total } = await call((api) => api.runners.list({ query: { page, per_page: PER_PAGE } }))
   const rows = await Promise.all(runners.map(async (runner): Promise<Row> => ({
     runner,
-    history: await api<ReadonlyArray<WorkflowSummaryJson>>(`/v1/runner/${runner.id}/history`)
+    history: await call((api) => api.runners.history({ params: { id: runner.id } }))
   })))
   return { rows, total }
 }
@@ -67,11 +67,11 @@ export const Runners = () => {
               <dt>Headers</dt><dd>{Object.keys(runner.headers).join(", ") || <span class="muted">none</span>}</dd>
             </dl>
             <div class="actions">
-              <button type="button" onClick={() => void act(() => postJson(`/v1/runner/${runner.id}`, "PATCH", { status: runner.status === "active" ? "disabled" : "active" }))}>
+              <button type="button" onClick={() => void act(() => call((api) => api.runners.update({ params: { id: runner.id }, payload: { status: runner.status === "active" ? "disabled" : "active" } })))}>
                 {runner.status === "active" ? "Disable" : "Enable"} {runner.name}
               </button>
               {confirming === runner.id
-                ? <button type="button" class="danger" onClick={() => void act(() => api(`/v1/runner/${runner.id}`, { method: "DELETE" }))}>Confirm delete {runner.name}</button>
+                ? <button type="button" class="danger" onClick={() => void act(() => call((api) => api.runners.delete({ params: { id: runner.id } })))}>Confirm delete {runner.name}</button>
                 : <button type="button" onClick={() => setConfirming(runner.id)}>Delete {runner.name}</button>}
             </div>
             <details>

@@ -1,7 +1,6 @@
 /** Sign in with an API token: checked with `GET /v1/user`, kept in session storage. */
 import { useState } from "preact/hooks"
-import { api, setToken } from "../api.js"
-import type { CurrentUserJson } from "../types.js"
+import { call, setToken } from "../api.js"
 import { ErrorBox } from "../ui.js"
 
 export const SignIn = (props: { readonly notice: string | undefined; readonly onSignedIn: (token: string) => void }) => {
@@ -14,7 +13,7 @@ export const SignIn = (props: { readonly notice: string | undefined; readonly on
     setError(undefined)
     const token = value.trim()
     try {
-      await api<CurrentUserJson>("/v1/user", {}, token)
+      await call((api) => api.user.get(), { token })
       setToken(token)
       props.onSignedIn(token)
     } catch (err) {

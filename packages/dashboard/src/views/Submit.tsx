@@ -6,20 +6,21 @@
  */
 import * as Result from "effect/Result"
 import { useEffect, useState } from "preact/hooks"
-import { api, ApiError } from "../api.js"
-import { appendParams, describeParams, ParamFields, type ParamValues, type Placeholder, placeholdersOf, valuesToSend } from "../params.js"
+import type { JsonObject } from "@wes/core"
+import { ApiError, call } from "../api.js"
+import { appendParams, definitionOf, describeParams, ParamFields, type ParamValues, type Placeholder, placeholdersOf, valuesToSend } from "../params.js"
 import { navigate } from "../router.js"
-import type { TemplateJson, TemplateListItemJson, WorkflowSummaryJson } from "../types.js"
+import type { TemplateData } from "../types.js"
 import { ErrorBox, Section, useLoad } from "../ui.js"
 
 type Source =
-  | { readonly kind: "file"; readonly file: File; readonly text: string; readonly definition: unknown }
-  | { readonly kind: "template"; readonly template: TemplateJson }
+  | { readonly kind: "file"; readonly file: File; readonly text: string; readonly definition: JsonObject }
+  | { readonly kind: "template"; readonly template: TemplateData }
 
 const tagList = (tags: string): ReadonlyArray<string> => tags.split(",").map((t) => t.trim()).filter((t) => t !== "")
 
 export const Submit = (props: { readonly templateId: string | undefined }) => {
-  const templates = useLoad(() => api<{ templates: ReadonlyArray<TemplateListItemJson> }>("/v1/template?per_page=100"), "templates")
+  const templates = useLoad(() => call((api) => api.templates.list({ query: { per_page: 100 } })), "templates")
   const [source, setSource] = useState<Source | undefined>(undefined)
   const [placeholders, setPlaceholders] = useState<ReadonlyArray<Placeholder>>([])
   const [values, setValues] = useState<ParamValues>({})
@@ -44,30 +45,32 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
   // on submit; until then its fields are plain text.
   const types = described.data ?? new Map()
 
-  const use = (next: Source, definition: unknown, defaultName: string) => {
+  const use = (next: Source, definition: JsonObject, defaultName: string) => {
     const found = placeholdersOf(definition)
-    if (Result.isFailure(found)) return setError(new Error(found.left))
+    if (Result.isFailure(found)) return setError(new Error(found.failure))
     setError(undefined)
     setSource(next)
-    setPlaceholders(found.right)
+    setPlaceholders(found.success)
     setValues({})
     setName((n) => (n === "" ? defaultName : n))
   }
   const pickFile = async (file: File | undefined) => {
     if (file === undefined) return
     const text = await file.text()
-    let definition: unknown
+    let parsed: unknown
     try {
-      definition = JSON.parse(text)
+      parsed = JSON.parse(text)
     } catch (e) {
       return setError(new Error(`${file.name} is not valid JSON (${e instanceof Error ? e.message : String(e)})`))
     }
-    use({ kind: "file", file, text, definition }, definition, file.name.replace(/\.json$/i, ""))
+    const definition = definitionOf(parsed)
+    if (Result.isFailure(definition)) return setError(new Error(definition.failure))
+    use({ kind: "file", file, text, definition: definition.success }, definition.success, file.name.replace(/\.json$/i, ""))
   }
   const pickTemplate = async (id: string) => {
     if (id === "") return setSource(undefined)
     try {
-      const template = await api<TemplateJson>(`/v1/template/${id}`)
+      const template = await call((api) => api.templates.get({ params: { id } }))
       use({ kind: "template", template }, template.body, template.name)
     } catch (e) {
       setError(e)
@@ -86,7 +89,7 @@ export const Submit = (props: { readonly templateId: string | undefined }) => {
     appendParams(form, valuesToSend(placeholders, types, values))
     setBusy(true)
     try {
-      const created = await api<WorkflowSummaryJson>("/v1/workflow", { method: "POST", body: form })
+      const created = await call((api) => api.workflows.create({ payload: form }))
       navigate(`/workflows/${created.id}`)
     } catch (err) {
       setError(err instanceof ApiError ? err : new Error(String(err)))

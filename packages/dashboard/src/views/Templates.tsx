@@ -1,21 +1,20 @@
 /** Templates: list, create from a JSON file, delete (asked twice), and submit from one. */
 import { useState } from "preact/hooks"
-import { api, query } from "../api.js"
-import type { TemplateListItemJson } from "../types.js"
+import { call } from "../api.js"
 import { ErrorBox, Pager, Section, Time, useLoad } from "../ui.js"
 
 const PER_PAGE = 20
 
 export const Templates = () => {
   const [page, setPage] = useState(1)
-  const list = useLoad(() => api<{ templates: ReadonlyArray<TemplateListItemJson>; total: number }>(`/v1/template${query({ page, per_page: PER_PAGE })}`), `${page}`)
+  const list = useLoad(() => call((api) => api.templates.list({ query: { page, per_page: PER_PAGE } })), `${page}`)
   const [confirming, setConfirming] = useState<string | undefined>(undefined)
   const [error, setError] = useState<unknown>(undefined)
   const [busy, setBusy] = useState(false)
   const remove = async (id: string) => {
     setError(undefined)
     try {
-      await api(`/v1/template/${id}`, { method: "DELETE" })
+      await call((api) => api.templates.delete({ params: { id } }))
       setConfirming(undefined)
       list.reload()
     } catch (e) {
@@ -28,7 +27,8 @@ export const Templates = () => {
     setBusy(true)
     setError(undefined)
     try {
-      await api("/v1/template", { method: "POST", body: new FormData(formEl) })
+      const payload = new FormData(formEl)
+      await call((api) => api.templates.create({ payload }))
       formEl.reset()
       list.reload()
     } catch (err) {

@@ -2,20 +2,26 @@
  * One workflow, live: the detail is fetched once, then its event stream (replayed from the start
  * for an unfinished workflow) drives the status timeline, queue position, node and step progress
  * and outputs. On `queued` the detail is fetched again (the runner's queue position), on `done` the
- * detail and outputs (error fields, final files).
+ * detail and outputs (error fields, final files). The events' workflow and output are decoded by
+ * the declaration's schemas, like every answer of the API.
  */
+import { WorkflowOutputView, WorkflowSummary } from "@wes/core"
+import * as Schema from "effect/Schema"
 import { useEffect, useState } from "preact/hooks"
-import { api } from "../api.js"
+import { call } from "../api.js"
 import { follow } from "../sse.js"
-import { isFinished, type OutputJson, type WorkflowDetailJson, type WorkflowSummaryJson } from "../types.js"
+import { isFinished, type OutputData, type WorkflowDetailData } from "../types.js"
 import { ErrorBox, StatusBadge, Tags, Time } from "../ui.js"
 import { Outputs } from "./Outputs.js"
 import { Progress, type ProgressState, Timeline, type TimelineEntry } from "./Progress.js"
 import { Rerun } from "./Rerun.js"
 
+const decodeSummary = Schema.decodeUnknownSync(WorkflowSummary)
+const decodeOutput = Schema.decodeUnknownSync(WorkflowOutputView)
+
 export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
-  const [workflow, setWorkflow] = useState<WorkflowDetailJson | undefined>(undefined)
-  const [outputs, setOutputs] = useState<ReadonlyArray<OutputJson>>([])
+  const [workflow, setWorkflow] = useState<WorkflowDetailData | undefined>(undefined)
+  const [outputs, setOutputs] = useState<ReadonlyArray<OutputData>>([])
   const [timeline, setTimeline] = useState<ReadonlyArray<TimelineEntry>>([])
   const [progress, setProgress] = useState<ProgressState>({ executed: [], node: undefined, value: 0, max: 0 })
   const [error, setError] = useState<unknown>(undefined)
@@ -25,7 +31,7 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
     let stop = () => {}
     let live = true
     const refresh = () =>
-      Promise.all([api<WorkflowDetailJson>(`/v1/workflow/${id}`), api<{ outputs: ReadonlyArray<OutputJson> }>(`/v1/workflow/${id}/outputs`)])
+      Promise.all([call((api) => api.workflows.get({ params: { id } })), call((api) => api.workflows.outputs({ params: { id } }))])
         .then(([w, o]) => {
           if (!live) return
           setWorkflow(w)
@@ -38,13 +44,13 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
         onError: setError,
         onEvent: (e) => {
           if (e.type === "status" || e.type === "done") {
-            const s = e.data as WorkflowSummaryJson
+            const s = decodeSummary(e.data)
             setWorkflow((w) => (w === undefined ? w : { ...w, ...s }))
             // Event 0 is the state on connect, ahead of the replay from event 1: not a step of the timeline.
             if (e.id > 0) setTimeline((t) => (t.at(-1)?.status === s.status ? t : [...t, { status: s.status, at: s.updated_at }]))
             if (e.type === "done") void refresh()
             // The position the runner gave at queueing is in the detail; `queue` events report its changes.
-            else if (s.status === "queued") void api<WorkflowDetailJson>(`/v1/workflow/${id}`).then((w) => live && setWorkflow(w), (err: unknown) => live && setError(err))
+            else if (s.status === "queued") void call((api) => api.workflows.get({ params: { id } })).then((w) => live && setWorkflow(w), (err: unknown) => live && setError(err))
           } else if (e.type === "queue") {
             const { queue_number } = e.data as { queue_number: number }
             setWorkflow((w) => (w === undefined ? w : { ...w, queue_number }))
@@ -55,7 +61,7 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
             const { node, value, max } = e.data as { node: string; value: number; max: number }
             setProgress((p) => ({ ...p, node, value, max }))
           } else if (e.type === "output") {
-            const o = e.data as OutputJson
+            const o = decodeOutput(e.data)
             setOutputs((os) => (os.some((x) => x.id === o.id) ? os : [...os, o]))
           }
         }
@@ -72,7 +78,7 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
   const cancel = async () => {
     setActionError(undefined)
     try {
-      const s = await api<WorkflowSummaryJson>(`/v1/workflow/${id}/cancel`, { method: "POST" })
+      const s = await call((api) => api.workflows.cancel({ params: { id } }))
       setWorkflow({ ...workflow, ...s })
     } catch (e) {
       setActionError(e)

@@ -5,28 +5,34 @@
  * status change (at most once a second). When it ends, the next unfinished one is followed.
  */
 import { useEffect, useRef, useState } from "preact/hooks"
-import { api, query } from "../api.js"
+import { call } from "../api.js"
 import { navigate } from "../router.js"
 import { follow } from "../sse.js"
-import { isFinished, type WorkflowSummaryJson, WorkflowStatus } from "../types.js"
+import { isFinished, type Status, WorkflowStatus } from "../types.js"
 import { ErrorBox, Pager, Section, StatusBadge, Tags, Time, useLoad } from "../ui.js"
 
 const PAGE_SIZES = [10, 20, 50, 100]
 
+/** The status a filter's option names ("": all). */
+const statusOf = (value: string): Status | undefined => WorkflowStatus.literals.find((s) => s === value)
+
 interface Filters {
   readonly page: number
   readonly perPage: number
-  readonly status: string
+  readonly status: Status | undefined
   readonly tag: string
 }
 
 export const Workflows = () => {
-  const [filters, setFilters] = useState<Filters>({ page: 1, perPage: 20, status: "", tag: "" })
+  const [filters, setFilters] = useState<Filters>({ page: 1, perPage: 20, status: undefined, tag: "" })
   const [tagInput, setTagInput] = useState("")
   const list = useLoad(
-    () => api<{ workflows: ReadonlyArray<WorkflowSummaryJson>; total: number }>(
-      `/v1/workflow${query({ page: filters.page, per_page: filters.perPage, status: filters.status, tag: filters.tag })}`
-    ),
+    () =>
+      call((api) =>
+        api.workflows.list({
+          query: { page: filters.page, per_page: filters.perPage, status: filters.status, tag: filters.tag === "" ? undefined : filters.tag }
+        })
+      ),
     JSON.stringify(filters)
   )
   const workflows = list.data?.workflows ?? []
@@ -60,7 +66,7 @@ export const Workflows = () => {
       <form class="filters" onSubmit={(e) => { e.preventDefault(); setFilters({ ...filters, page: 1, tag: tagInput.trim() }) }}>
         <label>
           Status{" "}
-          <select value={filters.status} onChange={(e) => setFilters({ ...filters, page: 1, status: e.currentTarget.value })}>
+          <select value={filters.status ?? ""} onChange={(e) => setFilters({ ...filters, page: 1, status: statusOf(e.currentTarget.value) })}>
             <option value="">all</option>
             {WorkflowStatus.literals.map((s) => <option key={s} value={s}>{s}</option>)}
           </select>
@@ -79,7 +85,7 @@ export const Workflows = () => {
         <a class="button primary" href="#/submit">New workflow</a>
       </form>
       <ErrorBox error={list.error} />
-      {list.data !== undefined && workflows.length === 0 && <p>No workflows{filters.status !== "" || filters.tag !== "" ? " match these filters" : " yet"}.</p>}
+      {list.data !== undefined && workflows.length === 0 && <p>No workflows{filters.status !== undefined || filters.tag !== "" ? " match these filters" : " yet"}.</p>}
       {workflows.length > 0 && (
         <table class="list" aria-busy={list.loading}>
           <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Tags</th><th scope="col">Created</th><th scope="col">Finished</th></tr></thead>

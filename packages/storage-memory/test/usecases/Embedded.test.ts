@@ -13,6 +13,7 @@ import {
   RunnerGateway,
   RunnerRequestFailed,
   StorageError,
+  type StoreServices,
   type SubmitPrompt,
   TemplateService,
   AccountService,
@@ -67,11 +68,11 @@ const makeInstantRunner = () => {
           { _tag: "Progress", prompt_id: id, node: "1", value: 1, max: 2 },
           { _tag: "Progress", prompt_id: id, node: "1", value: 2, max: 2 },
           { _tag: "PromptDone", prompt_id: id }
-        ]).pipe(Effect.delay("20 millis"), Effect.forkDaemon)
+        ]).pipe(Effect.delay("20 millis"), Effect.forkDetach)
         return { prompt_id: id, number: submitted.length }
       }),
     queue: () => Effect.succeed({ running: [], pending: [] }),
-    history: (_runner, id) => Effect.succeed(Option.fromNullable(histories.get(id))),
+    history: (_runner, id) => Effect.succeed(Option.fromNullishOr(histories.get(id))),
     status: (_runner, id) =>
       Effect.sync(() => {
         const history = histories.get(id)
@@ -84,7 +85,7 @@ const makeInstantRunner = () => {
         const out = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(64), Queue.shutdown)
         const published = yield* PubSub.subscribe(hub)
         yield* Queue.offer(out, { _tag: "Connected" })
-        yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(published), (e) => Queue.offer(out, e))))
+        yield* Effect.forkScoped(Effect.forever(Effect.flatMap(PubSub.take(published), (e) => Queue.offer(out, e))))
         return out
       })
   })
@@ -239,7 +240,7 @@ describe("createWes", () => {
   })
 
   it("rejects when a layer cannot start, and close is idempotent", async () => {
-    const broken = Layer.fail(new StorageError({ message: "database unreachable" }))
+    const broken: Layer.Layer<StoreServices, StorageError> = Layer.unwrap(Effect.fail(new StorageError({ message: "database unreachable" })))
     const error = await rejection(createWes({ store: broken, gateway: makeInstantRunner().layer }))
     expect(error).toBeInstanceOf(StorageError)
     expect(error).toMatchObject({ message: "database unreachable" })

@@ -53,10 +53,10 @@ const layerWith = (
 }
 
 /** Lets the refresh fiber run after the clock moved. */
-const settle = Effect.repeatN(Effect.yieldNow(), 50)
+const settle = Effect.repeat(Effect.yieldNow, { times: 50 })
 
 describe("reading runners' capabilities", () => {
-  it.scoped("registers a runner whose /object_info fails as unknown, reads it again every refresh interval, then routes by it", () =>
+  it.effect("registers a runner whose /object_info fails as unknown, reads it again every refresh interval, then routes by it", () =>
     Effect.gen(function*() {
       const answer = yield* Ref.make(Option.none<ObjectInfo>())
       const reads = yield* Ref.make(0)
@@ -97,7 +97,7 @@ describe("reading runners' capabilities", () => {
 })
 
 describe("probing runners again", () => {
-  it.scoped("sees a runner downgraded below 0.3.45 at its next read: it gets no work, says why, and takes work again once upgraded", () =>
+  it.effect("sees a runner downgraded below 0.3.45 at its next read: it gets no work, says why, and takes work again once upgraded", () =>
     Effect.gen(function*() {
       const calls: GatewayCalls = { probes: [], cancels: [] }
       const answer = yield* Ref.make(Option.none<ObjectInfo>())
@@ -142,7 +142,7 @@ describe("node replacements", () => {
     "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: "r" } }
   }
 
-  it.scoped("takes a deprecated class the runner replaces with a loaded one as present; without the replacement it is missing", () =>
+  it.effect("takes a deprecated class the runner replaces with a loaded one as present; without the replacement it is missing", () =>
     Effect.gen(function*() {
       for (const [replacements, lacks] of [
         [Option.some({ ResizeImagesByLongerEdge: ["ImageScaleToMaxDimension"] }), []],

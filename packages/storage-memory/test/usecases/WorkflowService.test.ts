@@ -9,7 +9,6 @@ import {
   WorkflowTransition,
   Lifecycle
 } from "@wes/core"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
@@ -321,7 +320,7 @@ describe("WorkflowService.follow", () => {
   const collect = (user: User, id: string, last?: number) =>
     Effect.flatMap(WorkflowService, (s) => s.follow(user, id, last)).pipe(
       Effect.flatMap(Stream.runCollect),
-      Effect.map((c) => Chunk.toReadonlyArray(c).map((e) => [e.seq, e.type, (e.data as { status?: string }).status ?? null]))
+      Effect.map((events) => events.map((e) => [e.seq, e.type, (e.data as { status?: string }).status ?? null]))
     )
 
   it.live("starts with the current status, follows transitions and ends after done", () =>
@@ -329,7 +328,7 @@ describe("WorkflowService.follow", () => {
       const user = yield* newUser()
       yield* newRunner(user)
       const w = yield* (yield* WorkflowService).create(user, { name: "f", workflow_json: smoke() })
-      const fiber = yield* Effect.fork(collect(user, w.id))
+      const fiber = yield* Effect.forkChild(collect(user, w.id))
       yield* Effect.sleep("20 millis")
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 2 })])
@@ -355,7 +354,7 @@ describe("WorkflowService.follow", () => {
       const w = yield* workflows.create(user, { name: "f", workflow_json: smoke() })
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 })])
-      const fiber = yield* Effect.fork(collect(user, w.id, 1))
+      const fiber = yield* Effect.forkChild(collect(user, w.id, 1))
       yield* Effect.sleep("20 millis")
       yield* workflows.cancel(user, w.id)
       expect(yield* Fiber.join(fiber)).toEqual([

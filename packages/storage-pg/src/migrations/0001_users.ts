@@ -1,5 +1,5 @@
 /** Users and their API tokens (SHA-256 hashes only, looked up by hash). */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

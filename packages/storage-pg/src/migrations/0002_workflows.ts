@@ -3,7 +3,7 @@
  * (claims with FOR UPDATE SKIP LOCKED and a lease). The partial indexes cover only unfinished
  * workflows, so they stay small however long the history grows.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

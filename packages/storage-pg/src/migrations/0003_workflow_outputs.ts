@@ -1,5 +1,5 @@
 /** Files produced by workflows; `position` keeps the order they were added in. */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

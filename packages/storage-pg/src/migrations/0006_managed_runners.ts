@@ -1,5 +1,5 @@
 /** Operator-managed runners (a small table: one index for the newest-first list). */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * number: publishing bumps it with one upsert, whose row lock makes concurrent publishers
  * take consecutive numbers. No foreign key: events may be logged for any workflow id.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

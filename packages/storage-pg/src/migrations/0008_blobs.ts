@@ -3,7 +3,7 @@
  * file in memory. `blobs` maps a key to the current `blob_id`; a put writes the chunks of a new
  * id first and then switches the key over in one short transaction.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -7,7 +7,7 @@
  * small as the backlog; their predicates must match `WAITING_STATUSES_SQL` and
  * `UNFINISHED_STATUSES_SQL`.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -4,7 +4,7 @@
  * new driver never reuses a client id. Rows are kept after release (expired) so that epochs
  * never start again from 1.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

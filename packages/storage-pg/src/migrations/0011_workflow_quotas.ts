@@ -10,7 +10,7 @@
  * per runner, and the one of unfinished workflows by age (no statement reads either any more;
  * each index costs every transition a write).
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -5,7 +5,7 @@
  * the oldest few unclaimed: each step is a short ordered scan of this index. It replaces the index
  * of waiting work by runner and age, which no statement reads any more.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -4,7 +4,7 @@
  * workflow touches it; no foreign key (two parent tables): the runner services delete the row
  * with the runner, and `due` only ever joins from the runners.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * keys), where `jsonb` reorders them (shorter keys first). Nothing queries inside either column.
  * Rows written before keep the order `jsonb` gave them.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -4,7 +4,7 @@
  * workflows: `claimed_by`, `lease_expires_at`) and their log of attempts. `ord` keeps the order
  * of one workflow's deliveries to one URL. The due index is as small as the pending backlog.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -3,7 +3,7 @@
  * set by the completing transition (null before, and for every other end). Adding a nullable
  * column without a default only changes the catalog: no rewrite of the table.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

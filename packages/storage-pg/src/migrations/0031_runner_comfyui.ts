@@ -3,7 +3,7 @@
  * devices, whether it has the jobs API), written at registration and when a later probe sees a
  * change; null until probed. Nullable without a default: only the catalog changes.
  */
-import * as SqlClient from "effect/unstable/sql/SqlClient"
+import * as SqlClient from "effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 
 export default Effect.gen(function*() {

@@ -8,6 +8,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { User } from "../../accounts/Account.js"
@@ -38,7 +39,7 @@ import { checkWebhookUrl } from "../../webhooks/Webhook.js"
 import { definitionOf } from "./Definition.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
-const decodePriority = Schema.decodeUnknownExit(Priority)
+const decodePriority = Schema.decodeUnknownResult(Priority)
 const NAME_MAX = 200
 
 export const makeCreateWorkflow = Effect.gen(function*() {
@@ -82,14 +83,14 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       const decoded = decodePriority(raw)
       if (Result.isFailure(decoded)) return yield* Effect.fail(ValidationError.field("priority", "must be low, normal or high"))
       const max = policy.limitsFor(user.tier).max_priority
-      if (priorityLevel(decoded.right) > priorityLevel(max)) {
+      if (priorityLevel(decoded.success) > priorityLevel(max)) {
         return yield* Effect.fail(new TierLimitExceeded({
           limit: "max_priority",
           value: priorityLevel(max),
           message: `Priority limit exceeded: the ${user.tier} tier allows priorities up to ${max}`
         }))
       }
-      return decoded.right
+      return decoded.success
     })
 
   /** Whether a parameter has a file to store under the new workflow: an upload, or an inherited file. */
@@ -140,16 +141,16 @@ export const makeCreateWorkflow = Effect.gen(function*() {
     }
   ) =>
     Effect.gen(function*() {
-      const placeholders = yield* findPlaceholders(spec.workflow_json)
-      const resolved = yield* resolveParams(placeholders, spec.params, spec.inherited)
+      const placeholders = yield* Effect.fromResult(findPlaceholders(spec.workflow_json))
+      const resolved = yield* Effect.fromResult(resolveParams(placeholders, spec.params, spec.inherited))
       const limits = policy.limitsFor(user.tier)
-      yield* policy.check(user.tier, "workflow_params", 0, resolved.length)
+      yield* Effect.fromResult(policy.check(user.tier, "workflow_params", 0, resolved.length))
       const now = yield* DateTime.now
       const dayStart = DateTime.startOf(now, "day")
       if (resolved.some((r) => r.value._tag === "Upload")) {
         // Reject before storing up to 50 MB of files; the write re-checks atomically.
-        yield* policy.check(user.tier, "active_workflows", yield* repo.countActive(user.id))
-        yield* policy.check(user.tier, "workflows_per_day", yield* repo.countCreatedSince(user.id, dayStart))
+        yield* Effect.fromResult(policy.check(user.tier, "active_workflows", yield* repo.countActive(user.id)))
+        yield* Effect.fromResult(policy.check(user.tier, "workflows_per_day", yield* repo.countCreatedSince(user.id, dayStart)))
       }
       // What the runner must have, with the chosen parameter values in place.
       const values = resolved.flatMap((r) => r.value._tag === "Value" ? [[placeholderKey(r.placeholder), r.value.value] as const] : [])
@@ -159,7 +160,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         repo.create(newWorkflow(id, user, spec, runner, params, now), {
           limits: { active_workflows: limits.active_workflows, workflows_per_day: limits.workflows_per_day, day_start: dayStart },
           idempotency_since: DateTime.subtractDuration(now, IDEMPOTENCY_WINDOW)
-        }).pipe(Effect.tap(() => Effect.sync(() => workflowsCreated.unsafeUpdate(1, []))))
+        }).pipe(Effect.tap(() => Metric.update(workflowsCreated, 1)))
       // Files to store live in a scope that releases them unless the write succeeds; with none
       // (most creates), no scope is opened and closed.
       return yield* (resolved.some(storesFile) ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(values)).pipe(Effect.catchTags({
@@ -172,9 +173,11 @@ export const makeCreateWorkflow = Effect.gen(function*() {
     Effect.gen(function*() {
       const prior = yield* priorRequest(user, input.idempotency_key)
       if (Option.isSome(prior)) return prior.value
-      const name = yield* requireText("name", input.name, 1, NAME_MAX)
+      const name = yield* Effect.fromResult(requireText("name", input.name, 1, NAME_MAX))
       const workflow_json = yield* definitionOf(templates, user, input)
-      const tags = yield* (input.tags === undefined || typeof input.tags === "string" ? parseTagList(input.tags) : normalizeTags(input.tags))
+      const tags = yield* Effect.fromResult(
+        input.tags === undefined || typeof input.tags === "string" ? parseTagList(input.tags) : normalizeTags(input.tags)
+      )
       if (tags.length > MAX_TAGS) return yield* Effect.fail(ValidationError.field("tags", `at most ${MAX_TAGS} tags are allowed`))
       const params = input.params ?? []
       yield* checkParamFields(params)

@@ -8,7 +8,7 @@ import type { TemplateRepository } from "../../templates/TemplateRepository.js"
 import { validateWorkflowJson } from "../WorkflowJson.js"
 
 export const definitionOf = (
-  templates: TemplateRepository["Type"],
+  templates: TemplateRepository["Service"],
   user: User,
   input: { readonly workflow_json?: unknown; readonly template_id?: string | undefined }
 ) =>
@@ -24,5 +24,5 @@ export const definitionOf = (
       : yield* (isUuid(templateId) ? templates.findForUser(user.id, templateId) : Effect.succeedNone).pipe(
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.template()), onSome: (t) => Effect.succeed(t.body) }))
       )
-    return yield* validateWorkflowJson(definition)
+    return yield* Effect.fromResult(validateWorkflowJson(definition))
   })

@@ -19,8 +19,8 @@ export const makeDescribeParameters = Effect.gen(function*() {
   const describe = (user: User, input: DescribeParametersInput) =>
     Effect.gen(function*() {
       const graph = yield* definitionOf(templates, user, input)
-      const placeholders = yield* findPlaceholders(graph)
-      const tags = yield* normalizeTags(input.tags ?? [])
+      const placeholders = yield* Effect.fromResult(findPlaceholders(graph))
+      const tags = yield* Effect.fromResult(normalizeTags(input.tags ?? []))
       if (tags.length > MAX_TAGS) return yield* Effect.fail(ValidationError.field("tags", `at most ${MAX_TAGS} tags are allowed`))
       const parameters = describeParameters(graph, placeholders, yield* scheduler.inputTypes(user, tags))
       return { parameters }

@@ -14,7 +14,7 @@ import { type WorkflowOutput, WorkflowStatus, type WorkflowView } from "../Workf
 import { WorkflowRepository } from "../WorkflowRepository.js"
 import type { ListWorkflowsInput } from "./Inputs.js"
 
-const decodeStatus = Schema.decodeUnknownExit(WorkflowStatus)
+const decodeStatus = Schema.decodeUnknownResult(WorkflowStatus)
 
 export const makeReadWorkflows = Effect.gen(function*() {
   const repo = yield* WorkflowRepository
@@ -39,13 +39,13 @@ export const makeReadWorkflows = Effect.gen(function*() {
         if (Result.isFailure(decoded)) {
           return yield* Effect.fail(ValidationError.field("status", `must be one of ${WorkflowStatus.literals.join(", ")}`))
         }
-        status = decoded.right
+        status = decoded.success
       }
       let tag: string | undefined
       if (input.tag !== undefined && input.tag !== "") {
         const normalized = normalizeTag(input.tag)
-        if (Result.isFailure(normalized)) return yield* Effect.fail(ValidationError.field("tag", normalized.left))
-        tag = normalized.right
+        if (Result.isFailure(normalized)) return yield* Effect.fail(ValidationError.field("tag", normalized.failure))
+        tag = normalized.success
       }
       return yield* repo.list(user.id, { ...page, status, tag })
     })

@@ -1,0 +1,10 @@
+import * as Schema from "effect/Schema"
+const P = Schema.String.check(Schema.isPattern(/^\s*(\d{1,15})?\s*$/, { message: "m" }))
+const show = (s: Schema.Top) => console.log(JSON.stringify(Schema.toJsonSchemaDocument(s).schema))
+show(P)
+show(P.annotate({ description: "d" }))
+show(Schema.toCodecStringTree(P))
+show(Schema.toCodecStringTree(Schema.Struct({ a: P })))
+show(Schema.toCodecJson(Schema.Struct({ a: P })))
+show(Schema.Struct({ a: Schema.optional(P) }))
+show(Schema.toCodecStringTree(Schema.Struct({ a: Schema.optional(P) })))
