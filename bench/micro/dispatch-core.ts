@@ -42,7 +42,7 @@ const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   nodeReplacements: () => Effect.succeedNone,
   // Capabilities stay unknown: every runner stays eligible.
   objectInfo: (runner) => Effect.fail(new RunnerRequestFailed({ runner_id: runner.id, status: 404, message: "no object_info" })),
-  uploadInput: () => Effect.dieMessage("no uploads"),
+  uploadInput: () => Effect.die(new Error("no uploads")),
   submit: (runner, p) =>
     Effect.flatMap(Effect.sync(() => sockets.get(runner.id)!), (q) =>
       Queue.offerAll(q, [
@@ -59,11 +59,11 @@ const gateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   history: () => Effect.succeed(Option.some(done)),
   status: () => Effect.succeed({ _tag: "Finished" as const, history: done }),
   cancel: () => Effect.void,
-  download: () => Effect.dieMessage("no outputs"),
+  download: () => Effect.die(new Error("no outputs")),
   events: (runner) =>
     Effect.map(Queue.unbounded<RunnerEvent>(), (q) => {
       sockets.set(runner.id, q)
-      Queue.unsafeOffer(q, { _tag: "Connected" })
+      Queue.offerUnsafe(q, { _tag: "Connected" })
       return q
     })
 }))

@@ -60,8 +60,8 @@ const viaUndici = () => async () => {
 const viaFetch = () => async () => (await fetch(url, { headers: { accept: "application/json" } })).json()
 
 const clients: Record<string, () => () => Promise<unknown>> = {
-  "@effect/platform HttpClient (undici) + Effect.timeout": () => viaPlatform(true),
-  "@effect/platform HttpClient (undici), no Effect.timeout": () => viaPlatform(false),
+  "effect/http HttpClient (undici) + Effect.timeout": () => viaPlatform(true),
+  "effect/http HttpClient (undici), no Effect.timeout": () => viaPlatform(false),
   "undici request in Effect.tryPromise (abort signal, undici timeouts)": viaUndiciEffect,
   "undici request in Effect.tryPromise (no abort signal, undici timeouts)": viaUndiciEffectNoSignal,
   "undici request, plain promise": viaUndici,

@@ -11,10 +11,12 @@
  *   BENCH_PG_PREPARED on (default, as `wes serve`) | off (every statement unnamed: parsed and planned at each run)
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
  *   BENCH_WEBHOOKS  off (default) | on (the webhook delivery pool runs, private URLs allowed: B10)
- *   BENCH_COUNT_OPS off (default) | on (every step of Effect's fiber runtime counted by kind, and
- *                   sampled by source every OPS_EVERY steps: `counters`, `opSources`; a probe's tool
- *                   for work per workflow or request, deterministic where CPU time is not)
- *   BENCH_COUNT_FIBERS off (default) | on (every fiber started is counted: `counters`)
+ *   BENCH_COUNT_OPS off (default) | on (every primitive Effect's run loop evaluates counted by kind,
+ *                   and sampled by source every OPS_EVERY: `counters`, `opSources`; through the
+ *                   `Tracer.context` hook, see opcount.ts; a probe's tool for work per workflow or
+ *                   request, deterministic where CPU time is not)
+ *   BENCH_COUNT_FIBERS off (default) | on (every fiber started under the server's runtime is
+ *                   counted, through Effect's `Metric.FiberRuntimeMetrics` hook: `counters.fibers`)
  *   BENCH_STAMPS    off (default) | on (the time of each request's arrival and answer, and of each
  *                   runner request's creation and headers sent, from node's and undici's
  *                   diagnostics channels: `stamps`; a probe's tool for where a latency goes)
@@ -38,23 +40,22 @@ import {
   WorkflowRepository,
   WorkflowService
 } from "@wes/core"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit, untraced, webhookDeliveryLayer } from "@wes/http-node"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import * as Supervisor from "effect/Supervisor"
+import * as Result from "effect/Result"
 import * as diagnostics from "node:diagnostics_channel"
 import * as v8 from "node:v8"
 import { inspectorSession, serve, stopInto } from "../lib/child.js"
-import { installOpCounter, opStats } from "./opcount.js"
-if (process.env["BENCH_COUNT_OPS"] === "on") await installOpCounter()
+import { opCounterLayer, opStats } from "./opcount.js"
 
 const env = (name: string, fallback: string) => process.env[name] ?? fallback
 
@@ -70,20 +71,20 @@ if (process.env["BENCH_STAMPS"] === "on") {
   diagnostics.subscribe("undici:client:sendHeaders", stamp("runner headers sent"))
 }
 
-/** BENCH_COUNT_FIBERS=on: every fiber started is counted (`counters.fibers`), to find work per workflow. */
-class FiberCounter extends Supervisor.AbstractSupervisor<void> {
-  get value() {
-    return Effect.void
-  }
-  override onStart() {
-    counters.fibers++
-  }
-}
+/**
+ * BENCH_COUNT_FIBERS=on: every fiber created with the server's runtime in its context (each fork,
+ * each `runtime.runPromise`) is counted (`counters.fibers`), to find work per workflow. Effect 4
+ * calls this hook as a fiber is created, as Effect 3's `Supervisor.onStart` was.
+ */
+const fiberCounter = Layer.succeed(Metric.FiberRuntimeMetrics, {
+  recordFiberStart: () => void counters.fibers++,
+  recordFiberEnd: () => {}
+})
 let principal: Principal | undefined
 
 // Loaded only when used, as `wes serve` does: the driver and SQL modules weigh on the memory figures.
 const pgStore = () =>
-  Layer.unwrapEffect(Effect.map(Effect.promise(() => import("@wes/storage-pg")), ({ PgStoreLive }) =>
+  Layer.unwrap(Effect.map(Effect.promise(() => import("@wes/storage-pg")), ({ PgStoreLive }) =>
     PgStoreLive({
       url: Redacted.make(env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")),
       maxConnections: 10,
@@ -94,7 +95,7 @@ const storeOnly: Layer.Layer<StoreServices, unknown> = env("BENCH_STORE", "memor
 const blobDir = process.env["BENCH_BLOB_DIR"]
 const baseStore: Layer.Layer<StoreServices, unknown> = blobDir === undefined
   ? storeOnly
-  : Layer.merge(storeOnly, FsBlobStoreLive(blobDir).pipe(Layer.provide(NodeContext.layer)))
+  : Layer.merge(storeOnly, FsBlobStoreLive(blobDir).pipe(Layer.provide(NodeServices.layer)))
 
 /** The store, with the token lookups and `last_used_at` writes counted (B7). */
 const store = Layer.effect(
@@ -117,7 +118,7 @@ const unlimited = { active_workflows: 10_000_000, workflows_per_day: 10_000_000,
 const useCases = env("BENCH_DISPATCH", "on") === "on"
   ? Dispatcher.layer({ concurrencyPerRunner: 16 }).pipe(Layer.provideMerge(useCasesLayer()))
   : useCasesLayer()
-let dispatcher: Fiber.RuntimeFiber<never, unknown> | undefined
+let dispatcher: Fiber.Fiber<never, unknown> | undefined
 const core = useCases.pipe(Layer.provideMerge(Layer.mergeAll(
   store,
   gateway,
@@ -152,18 +153,22 @@ const webhooks = env("BENCH_WEBHOOKS", "off") === "on"
   ? webhookDeliveryLayer({ timeout: "10 seconds", denyPrivate: false, retry: { base: "5 seconds", cap: "1 hour" } })
   : Layer.empty
 
+// The logger, tracing switch and probes are merged (provideMerge), not only provided: in Effect 4
+// they are services of the context, and the runtime's own fibers (setup, seed, ... below) must
+// run on them too, as Effect 3's FiberRef layers did.
 const runtime = ManagedRuntime.make(Layer.merge(http, webhooks).pipe(
   Layer.provideMerge(services),
-  Layer.provide(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {})),
+  Layer.provideMerge(jsonLoggerLayer(env("BENCH_LOGS", "off") === "on" ? undefined : () => {})),
   // As `wes serve` (serverLayer); BENCH_TRACING=on measures what the spans cost.
-  Layer.provide(env("BENCH_TRACING", "off") === "on" ? Layer.empty : untraced),
-  Layer.provide(env("BENCH_COUNT_FIBERS", "off") === "on" ? Supervisor.addSupervisor(new FiberCounter()) : Layer.empty)
+  Layer.provideMerge(env("BENCH_TRACING", "off") === "on" ? Layer.empty : untraced),
+  Layer.provideMerge(env("BENCH_COUNT_FIBERS", "off") === "on" ? fiberCounter : Layer.empty),
+  Layer.provideMerge(env("BENCH_COUNT_OPS", "off") === "on" ? opCounterLayer : Layer.empty)
 ))
 
 const main = async () => {
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address
-  if (address._tag !== "TcpAddress") throw new Error("expected TCP")
+  if (address._tag === "UnixPathAddress") throw new Error("expected TCP")
   const users: Array<User> = []
   serve({
     /** A user (plus tier) with a token, and runners at the given endpoints. */

@@ -9,9 +9,7 @@
  * Run: `pnpm --filter @wes/example-embed-in-your-backend start` (PORT, COMFYUI_URL, DATABASE_URL).
  */
 import { AccountService, RunnerService, type User, WorkflowService } from "@wes/core"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
@@ -89,9 +87,8 @@ export const startBackend = async (options: BackendOptions): Promise<Backend> =>
   const log = options.log ?? ((line: string) => console.log(line))
   // Every WES service, started once for the life of this process (the dispatcher runs in it).
   const runtime = ManagedRuntime.make(wesLayer(options.wes))
-  /** Runs an effect; rejects with its typed failure itself (`runPromise` would wrap it in a FiberFailure). */
-  const run = <A, E>(effect: Effect.Effect<A, E, ManagedRuntime.ManagedRuntime.Context<typeof runtime>>) =>
-    runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))))
+  /** Runs an effect; rejects with its typed failure itself (WES's errors, with `_tag`). */
+  const run = <A, E>(effect: Effect.Effect<A, E, ManagedRuntime.ManagedRuntime.Services<typeof runtime>>) => runtime.runPromise(effect)
 
   // This service acts as one WES user with one runner. A multi-tenant backend keeps a WES user id
   // next to each of its own users (AccountService.createUser once, then getUser).

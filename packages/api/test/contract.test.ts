@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { MissingCapabilities, NotFound, StorageError, TokenExpired, ValidationError } from "@wes/core"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpApi from "effect/http-api/HttpApi"
 import * as OpenApi from "effect/http-api/OpenApi"
@@ -21,7 +22,8 @@ import {
   WesApi
 } from "../src/index.js"
 
-const send = <S extends Schema.Top>(schema: S, error: S["Type"]) => Schema.encodeUnknownSync(Schema.toCodecJson(schema))(error)
+/** The JSON body the server sends for `error` under the declared `schema`. */
+const send = (schema: Schema.Codec<unknown, unknown>, error: unknown) => Schema.encodeUnknownSync(Schema.toCodecJson(schema))(error)
 
 describe("declared errors", () => {
   it("send core's errors as the contract's bodies", () => {
@@ -105,6 +107,6 @@ describe("the OpenAPI document", () => {
   })
 
   it("decodes request bodies strictly", () => {
-    expect(HttpApi.getSlotParseOptions(WesApi.annotations).payload).toEqual({ errors: "all", onExcessProperty: "error" })
+    expect(Context.getOrUndefined(WesApi.annotations, HttpApi.PayloadParseOptions)).toEqual({ errors: "all", onExcessProperty: "error" })
   })
 })

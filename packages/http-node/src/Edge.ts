@@ -11,7 +11,6 @@
  */
 import { fromSchemaError, ValidationError } from "@wes/core"
 import * as Cause from "effect/Cause"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FindMyWay from "effect/http/FindMyWay"
 import * as HttpMiddleware from "effect/http/HttpMiddleware"
@@ -34,14 +33,19 @@ export interface PlainRoute {
   readonly handler: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest>
 }
 
+/** Server middleware that needs nothing but the request. */
+export type Middleware = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest>
+
 export interface EdgeOptions {
   /** Where the OpenAPI document of the declaration is served. */
   readonly openapiPath?: `/${string}` | undefined
   readonly routes?: ReadonlyArray<PlainRoute> | undefined
   /** Paths that answer 404 whatever the method (the operator API when it is off). */
   readonly hidden?: ((path: string) => boolean) | undefined
-  /** Runs around every request inside the access log (the rate limit). */
-  readonly middleware?: HttpMiddleware.HttpMiddleware | undefined
+  /** Runs around every request inside the access log, and may answer in its place (the rate limit). */
+  readonly middleware?: Middleware | undefined
   /** Paths whose requests are never spans: probes and scrapes, many and alike. */
   readonly untraced?: ReadonlySet<string> | undefined
   /** Whether requests are spans at all (when a tracer exports them). */
@@ -108,7 +112,7 @@ const answers = (table: RouteTable, hidden: (path: string) => boolean) => {
     return json(encodeMethodNotAllowed(new MethodNotAllowedError({ status: 405, message: `Method not allowed: use ${allow}` })), 405, { allow })
   }
   const unexpected = (cause: Cause.Cause<unknown>) => Effect.as(Effect.logError("unexpected error", cause), internalResponse())
-  const answer = (request: HttpServerRequest, cause: Cause.Cause<unknown>): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> => {
+  const answer = <E>(request: HttpServerRequest, cause: Cause.Cause<E>): Effect.Effect<HttpServerResponse.HttpServerResponse, E> => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
     const reason = cause.reasons.find((r) => r._tag !== "Interrupt")
     if (reason?._tag === "Fail") {
@@ -124,11 +128,9 @@ const answers = (table: RouteTable, hidden: (path: string) => boolean) => {
     return unexpected(cause)
   }
   // Around the router, inside the server's own failure handling (which would answer an empty 404 or 500).
-  return HttpRouter.middleware((app) =>
-    Effect.withFiber((fiber) => {
-      const request = Context.getUnsafe(fiber.context, HttpServerRequest)
-      return Effect.catchCause(app, (cause) => answer(request, cause))
-    }), { global: true })
+  return HttpRouter.middleware((app) => Effect.flatMap(HttpServerRequest, (request) => Effect.catchCause(app, (cause) => answer(request, cause))), {
+    global: true
+  })
 }
 
 /** Spans (when a tracer exports them): one per routed request, named by method and declared route. */

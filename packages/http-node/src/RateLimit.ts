@@ -6,7 +6,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as HttpMiddleware from "effect/http/HttpMiddleware"
 import * as HttpServerRequest from "effect/http/HttpServerRequest"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Option from "effect/Option"
@@ -144,12 +143,13 @@ export const rateLimitMiddleware = (
   limiter: RateLimiter,
   options: { readonly trustedProxies: number; readonly exempt: (path: string) => boolean }
 ) =>
-  HttpMiddleware.make((app) =>
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      if (options.exempt(request.url)) return app
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const decision = limiter.check(clientIp(request, options.trustedProxies), now)
-        return decision.allowed ? app : Effect.succeed(limited(decision.retryAfterSeconds))
-      })
+<E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    if (options.exempt(request.url)) return app
+    return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const decision = limiter.check(clientIp(request, options.trustedProxies), now)
+      return decision.allowed ? app : Effect.succeed(limited(decision.retryAfterSeconds))
     })
-  )
+  })

@@ -1,13 +1,11 @@
 /** The multipart reader on its own: what it reads, how it streams, where files go, and what it refuses. */
 import { it } from "@effect/vitest"
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { isBlobBytes, type ValidationError } from "@wes/core"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import fs from "node:fs"
@@ -48,13 +46,13 @@ const bytes = (n: number, seed = 7) => Uint8Array.from({ length: n }, (_, i) => 
 const contentOf = (file: FormFile) =>
   isBlobBytes(file.content)
     ? Effect.succeed(Buffer.concat(file.content))
-    : Effect.map(Stream.runCollect(file.content), (chunks) => Buffer.concat(Chunk.toReadonlyArray(chunks)))
+    : Effect.map(Stream.runCollect(file.content), (chunks) => Buffer.concat(chunks))
 
 /** A directory of this test's own, for the reader's spill directory. */
 const spillRoot = () => fs.mkdtempSync(path.join(os.tmpdir(), "wes-reader-test-"))
 const spilled = (root: string) => fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)))
 
-const reader = (limits: Partial<MultipartLimits> = {}) => MultipartReader.layer(limits).pipe(Layer.provide(NodeContext.layer))
+const reader = (limits: Partial<MultipartLimits> = {}) => MultipartReader.layer(limits).pipe(Layer.provide(NodeServices.layer))
 
 /** Reads `sent` as one request's body, in chunks of `chunk` bytes. */
 const read = (sent: Buffer, chunk = 64 * 1024, headers?: Record<string, string>) =>
@@ -70,7 +68,7 @@ const refusal = (sent: Buffer, headers?: Record<string, string>) =>
   Effect.map(Effect.flip(read(sent, 64 * 1024, headers)), (e) => ({ message: e.message, details: (e as ValidationError).details }))
 
 describe("MultipartReader", () => {
-  it.scoped("reads text fields and files, in memory while the request's files stay within the budget", () =>
+  it.effect("reads text fields and files, in memory while the request's files stay within the budget", () =>
     Effect.gen(function*() {
       const image = bytes(10_000)
       const form = yield* read(body([{ name: "name", value: "héllo" }, { name: "$photo", filename: "cat.png", bytes: image }]), 1000)
@@ -82,7 +80,7 @@ describe("MultipartReader", () => {
       expect(Buffer.compare(yield* contentOf(file), Buffer.from(image))).toBe(0)
     }).pipe(Effect.provide(reader())))
 
-  it.scoped("decodes a file's text across chunk boundaries", () =>
+  it.effect("decodes a file's text across chunk boundaries", () =>
     Effect.gen(function*() {
       const json = JSON.stringify({ text: "ünïcödé ".repeat(500) })
       const form = yield* read(body([{ name: "workflow_json", filename: "w.json", bytes: Buffer.from(json) }]), 7)
@@ -94,10 +92,10 @@ describe("MultipartReader", () => {
       const multipart = yield* MultipartReader
       const req = request()
       const sent = body([{ name: "name", value: "slow" }, { name: "$f", filename: "f.bin", bytes: bytes(5_000) }])
-      const reading = yield* Effect.fork(multipart.read(req))
+      const reading = yield* Effect.forkChild(multipart.read(req))
       req.write(sent.subarray(0, 3_000))
       yield* Effect.sleep("30 millis")
-      expect(yield* Fiber.poll(reading)).toEqual(expect.objectContaining({ _tag: "None" }))
+      expect(reading.pollUnsafe()).toBeUndefined()
       req.end(sent.subarray(3_000))
       const form = yield* Fiber.join(reading)
       expect((form["$f"] as FormFile).size).toBe(5_000)
@@ -136,19 +134,18 @@ describe("MultipartReader", () => {
     Effect.gen(function*() {
       const calls: Array<string> = []
       const originals = new Map<string, unknown>()
-      const fsTable = fs as unknown as Record<string, unknown>
       for (const name of Object.keys(fs).filter((k) => k.endsWith("Sync"))) {
-        const original = fsTable[name]
+        const original: unknown = Reflect.get(fs, name)
         if (typeof original !== "function") continue
         originals.set(name, original)
-        fsTable[name] = function(this: unknown, ...args: Array<unknown>) {
+        Reflect.set(fs, name, function(this: unknown, ...args: Array<unknown>) {
           calls.push(name)
-          return Reflect.apply(original as (...a: Array<unknown>) => unknown, this, args)
-        }
+          return Reflect.apply(original, this, args)
+        })
       }
       syncBuiltinESMExports()
       const restore = Effect.sync(() => {
-        for (const [name, original] of originals) fsTable[name] = original
+        for (const [name, original] of originals) Reflect.set(fs, name, original)
         syncBuiltinESMExports()
       })
       yield* Effect.gen(function*() {
@@ -162,11 +159,11 @@ describe("MultipartReader", () => {
     Effect.gen(function*() {
       const multipart = yield* MultipartReader
       const req = request()
-      const reading = yield* Effect.fork(Effect.flip(multipart.read(req)))
+      const reading = yield* Effect.forkChild(Effect.flip(multipart.read(req)))
       const sent = body([{ name: "$f", filename: "f.bin", bytes: bytes(3 * MiB) }])
       let written = 0
       // Written in steps: the refusal comes once 1 MiB is in, long before the end.
-      while (written < sent.length && Option.isNone(yield* Fiber.poll(reading))) {
+      while (written < sent.length && reading.pollUnsafe() === undefined) {
         req.write(sent.subarray(written, written + 16 * 1024))
         written += 16 * 1024
         yield* Effect.sleep("1 millis")
@@ -179,7 +176,7 @@ describe("MultipartReader", () => {
       expect(req.isPaused()).toBe(false)
     }).pipe(Effect.provide(reader({ maxBytes: MiB })), Effect.scoped))
 
-  it.scoped("refuses a declared Content-Length over 50 MB before reading the body", () =>
+  it.effect("refuses a declared Content-Length over 50 MB before reading the body", () =>
     Effect.gen(function*() {
       const error = yield* refusal(Buffer.alloc(0), {
         "content-type": `multipart/form-data; boundary=${BOUNDARY}`,
@@ -191,7 +188,7 @@ describe("MultipartReader", () => {
       })
     }).pipe(Effect.provide(reader())))
 
-  it.scoped("answers malformed forms with a 400 that says what is wrong", () =>
+  it.effect("answers malformed forms with a 400 that says what is wrong", () =>
     Effect.gen(function*() {
       const multipartType = { "content-type": `multipart/form-data; boundary=${BOUNDARY}` }
       expect(yield* refusal(body([]), { "content-type": "application/json" })).toEqual({
@@ -211,7 +208,7 @@ describe("MultipartReader", () => {
       })
     }).pipe(Effect.provide(reader())))
 
-  it.scoped("bounds text fields and the number of parts", () =>
+  it.effect("bounds text fields and the number of parts", () =>
     Effect.gen(function*() {
       expect((yield* refusal(body([{ name: "name", value: "x".repeat(MiB + 1) }]))).message).toBe(
         "A text field exceeds 1 MB; send large values as files"

@@ -43,7 +43,7 @@ const publish = (id: string, n: number, type: WorkflowEvent["type"] = "progress"
 const settle = Effect.promise(() => new Promise<void>((r) => setTimeout(r, 20)))
 
 describe("SseHub", () => {
-  it.scoped("fans one log subscription out to every client, in order, and ends them all after done", () =>
+  it.effect("fans one log subscription out to every client, in order, and ends them all after done", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const clients = Array.from({ length: 50 }, () => client())
@@ -59,7 +59,7 @@ describe("SseHub", () => {
       expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
     }).pipe(Effect.provide(hub())))
 
-  it.scoped("encodes each event once: every client is written the very same bytes", () =>
+  it.effect("encodes each event once: every client is written the very same bytes", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const clients = Array.from({ length: 3 }, () => client())
@@ -76,7 +76,7 @@ describe("SseHub", () => {
       }
     }).pipe(Effect.provide(hub())))
 
-  it.scoped("writes events that reach it together as one write per client, the same bytes for all", () =>
+  it.effect("writes events that reach it together as one write per client, the same bytes for all", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const clients = Array.from({ length: 3 }, () => client())
@@ -93,7 +93,7 @@ describe("SseHub", () => {
       for (const c of clients) expect(ids(c.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
     }).pipe(Effect.provide(hub())))
 
-  it.scoped("a client joining behind reads its gap from the log, then follows live without gaps or repeats", () =>
+  it.effect("a client joining behind reads its gap from the log, then follows live without gaps or repeats", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const first = client()
@@ -113,7 +113,7 @@ describe("SseHub", () => {
       expect(ids(upToDate.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 31))
     }).pipe(Effect.provide(hub())))
 
-  it.scoped("writes the first events of a finished workflow and ends without following", () =>
+  it.effect("writes the first events of a finished workflow and ends without following", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const now = yield* DateTime.now
@@ -126,7 +126,7 @@ describe("SseHub", () => {
       expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
     }).pipe(Effect.provide(hub())))
 
-  it.scoped("drops a client that stops reading once it is too far behind, saying why; the others keep going", () =>
+  it.effect("drops a client that stops reading once it is too far behind, saying why; the others keep going", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const stuck = client(false)
@@ -149,7 +149,7 @@ describe("SseHub", () => {
       expect(yield* sse.stats).toEqual({ clients: 1, workflows: 1 })
     }).pipe(Effect.provide(hub({ maxBufferedBytes: 2_000, dropGrace: "50 millis" }))))
 
-  it.scoped("stops following a workflow when its last client leaves", () =>
+  it.effect("stops following a workflow when its last client leaves", () =>
     Effect.gen(function*() {
       const sse = yield* SseHub
       const a = client()

@@ -3,16 +3,13 @@
  * field of its body, query and headers with a value that field's own schema rejects, and bodies
  * with a field they do not declare. A route added later is covered without touching this file.
  */
-import * as HttpApi from "effect/http-api/HttpApi"
-import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
+import { FormFile, WesApi } from "@wes/api"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
-import * as Option from "effect/Option"
+import * as Exit from "effect/Exit"
+import * as HttpApi from "effect/http-api/HttpApi"
 import * as Schema from "effect/Schema"
 import * as AST from "effect/SchemaAST"
 import * as Stream from "effect/Stream"
-import { WesApi } from "@wes/api"
-import { FormFile } from "@wes/api"
 import { compact, type Request } from "./replay.js"
 
 type Value = { readonly _tag: "json"; readonly value: unknown } | { readonly _tag: "text"; readonly value: string } | { readonly _tag: "file"; readonly text: string }
@@ -31,11 +28,15 @@ const fileOf = (text: string) => new FormFile("f", "f.json", "application/json",
 const FORM_CANDIDATES: ReadonlyArray<Value> = [{ _tag: "file", text: "{}" }, { _tag: "text", value: "{not json" }, { _tag: "file", text: "{not json" }]
 
 /** Whether `schema` rejects `input`. */
-const rejects = (ast: AST.AST, input: unknown) => Result.isFailure(Schema.decodeUnknownExit(Schema.make(ast))(input))
+const rejects = (ast: AST.AST, input: unknown) => Exit.isFailure(Schema.decodeUnknownExit(Schema.make<Schema.Codec<unknown, unknown>>(ast))(input))
+
+/** The declared fields of a struct (of each member of a union). */
+const fieldsOf = (ast: AST.AST): ReadonlyArray<AST.PropertySignature> =>
+  AST.isObjects(ast) ? ast.propertySignatures : AST.isUnion(ast) ? ast.types.flatMap(fieldsOf) : AST.isSuspend(ast) ? fieldsOf(ast.thunk()) : []
 
 /** For each declared field of a struct: a value its schema rejects (first candidate that is). */
 const casesOf = (endpoint: string, ast: AST.AST, where: Case["where"], candidates: ReadonlyArray<Value>, toInput: (v: Value) => unknown) =>
-  AST.getPropertySignatures(ast).flatMap((ps): ReadonlyArray<Case> => {
+  fieldsOf(ast).flatMap((ps): ReadonlyArray<Case> => {
     const bad = candidates.find((v) => rejects(ps.type, toInput(v)))
     return bad === undefined ? [] : [{ endpoint, field: String(ps.name), where, value: bad }]
   })
@@ -55,8 +56,8 @@ HttpApi.reflect(WesApi, {
   onEndpoint: ({ endpoint }) => {
     const key = `${endpoint.method} ${endpoint.path}`
     const cases: Array<Case> = []
-    Option.map(endpoint.payloadSchema, (schema) => {
-      const form = HttpApiSchema.getMultipart(schema.ast) !== undefined
+    for (const [contentType, { schemas: [schema] }] of endpoint.payload) {
+      const form = contentType === "multipart/form-data"
       const undeclared: Case = {
         endpoint: key,
         field: "not_a_declared_field",
@@ -67,12 +68,12 @@ HttpApi.reflect(WesApi, {
       cases.push(...(form
         ? casesOf(key, schema.ast, "body", FORM_CANDIDATES, (v) => (v._tag === "file" ? fileOf(v.text) : v._tag === "text" ? v.value : v.value))
         : casesOf(key, schema.ast, "body", JSON_CANDIDATES.map((value) => ({ _tag: "json", value })), (v) => (v._tag === "json" ? v.value : undefined))))
-    })
+    }
     const texts = TEXT_CANDIDATES.map((value): Value => ({ _tag: "text", value }))
     const asText = (v: Value) => (v._tag === "text" ? v.value : undefined)
-    Option.map(endpoint.urlParamsSchema, (schema) => cases.push(...casesOf(key, schema.ast, "query", texts, asText)))
-    Option.map(endpoint.headersSchema, (schema) => cases.push(...casesOf(key, schema.ast, "header", texts, asText)))
-    const declares = Option.isSome(endpoint.payloadSchema) || Option.isSome(endpoint.urlParamsSchema) || Option.isSome(endpoint.headersSchema)
+    if (endpoint.query !== undefined) cases.push(...casesOf(key, endpoint.query.ast, "query", texts, asText))
+    if (endpoint.headers !== undefined) cases.push(...casesOf(key, endpoint.headers.ast, "header", texts, asText))
+    const declares = endpoint.payload.size > 0 || endpoint.query !== undefined || endpoint.headers !== undefined
     routes.push({ key, method: endpoint.method, path: endpoint.path, declares, cases })
   }
 })

@@ -1,5 +1,5 @@
 /**
- * Suite 4: bad input. Requests generated (fast-check) from the server's own OpenAPI document
+ * Suite 4: bad input. Requests generated (effect's Arbitrary) from the server's own OpenAPI document
  * across every public operation: random bodies built from the declared schemas, multipart shapes
  * (well-formed and hand-broken), wrong content types, huge and empty values, bad, missing and
  * expired tokens, random path ids and query values. Every answer must be declared for its
@@ -8,7 +8,9 @@
  *
  * FUZZ_SEED replays a run; FUZZ_REQUESTS changes its size (default 10,000).
  */
-import * as fc from "effect/testing/FastCheck"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Contract, makeContract, type Operation, type SpecDocument } from "./contract.js"
@@ -52,24 +54,54 @@ interface FuzzRequest {
 
 // ---- arbitraries ----
 
-const printable = (maxLength: number) => fc.string({ unit: "binary-ascii", maxLength }).map((s) => s.replace(/[^\x20-\x7e\t]/g, "?"))
-const nasty = fc.constantFrom(
+const integer = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
+const natural = integer(0, 2 ** 31 - 1)
+
+/** One of `values`, each as likely. */
+const constantFrom = <const A extends ReadonlyArray<unknown>>(...values: A): Arbitrary.Arbitrary<A[number]> =>
+  Arbitrary.map(integer(0, values.length - 1), (i) => values[i])
+
+/** One of `choices`, each as likely as its weight says. */
+const weighted = <A>(...choices: ReadonlyArray<readonly [weight: number, arbitrary: Arbitrary.Arbitrary<A>]>): Arbitrary.Arbitrary<A> => {
+  const total = choices.reduce((sum, [weight]) => sum + weight, 0)
+  return Arbitrary.flatMap(integer(0, total - 1), (n) => {
+    let rest = n
+    for (const [weight, arbitrary] of choices) {
+      if (rest < weight) return arbitrary
+      rest -= weight
+    }
+    return choices[choices.length - 1]![1]
+  })
+}
+const oneOf = <A>(...choices: ReadonlyArray<Arbitrary.Arbitrary<A>>) => weighted(...choices.map((c) => [1, c] as const))
+/** `arbitrary`, or (one time in six) undefined. */
+const option = <A>(arbitrary: Arbitrary.Arbitrary<A>) => weighted<A | undefined>([1, Arbitrary.Constant(undefined)], [5, arbitrary])
+const text = (maxLength: number) => Arbitrary.schema(Schema.String.check(Schema.isMaxLength(maxLength)))
+const uuid = Arbitrary.schema(Schema.String.check(Schema.isUUID()))
+const jsonValue = Arbitrary.schema(Schema.Json)
+const webUrl = Arbitrary.schema(Schema.String.check(Schema.isPattern(/^https?:\/\/[a-z][a-z0-9-]{0,15}(\.[a-z]{2,6}){1,2}(:[1-9]\d{1,4})?(\/[A-Za-z0-9._~%-]{0,10}){0,3}$/)))
+/** An object of keys and values, at most `maxKeys` of them. */
+const dictionary = <A>(keys: Arbitrary.Arbitrary<string>, values: Arbitrary.Arbitrary<A>, maxKeys: number) =>
+  Arbitrary.map(Arbitrary.array(Arbitrary.all([keys, values]), { maxLength: maxKeys }), (entries) => Object.fromEntries(entries))
+
+const printable = (maxLength: number) => Arbitrary.map(text(maxLength), (s) => s.replace(/[^\x20-\x7e\t]/g, "?"))
+const nasty = constantFrom(
   "", " ", "0", "-1", "1.5", "1e3", "1e309", "NaN", "Infinity", "0x10", "null", "true", "[]", "{}", "%00", "%2F", "%2e%2e%2f",
   "../../etc/passwd", "..\\..\\windows\\win.ini", "/etc/passwd", "C:\\boot.ini", "' OR 1=1 --", "<script>alert(1)</script>",
   "\u0000", "ＡＢＣ", "🙂🙂", "e\u0301", "\u202e", "a,b,,c", " , ", "$text(x)", "#choice(x, a)", "00000000-0000-0000-0000-000000000000",
   "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF", "018f0000-0000-7000-8000-000000000000"
 )
-const big = (min: number, max: number) => fc.tuple(fc.integer({ min, max }), fc.constantFrom("x", "é", "🙂", "%", "a/")).map(([n, c]) => c.repeat(n))
-const anyText = fc.oneof(
-  { arbitrary: nasty, weight: 4 },
-  { arbitrary: fc.string({ maxLength: 30 }), weight: 3 },
-  { arbitrary: fc.string({ unit: "binary", maxLength: 30 }), weight: 2 },
-  { arbitrary: fc.uuid().map(String), weight: 2 },
-  { arbitrary: fc.integer().map(String), weight: 1 },
-  { arbitrary: big(100, 3_000), weight: 1 }
+const big = (min: number, max: number) => Arbitrary.map(Arbitrary.all([integer(min, max), constantFrom("x", "é", "🙂", "%", "a/")]), ([n, c]) => c.repeat(n))
+const anyText = weighted<string>(
+  [4, nasty],
+  [3, text(30)],
+  [2, Arbitrary.map(text(30), (s) => s.replace(/[^\x00-\x7f]/g, (c) => String.fromCharCode(c.charCodeAt(0) & 0xff)))],
+  [2, uuid],
+  [1, Arbitrary.map(Arbitrary.schema(Schema.Int), String)],
+  [1, big(100, 3_000)]
 )
 
-const workflowDefinitions = fc.constantFrom<unknown>(
+const workflowDefinitions = constantFrom<ReadonlyArray<unknown>>(
   smokeWorkflow(),
   smokeWorkflow({ color: "$text(color)" }),
   smokeWorkflow({ color: "$text(color, 7)", width: "#choice(size, 64, 128)" }),
@@ -81,56 +113,56 @@ const workflowDefinitions = fc.constantFrom<unknown>(
   [],
   "text"
 )
-const jsonText = fc.oneof(
-  workflowDefinitions.map((w) => JSON.stringify(w)),
-  fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
+const jsonText = oneOf<string>(
+  Arbitrary.map(workflowDefinitions, (w) => JSON.stringify(w)),
+  Arbitrary.map(jsonValue, (v) => JSON.stringify(v)),
   anyText,
-  fc.constantFrom("{", "{\"1\":", "\uFEFF{}", "null", "1".repeat(400) + "e999")
+  constantFrom("{", "{\"1\":", "\uFEFF{}", "null", "1".repeat(400) + "e999")
 )
 
 const FIELD_NAMES = ["name", "workflow_json", "template_id", "tags", "description", "body", "$color", "$image", "#size", "$", "#", "$../x", "file"]
-const fieldName = fc.oneof({ arbitrary: fc.constantFrom(...FIELD_NAMES), weight: 5 }, { arbitrary: anyText, weight: 1 })
-const filename = fc.oneof(
-  fc.constantFrom("workflow.json", "a.png", "", ".", "..", "../../etc/passwd", "/etc/passwd", "..%2F..%2Fetc", "a\\..\\b", "C:\\x.png", ".hidden", "x".repeat(300)),
+const fieldName = weighted<string>([5, constantFrom(...FIELD_NAMES)], [1, anyText])
+const filename = oneOf<string>(
+  constantFrom("workflow.json", "a.png", "", ".", "..", "../../etc/passwd", "/etc/passwd", "..%2F..%2Fetc", "a\\..\\b", "C:\\x.png", ".hidden", "x".repeat(300)),
   anyText
 )
-const part: fc.Arbitrary<Part> = fc.oneof(
-  fc.record({ _tag: fc.constant("text" as const), name: fieldName, value: fc.oneof(fc.constantFrom("fuzz", "gpu", "a, b", "128", "64", "red"), anyText) }),
-  fc.record({
-    _tag: fc.constant("file" as const),
+const part: Arbitrary.Arbitrary<Part> = oneOf<Part>(
+  Arbitrary.all({ _tag: Arbitrary.Constant("text" as const), name: fieldName, value: oneOf(constantFrom("fuzz", "gpu", "a, b", "128", "64", "red"), anyText) }),
+  Arbitrary.all({
+    _tag: Arbitrary.Constant("file" as const),
     name: fieldName,
     filename,
-    type: fc.constantFrom("application/json", "image/png", "", "text/plain", "multipart/mixed"),
-    content: fc.oneof(jsonText, fc.constant(""), big(10_000, 200_000))
+    type: constantFrom("application/json", "image/png", "", "text/plain", "multipart/mixed"),
+    content: oneOf(jsonText, Arbitrary.Constant(""), big(10_000, 200_000))
   })
 )
-const formParts = fc.oneof(
+const formParts = oneOf<ReadonlyArray<Part>>(
   // Mostly close to what the operations expect, so the deeper code runs too.
-  fc.tuple(
-    fc.option(fc.oneof(fc.constantFrom("fuzz", "f"), anyText), { nil: undefined }),
-    fc.option(fc.oneof({ arbitrary: workflowDefinitions.map((w) => JSON.stringify(w)), weight: 3 }, { arbitrary: jsonText, weight: 1 }), { nil: undefined }),
-    fc.oneof({ arbitrary: fc.constant<ReadonlyArray<Part>>([]), weight: 2 }, { arbitrary: fc.array(part, { maxLength: 4 }), weight: 3 })
-  ).map(([name, definition, rest]) => [
+  Arbitrary.map(Arbitrary.all([
+    option(oneOf(constantFrom("fuzz", "f"), anyText)),
+    option(weighted([3, Arbitrary.map(workflowDefinitions, (w) => JSON.stringify(w))], [1, jsonText])),
+    weighted<ReadonlyArray<Part>>([2, Arbitrary.Constant([])], [3, Arbitrary.array(part, { maxLength: 4 })])
+  ]), ([name, definition, rest]): ReadonlyArray<Part> => [
     ...(name === undefined ? [] : [{ _tag: "text" as const, name: "name", value: name }]),
     ...(definition === undefined ? [] : [{ _tag: "file" as const, name: "workflow_json", filename: "w.json", type: "application/json", content: definition }]),
     ...rest
   ]),
   // Template-shaped.
-  fc.tuple(fc.oneof(fc.constant("t"), anyText), fc.oneof(fc.constant("d"), anyText), workflowDefinitions).map(([name, description, definition]): ReadonlyArray<Part> => [
+  Arbitrary.map(Arbitrary.all([oneOf(Arbitrary.Constant("t"), anyText), oneOf(Arbitrary.Constant("d"), anyText), workflowDefinitions]), ([name, description, definition]): ReadonlyArray<Part> => [
     { _tag: "text", name: "name", value: name },
     { _tag: "text", name: "description", value: description },
     { _tag: "file", name: "body", filename: "t.json", type: "application/json", content: JSON.stringify(definition) }
   ]),
-  fc.array(part, { maxLength: 12 })
+  Arbitrary.array(part, { maxLength: 12 })
 )
 
-const boundary = fc.constantFrom("b0undary", "----x", "a", "=?=", " spaced ", "x".repeat(80))
-const rawForm: fc.Arbitrary<Body> = fc.record({
-  _tag: fc.constant("rawForm" as const),
+const boundary = constantFrom("b0undary", "----x", "a", "=?=", " spaced ", "x".repeat(80))
+const rawForm: Arbitrary.Arbitrary<Body> = Arbitrary.all({
+  _tag: Arbitrary.Constant("rawForm" as const),
   boundary,
-  header: fc.constantFrom("", "; boundary=", "; boundary=\"\"", "; charset=utf-8"),
-  text: fc.oneof(
-    fc.constantFrom(
+  header: constantFrom("", "; boundary=", "; boundary=\"\"", "; charset=utf-8"),
+  text: oneOf<string>(
+    constantFrom(
       "--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n",
       "--B\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nx\r\n--B--\r\n",
       "--B\r\nContent-Disposition: form-data\r\n\r\nx\r\n--B--\r\n",
@@ -146,108 +178,117 @@ const rawForm: fc.Arbitrary<Body> = fc.record({
   )
 })
 
-const schemaText = (name: string): fc.Arbitrary<string> =>
+const schemaText = (name: string): Arbitrary.Arbitrary<string> =>
   name === "endpoint"
-    ? fc.oneof(
-      fc.constantFrom("http://127.0.0.1:8188", "https://runner.example/", "http://unreachable.example", "ftp://x", "not a url", "http://", "http://[::1]:99999", "javascript:alert(1)", "http://a b"),
-      fc.webUrl(),
+    ? oneOf<string>(
+      constantFrom("http://127.0.0.1:8188", "https://runner.example/", "http://unreachable.example", "ftp://x", "not a url", "http://", "http://[::1]:99999", "javascript:alert(1)", "http://a b"),
+      webUrl,
       anyText
     )
     : anyText
 
 /** A JSON value built from a JSON Schema of the document: mostly shaped like it, sometimes not at all. */
-const fromSchema = (contract: Contract, schema: unknown, name: string, depth: number): fc.Arbitrary<unknown> => {
+const fromSchema = (contract: Contract, schema: unknown, name: string, depth: number): Arbitrary.Arbitrary<unknown> => {
   const s = contract.resolve(schema)
-  const junk = fc.jsonValue({ maxDepth: 2 })
+  const junk: Arbitrary.Arbitrary<unknown> = jsonValue
   if (depth > 3 || typeof s !== "object" || s === null) return junk
   const node = s as { type?: string; enum?: ReadonlyArray<unknown>; anyOf?: ReadonlyArray<unknown>; properties?: Record<string, unknown>; items?: unknown; additionalProperties?: unknown }
-  const shaped: fc.Arbitrary<unknown> = (() => {
-    if (node.enum !== undefined) return fc.constantFrom(...node.enum)
-    if (node.anyOf !== undefined) return fc.oneof(...node.anyOf.map((m) => fromSchema(contract, m, name, depth + 1)))
+  const shaped: Arbitrary.Arbitrary<unknown> = (() => {
+    if (node.enum !== undefined) return constantFrom(...node.enum)
+    if (node.anyOf !== undefined) return oneOf(...node.anyOf.map((m) => fromSchema(contract, m, name, depth + 1)))
     switch (node.type) {
       case "string":
         return schemaText(name)
       case "integer":
       case "number":
-        return fc.oneof(fc.integer(), fc.double())
+        return oneOf<unknown>(Arbitrary.schema(Schema.Int), Arbitrary.schema(Schema.Number))
       case "boolean":
-        return fc.boolean()
+        return Arbitrary.schema(Schema.Boolean)
       case "array":
-        return fc.array(fromSchema(contract, node.items, name, depth + 1), { maxLength: 14 })
+        return Arbitrary.array(fromSchema(contract, node.items, name, depth + 1), { maxLength: 14 })
       case "object": {
         const props = Object.entries(node.properties ?? {})
-        const known = fc.record(
-          Object.fromEntries(props.map(([k, v]) => [k, fromSchema(contract, v, k, depth + 1)])),
-          { requiredKeys: [] }
+        // Each declared field, or (sometimes) not sent.
+        const known = Arbitrary.map(
+          Arbitrary.all(props.map(([k, v]) => option(fromSchema(contract, v, k, depth + 1)))),
+          (values) => Object.fromEntries(props.flatMap(([k], i) => (values[i] === undefined ? [] : [[k, values[i]]])))
         )
         const extra = node.additionalProperties !== undefined && node.additionalProperties !== false && typeof node.additionalProperties === "object"
-          ? fc.dictionary(fc.oneof(fc.constantFrom("X-Key", "Authorization", "x-b"), anyText), fromSchema(contract, node.additionalProperties, "value", depth + 1), { maxKeys: 5 })
-          : fc.dictionary(fc.constantFrom("extra", "__proto__", "constructor"), junk, { maxKeys: 1 })
-        return fc.tuple(known, extra).map(([a, b]) => ({ ...b, ...a }))
+          ? dictionary(oneOf(constantFrom("X-Key", "Authorization", "x-b"), anyText), fromSchema(contract, node.additionalProperties, "value", depth + 1), 5)
+          : dictionary(constantFrom("extra", "__proto__", "constructor"), junk, 1)
+        return Arbitrary.map(Arbitrary.all([known, extra]), ([a, b]) => ({ ...b, ...a }))
       }
       default:
         return junk
     }
   })()
-  return fc.oneof({ arbitrary: shaped, weight: 5 }, { arbitrary: junk, weight: 1 })
+  return weighted([5, shaped], [1, junk])
 }
 
-const auth = fc.oneof(
-  { arbitrary: fc.constant<Auth>("own"), weight: 14 },
-  { arbitrary: fc.constantFrom<Auth>("other", "expired", "missing", "empty", "scheme", "garbage", "madeUp", "admin", "huge"), weight: 6 }
+const auth = weighted<Auth>(
+  [14, Arbitrary.Constant("own")],
+  [6, constantFrom("other", "expired", "missing", "empty", "scheme", "garbage", "madeUp", "admin", "huge")]
 )
 
 const HEADER_NAMES = ["idempotency-key", "last-event-id", "accept", "x-forwarded-for", "content-encoding", "range", "if-none-match", "x-http-method-override", "origin"]
-const extraHeaders = fc.oneof({ arbitrary: fc.constant([]), weight: 2 }, { arbitrary: fc.array(
-  fc.tuple(fc.constantFrom(...HEADER_NAMES), fc.oneof(printable(40), fc.constantFrom("", "0", "-1", "gzip", "99999999999999999999", "bytes=0-1"), big(100, 4_000).map((s) => s.replace(/[^\x20-\x7e]/g, "x")))),
+const extraHeaders = weighted<ReadonlyArray<readonly [string, string]>>([2, Arbitrary.Constant([])], [1, Arbitrary.array(
+  Arbitrary.all([
+    constantFrom(...HEADER_NAMES),
+    oneOf(printable(40), constantFrom("", "0", "-1", "gzip", "99999999999999999999", "bytes=0-1"), Arbitrary.map(big(100, 4_000), (s) => s.replace(/[^\x20-\x7e]/g, "x")))
+  ]),
   { maxLength: 3 }
-), weight: 1 })
+)])
 
-const idChoice: fc.Arbitrary<IdChoice> = fc.oneof(
-  { arbitrary: fc.nat().map((n): IdChoice => ({ _tag: "own", n })), weight: 6 },
-  { arbitrary: fc.nat().map((n): IdChoice => ({ _tag: "other", n })), weight: 2 },
-  {
-    arbitrary: fc.oneof(fc.uuid().map(String), anyText.map((s) => s.slice(0, 1_000)))
-      .filter((s) => s !== "" && !/^(\.|%2e){1,2}$/i.test(s))
-      .map((value): IdChoice => ({ _tag: "literal", value })),
-    weight: 3
-  }
+const idChoice: Arbitrary.Arbitrary<IdChoice> = weighted<IdChoice>(
+  [6, Arbitrary.map(natural, (n): IdChoice => ({ _tag: "own", n }))],
+  [2, Arbitrary.map(natural, (n): IdChoice => ({ _tag: "other", n }))],
+  [3, oneOf(uuid, Arbitrary.map(anyText, (s) => s.slice(0, 1_000))).pipe(
+    Arbitrary.filter((s) => s !== "" && !/^(\.|%2e){1,2}$/i.test(s)),
+    Arbitrary.map((value): IdChoice => ({ _tag: "literal", value }))
+  )]
 )
 
-const requestFor = (contract: Contract): fc.Arbitrary<FuzzRequest> =>
-  fc.nat({ max: contract.operations.length - 1 }).chain((op) => {
+const requestFor = (contract: Contract): Arbitrary.Arbitrary<FuzzRequest> =>
+  Arbitrary.flatMap(integer(0, contract.operations.length - 1), (op) => {
     const operation = contract.operations[op]!
     const params = operation.spec.parameters ?? []
     const pathParams = params.filter((p) => p.in === "path")
     const queryParams = params.filter((p) => p.in === "query")
     const content = operation.spec.requestBody?.content ?? {}
-    const query = fc.tuple(
-      fc.array(fc.constantFrom(...(queryParams.length === 0 ? ["page"] : queryParams.map((p) => p.name))), { maxLength: 3 }).chain((names) =>
-        fc.tuple(...names.map((n) =>
-          fc.oneof(
-            fromSchema(contract, queryParams.find((p) => p.name === n)?.schema, n, 0).map((v) => typeof v === "string" ? v : JSON.stringify(v)),
-            fc.integer({ min: -5, max: 150 }).map(String)
-          ).map((v) => [n, v] as const)
+    const named = Arbitrary.flatMap(
+      Arbitrary.array(constantFrom(...(queryParams.length === 0 ? ["page"] : queryParams.map((p) => p.name))), { maxLength: 3 }),
+      (names) =>
+        Arbitrary.all(names.map((n) =>
+          Arbitrary.map(
+            oneOf<string>(
+              Arbitrary.map(fromSchema(contract, queryParams.find((p) => p.name === n)?.schema, n, 0), (v) => (typeof v === "string" ? v : JSON.stringify(v))),
+              Arbitrary.map(integer(-5, 150), String)
+            ),
+            (v) => [n, v] as const
+          )
         ))
-      ),
-      fc.array(fc.tuple(anyText, anyText), { maxLength: 1 })
-    ).map(([a, b]) => [...a, ...b])
-    const bodies: Array<fc.WeightedArbitrary<Body>> = [
-      { arbitrary: fc.constant<Body>({ _tag: "none" }), weight: 2 },
-      { arbitrary: fc.record({ _tag: fc.constant("raw" as const), contentType: fc.option(fc.constantFrom("application/json", "text/plain", "multipart/form-data", "multipart/form-data; boundary=", "application/x-www-form-urlencoded", "application/octet-stream", "", "*/*", "application/json; charset=utf-16"), { nil: undefined }), text: fc.oneof(jsonText, big(1_000, 1_200_000)) }), weight: 2 },
-      { arbitrary: rawForm, weight: 1 },
-      { arbitrary: formParts.map((parts): Body => ({ _tag: "form", parts })), weight: content["multipart/form-data"] === undefined ? 1 : 8 }
+    )
+    const query = Arbitrary.map(Arbitrary.all([named, Arbitrary.array(Arbitrary.all([anyText, anyText]), { maxLength: 1 })]), ([a, b]) => [...a, ...b])
+    const bodies: Array<readonly [number, Arbitrary.Arbitrary<Body>]> = [
+      [2, Arbitrary.Constant<Body>({ _tag: "none" })],
+      [2, Arbitrary.all({
+        _tag: Arbitrary.Constant("raw" as const),
+        contentType: option(constantFrom("application/json", "text/plain", "multipart/form-data", "multipart/form-data; boundary=", "application/x-www-form-urlencoded", "application/octet-stream", "", "*/*", "application/json; charset=utf-16")),
+        text: oneOf(jsonText, big(1_000, 1_200_000))
+      })],
+      [1, rawForm],
+      [content["multipart/form-data"] === undefined ? 1 : 8, Arbitrary.map(formParts, (parts): Body => ({ _tag: "form", parts }))]
     ]
     const jsonSchema = content["application/json"]?.schema
-    if (jsonSchema !== undefined) bodies.push({ arbitrary: fromSchema(contract, jsonSchema, "body", 0).map((value): Body => ({ _tag: "json", value })), weight: 8 })
-    return fc.record({
-      op: fc.constant(op),
-      method: fc.oneof({ arbitrary: fc.constant(undefined), weight: 30 }, { arbitrary: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"), weight: 1 }),
-      ids: fc.array(idChoice, { minLength: pathParams.length, maxLength: pathParams.length }),
+    if (jsonSchema !== undefined) bodies.push([8, Arbitrary.map(fromSchema(contract, jsonSchema, "body", 0), (value): Body => ({ _tag: "json", value }))])
+    return Arbitrary.all({
+      op: Arbitrary.Constant(op),
+      method: weighted<string | undefined>([30, Arbitrary.Constant(undefined)], [1, constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")]),
+      ids: Arbitrary.array(idChoice, { minLength: pathParams.length, maxLength: pathParams.length }),
       query,
       auth,
       headers: extraHeaders,
-      body: fc.oneof(...bodies)
+      body: weighted(...bodies)
     })
   })
 
@@ -388,7 +429,8 @@ describe("fuzzing every public operation from the OpenAPI document (suite 4)", (
     `${method} ${url.slice(0, 300)} auth=${r.auth} headers=${JSON.stringify(r.headers).slice(0, 200)} body=${JSON.stringify(r.body).slice(0, 400)}`
 
   it(`answers ${REQUESTS} generated requests with declared statuses and bodies, never 5xx, and stays up`, async () => {
-    const requests = fc.sample(requestFor(contract), { numRuns: REQUESTS, seed: SEED })
+    // Strings, arrays and objects up to 30 long where the generators do not say (the default would stop at 10).
+    const requests = await Effect.runPromise(Arbitrary.sampleEffect(requestFor(contract), { count: REQUESTS, seed: SEED, size: 30 }))
     const statuses = new Map<number, number>()
     const perOperation = new Map<string, number>()
     const problems: Array<string> = []

@@ -220,7 +220,14 @@ const failure = (runner: RunnerTarget, what: string, limits: Limits) => (e: unkn
   return unreachable(runner, e instanceof BodyReadFailed ? `${what}: reading the answer failed: ${describeCause(cause)}` : `${what}: ${describeCause(cause)}`)
 }
 
-/** Sends `call` and reads the whole answer. */
+/**
+ * Sends `call` and reads the whole answer. The caller goes on with it after one yield: Effect 4
+ * resumes a fiber as soon as the promise settles, while the runner's WebSocket events reach their
+ * consumer through the scheduler (the queue wakes its taker on the next round). Without the yield
+ * an answer would overtake the events that arrived before it (an idle ComfyUI sends a prompt's
+ * `execution_start` before the answer to its post); with it, both go in the order they arrived,
+ * as under Effect 3, whose scheduler resumed both alike.
+ */
 export const send = (
   dispatcher: Dispatcher,
   runner: RunnerTarget,
@@ -243,7 +250,7 @@ export const send = (
       return { what, status: response.statusCode, headers: response.headers, text }
     },
     catch: failure(runner, what, limits)
-  })
+  }).pipe(Effect.tap(() => Effect.yieldNow))
 }
 
 /** `send` that expects a 2xx answer. */

@@ -46,8 +46,8 @@ export interface ListenChannel {
 /** Payloads that start with this are heartbeats, not workflow or runner ids. */
 const PING_PREFIX = "wes-ping:"
 /**
- * How long a ping on a new connection may take before it is sent again: the first one usually
- * goes out before the LISTEN command has run, and is lost.
+ * How long a ping on a new connection may take before it is sent again (the LISTENs are confirmed
+ * before it goes out, but one lost ping must not cost a whole heartbeat timeout).
  */
 const FIRST_PING_WAIT = Duration.millis(100)
 /** Delay before reconnecting after the n-th consecutive failure: 100 ms doubling up to 5 s. */

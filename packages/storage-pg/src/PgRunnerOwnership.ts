@@ -148,7 +148,7 @@ export const makePgRunnerOwnership = (options: PgRunnerOwnershipOptions = {}) =>
         Effect.catchCause((cause) =>
           Effect.logWarning("WES: could not release a runner lease; it expires on its own", {
             runner_id: runnerId,
-            error: Cause.pretty(cause)
+            error: Cause.hasInterruptsOnly(cause) ? "the store is closed" : Cause.pretty(cause)
           })
         )
       )

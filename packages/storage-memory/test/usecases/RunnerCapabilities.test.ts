@@ -155,8 +155,8 @@ describe("node replacements", () => {
           const user = yield* newUser("pro")
           const runner = yield* (yield* RunnerService).create(user, { name: "r", endpoint: "http://127.0.0.1:8188" })
           const created = yield* Effect.result((yield* WorkflowService).create(user, { name: "old graph", workflow_json: deprecated }))
-          if (lacks.length === 0) expect(created._tag).toBe("Right")
-          else expect(created).toMatchObject({ left: { _tag: "MissingCapabilities", runners: [{ runner_id: runner.id, node_classes: lacks }] } })
+          if (lacks.length === 0) expect(created._tag).toBe("Success")
+          else expect(created).toMatchObject({ failure: { _tag: "MissingCapabilities", runners: [{ runner_id: runner.id, node_classes: lacks }] } })
         }).pipe(Effect.provide(context))
       }
     }))
