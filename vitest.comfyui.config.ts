@@ -26,7 +26,9 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 300_000,
     pool: "forks",
-    poolOptions: { forks: { singleFork: true } },
+    // One fork for every file, one file at a time (vitest 4+ spells `singleFork` this way).
+    maxWorkers: 1,
+    isolate: false,
     fileParallelism: false,
     sequence: { concurrent: false },
     projects: VERSIONS.map((version, order) => ({

@@ -1,12 +1,12 @@
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import type { UserConfig } from "vitest/config"
+import type { ViteUserConfig } from "vitest/config"
 
 const root = path.dirname(fileURLToPath(import.meta.url))
 const src = (pkg: string, file = "index.ts") => path.join(root, "packages", pkg, "src", file)
 
 /** Tests run against the sources of the workspace packages, never against a stale build. */
-export const shared: UserConfig = {
+export const shared: ViteUserConfig = {
   resolve: {
     alias: [
       { find: /^@wes\/core\/testing$/, replacement: src("core", "testing.ts") },

@@ -4,7 +4,7 @@
  * outputs are served only to their owner; an expired token is refused by every authenticated
  * operation; and runner endpoints on private addresses are refused (unless WES_DEV or WES_RUNNER_ALLOW_PRIVATE=true).
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import { PgStoreLive } from "@wes/storage-pg"
 import { FakeComfyUI, loadImageWorkflow, solidPng } from "@wes/runner-client/testing"
@@ -68,7 +68,7 @@ describe("files, outputs, expired tokens and logs (suite 7)", () => {
     // Blobs and the runner's ComfyUI directories side by side in one sandbox: nothing may appear elsewhere in it.
     sandbox = await fs.mkdtemp(path.join(os.tmpdir(), "wes-security-"))
     fake = await FakeComfyUI.start({ rootDir: path.join(sandbox, "comfy") })
-    const store = Layer.merge(MemoryStoreLive, FsBlobStoreLive(path.join(sandbox, "blobs")).pipe(Layer.provide(NodeContext.layer)))
+    const store = Layer.merge(MemoryStoreLive, FsBlobStoreLive(path.join(sandbox, "blobs")).pipe(Layer.provide(NodeServices.layer)))
     server = await startServer({ dispatcher: fastDispatch, store })
   })
   afterAll(async () => {
@@ -242,7 +242,7 @@ describe("private runner addresses refused (suite 7)", () => {
         const g = yield* RunnerGateway
         const prompt = { prompt_id: "p", prompt: {}, client_id: "c", extra_data: {} }
         const message = <A, E extends { readonly message: string }>(e: Effect.Effect<A, E>) =>
-          Effect.map(Effect.result(e), (r) => (Result.isFailure(r) ? r.left.message : undefined))
+          Effect.map(Effect.result(e), (r) => (Result.isFailure(r) ? r.failure.message : undefined))
         const results = [
           yield* message(g.probe(t)),
           yield* message(g.nodeReplacements(t)),
