@@ -17,9 +17,11 @@
  * (COMFYUI_URL, DATABASE_URL, OUT as in facade.ts).
  */
 import { AccountService, RunnerService, WorkflowService } from "@wes/core"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import type * as LogLevel from "effect/LogLevel"
@@ -88,7 +90,7 @@ export const hostTelemetry = (telemetry: HostTelemetry): Layer.Layer<never> =>
     Layer.succeed(References.MinimumLogLevel, telemetry.minimumLogLevel ?? "Info")
   )
 
-/** The host's own failure: the workflow ended without an image. */
+/** The host's own failure: no image (the workflow failed, or the file could not be written). */
 export class SwatchFailed extends Data.TaggedError("SwatchFailed")<{ readonly message: string }> {}
 
 const makeSwatches = (comfyuiUrl: string) =>
@@ -152,7 +154,7 @@ const main = async () => {
     const workflow = yield* swatches.create(0xff8800, 128)
     const { bytes, filename } = yield* swatches.image(workflow.id)
     const out = process.env["OUT"] ?? "swatch.png"
-    yield* Effect.promise(() => writeFile(out, bytes))
+    yield* Effect.tryPromise({ try: () => writeFile(out, bytes), catch: (e) => new SwatchFailed({ message: `could not write ${out}: ${String(e)}` }) })
     yield* Effect.logInfo(`workflow ${workflow.id}: ${filename} (${bytes.length} bytes) -> ${out}`)
   })
   // `Effect.provide(layer)` builds the layers in this program's scope: when the program ends, WES stops.
@@ -162,8 +164,8 @@ const main = async () => {
     telemetry: { log: (line) => console.log(JSON.stringify(line)) }
   }))))
   await comfyui.close()
-  if (exit._tag === "Failure") {
-    console.error(exit.cause)
+  if (Exit.isFailure(exit)) {
+    console.error(Cause.pretty(exit.cause))
     process.exitCode = 1
   }
 }
