@@ -1,7 +1,7 @@
 /** Users and their API tokens. */
 import * as Schema from "effect/Schema"
 import { TokenId, UserId } from "../shared/Ids.js"
-import { Timestamp } from "../shared/Json.js"
+import { Int, Timestamp } from "../shared/Json.js"
 import { Tier, TierLimits } from "./Tier.js"
 
 export const User = Schema.Struct({
@@ -57,10 +57,10 @@ export interface IssuedToken extends Schema.Schema.Type<typeof IssuedToken> {}
 
 /** What `GET /v1/user` counts against the tier's limits. */
 export const Usage = Schema.Struct({
-  active_workflows: Schema.Int,
-  workflows_today: Schema.Int,
-  templates: Schema.Int,
-  runners: Schema.Int
+  active_workflows: Int,
+  workflows_today: Int,
+  templates: Int,
+  runners: Int
 }).annotate({ identifier: "Usage" })
 export interface Usage extends Schema.Schema.Type<typeof Usage> {}
 
@@ -86,7 +86,7 @@ export interface UserDetail extends Schema.Schema.Type<typeof UserDetail> {}
 /** Operator's body for a new user. */
 export const CreateUserRequest = Schema.Struct({
   tier: Tier,
-  email: Schema.optional(Schema.NullOr(Schema.String.check(
+  email: Schema.optionalKey(Schema.NullOr(Schema.String.check(
     Schema.isMaxLength(320, { message: "must be at most 320 characters" }),
     Schema.isPattern(/^[^\s@]+@[^\s@]+$/, { message: "must be an email address" })
   )))
@@ -99,6 +99,6 @@ export const IssueTokenRequest = Schema.Struct({
     Schema.isMinLength(1, { message: "must be 1-100 characters" }),
     Schema.isMaxLength(100, { message: "must be 1-100 characters" })
   ),
-  expires_at: Schema.optional(Schema.NullOr(Timestamp))
+  expires_at: Schema.optionalKey(Schema.NullOr(Timestamp))
 }).annotate({ identifier: "IssueTokenRequest" })
 export interface IssueTokenRequest extends Schema.Schema.Type<typeof IssueTokenRequest> {}

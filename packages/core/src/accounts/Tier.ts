@@ -11,6 +11,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
 import { ManagedRunnersForbidden, TierLimitExceeded } from "../shared/Errors.js"
+import { NonNegativeInt } from "../shared/Json.js"
 import { Priority } from "../workflows/Workflow.js"
 
 export const Tier = Schema.Literals(["free", "pro", "plus"]).annotate({
@@ -26,7 +27,7 @@ export const RunnerType = Schema.Literals(["pro", "plus"]).annotate({
 })
 export type RunnerType = typeof RunnerType.Type
 
-const Limit = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Limit = NonNegativeInt
 
 /** The limits of one tier. */
 export const TierLimits = Schema.Struct({

@@ -10,13 +10,13 @@
  */
 import * as Schema from "effect/Schema"
 
-const Bound = Schema.optionalKey(Schema.Number)
+const Bound = Schema.optionalKey(Schema.Finite)
 
 /** What a widget input takes. */
 export const InputType = Schema.Union([Schema.Struct({ type: Schema.Literal("BOOLEAN") }),
   Schema.Struct({ type: Schema.Literal("INT"), min: Bound, max: Bound, step: Bound }),
   Schema.Struct({ type: Schema.Literal("FLOAT"), min: Bound, max: Bound }),
-  Schema.Struct({ type: Schema.Literal("COMBO"), options: Schema.Array(Schema.Union([Schema.String, Schema.Number])) })]).annotate({ identifier: "InputType" })
+  Schema.Struct({ type: Schema.Literal("COMBO"), options: Schema.Array(Schema.Union([Schema.String, Schema.Finite])) })]).annotate({ identifier: "InputType" })
 export type InputType = typeof InputType.Type
 
 /** A value that names a file: ends in an extension (`.safetensors`, `.ckpt`, `.pt`, `.gguf`, `.yaml`, ...). */

@@ -1,13 +1,13 @@
 /** A runner's capabilities as the API shows them (the contract's `capabilities` field of a runner). */
 import * as Schema from "effect/Schema"
-import { Timestamp } from "../shared/Json.js"
+import { Int, Timestamp } from "../shared/Json.js"
 import type { StoredCapabilities } from "./CapabilityRepository.js"
 import { modelFileCount } from "./Summary.js"
 
 /** What `GET /v1/runner/{id}` shows: counts and the hash, not the summary. */
 export const CapabilitiesView = Schema.Struct({
-  node_classes: Schema.Int,
-  model_files: Schema.Int,
+  node_classes: Int,
+  model_files: Int,
   hash: Schema.String,
   read_at: Timestamp
 }).annotate({

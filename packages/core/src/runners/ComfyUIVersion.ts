@@ -6,6 +6,7 @@
  * (docs/operating-runners.md, "ComfyUI versions").
  */
 import * as Schema from "effect/Schema"
+import { Int } from "../shared/Json.js"
 
 /** The oldest ComfyUI WES supports. */
 export const MIN_COMFYUI_VERSION = "0.3.45"
@@ -16,9 +17,9 @@ export const EXACT_INTERRUPT_VERSION = "0.3.57"
 export const RunnerDevice = Schema.Struct({
   name: Schema.String,
   type: Schema.String,
-  index: Schema.NullOr(Schema.Int),
+  index: Schema.NullOr(Int),
   /** Bytes. */
-  vram_total: Schema.Number
+  vram_total: Schema.Finite
 }).annotate({ identifier: "RunnerDevice" })
 export interface RunnerDevice extends Schema.Schema.Type<typeof RunnerDevice> {}
 

@@ -22,13 +22,20 @@ export const isRunnerEndpoint = (s: string): boolean => {
     u.username === "" && u.password === "" && u.search === "" && u.hash === ""
 }
 
-/** A runner endpoint: http or https URL with a host (the length is checked first, alone). */
+/**
+ * A runner endpoint: the http or https URL of the runner's ComfyUI API, with a host (the length is
+ * checked first, alone). Documented as the contract's document has it: by its length's check.
+ */
 export const RunnerEndpoint = Schema.String.check(
-  Schema.isMaxLength(2048, { message: "must be at most 2048 characters" }).abort(),
+  Schema.isMaxLength(2048, {
+    message: "must be at most 2048 characters",
+    title: "maxLength(2048)",
+    description: "a string at most 2048 character(s) long"
+  }).abort(),
   Schema.makeFilter(isRunnerEndpoint, {
     message: "must be an http:// or https:// URL with a host (no credentials, query or fragment)"
   })
-).annotate({ identifier: "RunnerEndpoint", description: "http or https URL of the runner's ComfyUI API" })
+).annotate({ identifier: "RunnerEndpoint" })
 
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 // eslint-disable-next-line no-control-regex
@@ -65,12 +72,16 @@ export const TagInput = Schema.String.check(
 )
 
 export const TagList = Schema.Array(TagInput).check(
-  Schema.isMaxLength(MAX_TAGS, { message: `at most ${MAX_TAGS} tags are allowed` })
+  Schema.isMaxLength(MAX_TAGS, {
+    message: `at most ${MAX_TAGS} tags are allowed`,
+    title: `maxItems(${MAX_TAGS})`,
+    description: `an array of at most ${MAX_TAGS} item(s)`
+  })
 )
 
 export const RunnerName = Schema.String.check(
   Schema.isMinLength(1, { message: "must be 1-100 characters" }).abort(),
-  Schema.isMaxLength(100, { message: "must be 1-100 characters" })
+  Schema.isMaxLength(100, { message: "must be 1-100 characters", title: "maxLength(100)", description: "a string at most 100 character(s) long" })
 )
 
 /** A user-owned runner, as stored and as returned (headers included). */
@@ -105,18 +116,18 @@ export interface RunnerView extends Schema.Schema.Type<typeof RunnerView> {}
 export const CreateRunnerRequest = Schema.Struct({
   name: RunnerName,
   endpoint: RunnerEndpoint,
-  headers: Schema.optional(RunnerHeaders),
-  tags: Schema.optional(TagList)
+  headers: Schema.optionalKey(RunnerHeaders),
+  tags: Schema.optionalKey(TagList)
 }).annotate({ identifier: "CreateRunnerRequest" })
 export interface CreateRunnerRequest extends Schema.Schema.Type<typeof CreateRunnerRequest> {}
 
 /** Body of update-runner: every field optional; tags replace the old ones. */
 export const UpdateRunnerRequest = Schema.Struct({
-  name: Schema.optional(RunnerName),
-  endpoint: Schema.optional(RunnerEndpoint),
-  headers: Schema.optional(RunnerHeaders),
-  tags: Schema.optional(TagList),
-  status: Schema.optional(RunnerStatus)
+  name: Schema.optionalKey(RunnerName),
+  endpoint: Schema.optionalKey(RunnerEndpoint),
+  headers: Schema.optionalKey(RunnerHeaders),
+  tags: Schema.optionalKey(TagList),
+  status: Schema.optionalKey(RunnerStatus)
 }).annotate({ identifier: "UpdateRunnerRequest" })
 export interface UpdateRunnerRequest extends Schema.Schema.Type<typeof UpdateRunnerRequest> {}
 
@@ -170,20 +181,20 @@ export const CreateManagedRunnerRequest = Schema.Struct({
   name: RunnerName,
   runner_type: RunnerType,
   endpoint: RunnerEndpoint,
-  headers: Schema.optional(RunnerHeaders),
-  tags: Schema.optional(TagList),
-  status: Schema.optional(RunnerStatus)
+  headers: Schema.optionalKey(RunnerHeaders),
+  tags: Schema.optionalKey(TagList),
+  status: Schema.optionalKey(RunnerStatus)
 }).annotate({ identifier: "CreateManagedRunnerRequest" })
 export interface CreateManagedRunnerRequest extends Schema.Schema.Type<typeof CreateManagedRunnerRequest> {}
 
 /** Operator's partial update of a managed runner. */
 export const UpdateManagedRunnerRequest = Schema.Struct({
-  name: Schema.optional(RunnerName),
-  runner_type: Schema.optional(RunnerType),
-  endpoint: Schema.optional(RunnerEndpoint),
-  headers: Schema.optional(RunnerHeaders),
-  tags: Schema.optional(TagList),
-  status: Schema.optional(RunnerStatus)
+  name: Schema.optionalKey(RunnerName),
+  runner_type: Schema.optionalKey(RunnerType),
+  endpoint: Schema.optionalKey(RunnerEndpoint),
+  headers: Schema.optionalKey(RunnerHeaders),
+  tags: Schema.optionalKey(TagList),
+  status: Schema.optionalKey(RunnerStatus)
 }).annotate({ identifier: "UpdateManagedRunnerRequest" })
 export interface UpdateManagedRunnerRequest extends Schema.Schema.Type<typeof UpdateManagedRunnerRequest> {}
 
@@ -228,15 +239,22 @@ export const unmaskHeaders = (sent: RunnerHeaders, stored: RunnerHeaders): Runne
   Object.fromEntries(Object.entries(sent).map(([name, value]) =>
     [name, value === HEADER_MASK && Object.hasOwn(stored, name) ? stored[name]! : value]))
 
-/** A schema whose encoded form masks the header values of `schema`'s records (responses). */
-const masked = <S extends Schema.Codec<{ readonly headers: RunnerHeaders }, unknown>>(schema: S, identifier: string) =>
+/**
+ * A schema whose encoded form masks the header values of `schema`'s records (responses). The
+ * OpenAPI document names it after `schema`'s own identifier (the encoded side's).
+ */
+export const withMaskedHeaders = <S extends Schema.Codec<{ readonly headers: RunnerHeaders }, unknown>>(schema: S) =>
   schema.pipe(Schema.decodeTo(
     Schema.toType(schema),
     SchemaTransformation.transform<S["Type"], S["Type"]>({
       decode: (r) => r,
       encode: (r) => ({ ...r, headers: maskHeaders(r.headers) })
     })
-  )).annotate({ identifier })
+  ))
+
+/** `schema` with header values masked, named `identifier` on both sides (the document's component and description). */
+const masked = <S extends Schema.Codec<{ readonly headers: RunnerHeaders }, unknown>>(schema: S, identifier: string) =>
+  withMaskedHeaders(schema.annotate({ identifier })).annotate({ identifier })
 
 /** A user-owned runner as responses show it: header values masked. */
 export const RunnerResponse = masked(RunnerView, "RunnerResponse")

@@ -25,7 +25,8 @@ export {
   unmaskHeaders,
   UpdateManagedRunnerRequest,
   UpdateRunnerRequest,
-  userRunnerTarget
+  userRunnerTarget,
+  withMaskedHeaders
 } from "./Runner.js"
 export {
   type Download,

@@ -1,6 +1,7 @@
 /** JSON values as they travel through the service. */
 import * as Schema from "effect/Schema"
 import * as SchemaGetter from "effect/SchemaGetter"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 
 /** True for a plain JSON object (not null, not an array). */
 export const isJsonObject = (u: unknown): u is { readonly [key: string]: unknown } =>
@@ -14,8 +15,6 @@ export const isJsonObject = (u: unknown): u is { readonly [key: string]: unknown
  * (docs/decisions.md), and encoding does not walk it.
  */
 export const JsonObject = Schema.declare(isJsonObject, {
-  identifier: "JsonObject",
-  description: "A JSON object",
   // Its JSON form is the object itself: no codec rebuilds (or walks) it.
   toCodecJson: () => undefined,
   toCodecArbitrary: () =>
@@ -24,20 +23,41 @@ export const JsonObject = Schema.declare(isJsonObject, {
       encode: SchemaGetter.passthroughSupertype()
     })
 }).check(Schema.makeFilter(() => true, {
-  // What the API's documentation says it is (a declaration has no JSON Schema of its own).
+  // What the API's documentation says it is (a declaration has no JSON Schema of its own). The
+  // identifier and description go on this last check: a schema's annotations are its last check's.
+  identifier: "JsonObject",
+  description: "A JSON object",
   toJsonSchema: () => ({ type: "object", required: [], properties: {}, additionalProperties: true })
 }))
 export type JsonObject = typeof JsonObject.Type
 
 /**
  * A timestamp: an ISO 8601 string on the wire, a `DateTime.Utc` inside. A string that is not
- * one is a 400 "must be an ISO 8601 timestamp" (`message`: what a failed decoding says).
+ * one is a 400 "must be an ISO 8601 timestamp" (`message`: what a failed decoding says). The
+ * wire side carries the identifier and description too: the OpenAPI document shows that side
+ * (as the `Timestamp` component).
  */
-export const Timestamp = Schema.DateTimeUtcFromString.annotate({
-  identifier: "Timestamp",
-  description: "ISO 8601 timestamp (UTC)",
-  message: "must be an ISO 8601 timestamp"
-})
+const TIMESTAMP = { identifier: "Timestamp", description: "ISO 8601 timestamp (UTC)" } as const
+export const Timestamp = Schema.String.annotate(TIMESTAMP).pipe(
+  Schema.decodeTo(Schema.DateTimeUtc, SchemaTransformation.dateTimeUtcFromString)
+).annotate({ ...TIMESTAMP, message: "must be an ISO 8601 timestamp" })
+
+/**
+ * An integer (a safe one), documented as the contract's `Int` component: `{type: integer}`
+ * (Effect's own `isInt` also writes the safe-integer bounds).
+ */
+export const Int = Schema.Number.check(Schema.isInt({
+  identifier: "Int",
+  title: "int",
+  description: "an integer",
+  toJsonSchema: () => ({ type: "integer" })
+}))
+
+/** A non-negative integer, documented as the contract has it (`nonNegative`, minimum 0). */
+export const NonNegativeInt = Schema.Number.check(
+  Schema.isInt({ toJsonSchema: () => ({ type: "integer" }) }),
+  Schema.isGreaterThanOrEqualTo(0, { title: "nonNegative", description: "a non-negative number" })
+)
 
 /**
  * Bounds on a JSON document a user sends (a workflow, a template body, a request body): deeper

@@ -11,6 +11,7 @@ import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import type * as SchemaIssue from "effect/SchemaIssue"
 import { type FieldIssue, ValidationError } from "./Errors.js"
+import { isJsonObject } from "./Json.js"
 
 /**
  * One problem of a rejected request: where, and what is wrong in the contract's words. A
@@ -148,16 +149,34 @@ const checkMessage = (issue: SchemaIssue.Filter): string | undefined => {
     NOT_VALID
 }
 
+/**
+ * The optional field of `ast` (an object) that `issue` is about, when it was sent: its value failed.
+ * The contract reads such a field as it read an optional one of Effect 3 (a union with `undefined`):
+ * besides what is wrong with the value, "must be left out" (dropped when the field has its own
+ * message, kept when the problems are deeper, as `headers.a`).
+ */
+const sentOptionalField = (ast: SchemaAST.AST, issue: SchemaIssue.Issue): PropertyKey | undefined => {
+  if (issue._tag !== "Pointer" || issue.path.length !== 1 || !SchemaAST.isObjects(ast)) return undefined
+  if (issue.issue._tag === "MissingKey" || issue.issue._tag === "UnexpectedKey") return undefined
+  const key = issue.path[0]!
+  return ast.propertySignatures.some((p) => p.name === key && SchemaAST.isOptional(p.type)) ? key : undefined
+}
+
 /** Every problem of `issue`, at `path`, in the contract's words. */
 const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>, out: Out): void => {
   switch (issue._tag) {
     case "Pointer":
       return walk(issue.issue, [...path, ...issue.path], out)
     case "Composite": {
+      const member = (i: SchemaIssue.Issue) => {
+        walk(i, path, out)
+        const field = sentOptionalField(issue.ast, i)
+        if (field !== undefined) push(out, [...path, field], LEFT_OUT)
+      }
       // The checks of one value report their first failure only, as a chain of refinements does.
       const [first, ...rest] = issue.issues
-      walk(first, path, out)
-      if (first._tag !== "Filter") for (const i of rest) walk(i, path, out)
+      member(first)
+      if (first._tag !== "Filter") for (const i of rest) member(i)
       return
     }
     case "Filter": {
@@ -218,11 +237,29 @@ export const fromSchemaError = (error: Schema.SchemaError): ValidationError => f
 
 const requestOptions: SchemaAST.ParseOptions = { errors: "all", onExcessProperty: "error" }
 
+/**
+ * A field sent as `undefined` where the request's field is optional is a field left out, as Effect
+ * 3's `optional` read it (JSON has no `undefined`; an in-process caller writes `{ tags: opts.tags }`).
+ */
+const withoutUndefinedOptionals = (ast: SchemaAST.AST) => {
+  const encoded = SchemaAST.toEncoded(ast)
+  const optional = SchemaAST.isObjects(encoded)
+    ? encoded.propertySignatures.flatMap((p) => (SchemaAST.isOptional(p.type) && typeof p.name === "string" ? [p.name] : []))
+    : []
+  return (input: unknown): unknown => {
+    if (!isJsonObject(input) || !optional.some((k) => Object.hasOwn(input, k) && input[k] === undefined)) return input
+    const out: Record<string, unknown> = { ...input }
+    for (const k of optional) if (Object.hasOwn(out, k) && out[k] === undefined) delete out[k]
+    return out
+  }
+}
+
 /** Decodes `input` with `schema`, failing with a `ValidationError` (all errors, excess fields rejected). */
 export const decodeRequest = <S extends Schema.ConstraintDecoder<unknown>>(schema: S) => {
   const decode = Schema.decodeUnknownResult(schema, requestOptions)
+  const leftOut = withoutUndefinedOptionals(schema.ast)
   return (input: unknown): Effect.Effect<S["Type"], ValidationError> =>
-    Result.match(decode(input), { onFailure: (e) => Effect.fail(fromSchemaError(e)), onSuccess: Effect.succeed })
+    Result.match(decode(leftOut(input)), { onFailure: (e) => Effect.fail(fromSchemaError(e)), onSuccess: Effect.succeed })
 }
 
 /** Fails with `ValidationError.field` unless `value` is a string of `min`..`max` characters. */

@@ -33,11 +33,13 @@ export {
 } from "./Ids.js"
 export {
   depthMessage,
+  Int,
   isJsonObject,
   JSON_MAX_BYTES,
   JSON_MAX_DEPTH,
   JsonObject,
   nestsDeeperThan,
+  NonNegativeInt,
   sizeMessage,
   textNestsDeeperThan,
   Timestamp,

@@ -48,8 +48,8 @@ export interface CreateTemplateRequest extends Schema.Schema.Type<typeof CreateT
 
 /** Fields of update-template: omitted fields keep their values. */
 export const UpdateTemplateRequest = Schema.Struct({
-  name: Schema.optional(TemplateName),
-  description: Schema.optional(TemplateDescription),
-  body: Schema.optional(JsonObject)
+  name: Schema.optionalKey(TemplateName),
+  description: Schema.optionalKey(TemplateDescription),
+  body: Schema.optionalKey(JsonObject)
 })
 export interface UpdateTemplateRequest extends Schema.Schema.Type<typeof UpdateTemplateRequest> {}

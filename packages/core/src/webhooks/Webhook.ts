@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
 import { ValidationError } from "../shared/Errors.js"
-import { Timestamp } from "../shared/Json.js"
+import { Int, Timestamp } from "../shared/Json.js"
 import { isTerminal, type WorkflowStatus } from "../workflows/Workflow.js"
 
 /** The statuses whose arrival is announced (progress never is). */
@@ -75,10 +75,10 @@ export type DeliveryStatus = typeof DeliveryStatus.Type
 export const DeliveryAttempt = Schema.Struct({
   at: Timestamp,
   /** The receiver's HTTP status (null: no answer). */
-  status_code: Schema.NullOr(Schema.Int),
+  status_code: Schema.NullOr(Int),
   /** Why it did not succeed (null when it did); at most 256 characters of the receiver's body. */
   error: Schema.NullOr(Schema.String),
-  duration_ms: Schema.Int,
+  duration_ms: Int,
   /** When the next try is due (null: none will come). */
   next_attempt_at: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "DeliveryAttempt" })

@@ -39,12 +39,14 @@ export const WorkflowParameters = Schema.Struct({ parameters: Schema.Array(Workf
   .annotate({ identifier: "WorkflowParameters" })
 
 export const DescribeParametersRequest = Schema.Struct({
-  workflow_json: Schema.optional(JsonObject.annotate({
+  // Described for this request, so written in place rather than as the shared component.
+  workflow_json: Schema.optionalKey(JsonObject.annotate({
+    identifier: undefined,
     description: "The workflow in ComfyUI API format",
     message: "must be a JSON object (the workflow in ComfyUI API format)"
   })),
-  template_id: Schema.optional(Schema.String.annotate({ description: "Or one of your templates" })),
-  tags: Schema.optional(TagList.annotate({ description: "The tags the workflow will be created with (they select its runners)" }))
+  template_id: Schema.optionalKey(Schema.String.annotate({ description: "Or one of your templates" })),
+  tags: Schema.optionalKey(TagList.annotate({ description: "The tags the workflow will be created with (they select its runners)" }))
 }).annotate({ identifier: "DescribeParametersRequest" })
 
 /** One type when every candidate agrees on it, else null. */

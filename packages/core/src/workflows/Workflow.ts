@@ -3,7 +3,7 @@ import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
 import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "../shared/Ids.js"
-import { JsonObject, Timestamp } from "../shared/Json.js"
+import { Int, JsonObject, Timestamp } from "../shared/Json.js"
 
 export const WorkflowStatus = Schema.Literals(["accepted",
   "uploaded",
@@ -71,7 +71,7 @@ const detailFields = {
   workflow_json: JsonObject,
   workflow_params: Schema.Array(WorkflowParam),
   prompt_id: Schema.NullOr(Schema.String),
-  queue_number: Schema.NullOr(Schema.Int),
+  queue_number: Schema.NullOr(Int),
   error_node: Schema.NullOr(Schema.String),
   exception_type: Schema.NullOr(Schema.String),
   exception_message: Schema.NullOr(Schema.String),
@@ -82,7 +82,7 @@ const detailFields = {
    * Milliseconds from WES learning that the run ended on its runner to the outputs copied into
    * WES and the completion stored (WES's clock; docs/decisions.md). Null until it completed.
    */
-  transfer_ms: Schema.NullOr(Schema.Int),
+  transfer_ms: Schema.NullOr(Int),
   /** Where this workflow's webhooks go instead of its owner's endpoint (null: the owner's, if any). */
   webhook_url: Schema.NullOr(Schema.String)
 }
@@ -97,7 +97,7 @@ export interface WorkflowSummary extends Schema.Schema.Type<typeof WorkflowSumma
  * run times. Null when not waiting, or not known.
  */
 export const queueEstimateFields = {
-  queue_position: Schema.NullOr(Schema.Int),
+  queue_position: Schema.NullOr(Int),
   estimated_start_at: Schema.NullOr(Timestamp)
 }
 export interface QueueEstimate extends Schema.Struct.Type<typeof queueEstimateFields> {}
@@ -108,9 +108,9 @@ export type WorkflowView = Workflow & QueueEstimate
 /** How long a workflow waited and ran (derived from its timestamps; not stored). */
 const timingFields = {
   /** Milliseconds from creation to the start of execution, once started. */
-  queue_ms: Schema.NullOr(Schema.Int),
+  queue_ms: Schema.NullOr(Int),
   /** Milliseconds of execution, once it ended after starting. */
-  run_ms: Schema.NullOr(Schema.Int)
+  run_ms: Schema.NullOr(Int)
 }
 
 /** Detail form: get-workflow. */
@@ -125,7 +125,7 @@ export const Workflow = Schema.Struct({
   /** `Idempotency-Key` of the request that created it, if any. */
   idempotency_key: Schema.NullOr(Schema.String),
   /** Runners this workflow was moved away from because they could not take it. */
-  dispatch_attempts: Schema.Int,
+  dispatch_attempts: Int,
   /** Set just before a prompt is posted to a runner: after a restart, ask the runner before posting again. */
   submitted_at: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "Workflow" })
@@ -215,7 +215,7 @@ export const WorkflowOutput = Schema.Struct({
   subfolder: Schema.String,
   type: Schema.String,
   content_type: Schema.String,
-  size: Schema.Int,
+  size: Int,
   blob_key: Schema.String,
   created_at: Timestamp
 }).annotate({ identifier: "WorkflowOutput" })
