@@ -18,6 +18,7 @@ import {
   DeliveryView,
   DescribeParametersRequest,
   IssuedToken,
+  Int,
   IssueTokenRequest,
   ManagedRunnerResponse,
   ManagedRunnerView,
@@ -25,6 +26,7 @@ import {
   Priority,
   RunnerResponse,
   RunnerStatus,
+  RunnerView,
   Template,
   TemplateListItem,
   Tier,
@@ -38,6 +40,7 @@ import {
   WorkflowOutputView,
   WorkflowParameters,
   WorkflowStatus,
+  withMaskedHeaders,
   WorkflowSummary
 } from "@wes/core"
 import * as Context from "effect/Context"
@@ -56,7 +59,7 @@ import {
   Unavailable
 } from "./ApiErrors.js"
 import { jsonDocument, ParamFields, TextField } from "./Forms.js"
-import { withParameterDescriptions } from "./OpenApiDocument.js"
+import { withBinaryBodyDescriptions, withParameterDescriptions } from "./OpenApiDocument.js"
 
 /** The authenticated caller of a /v1 request. */
 export class CurrentUser extends Context.Service<CurrentUser, Principal>()("@wes/http-node/CurrentUser") {}
@@ -111,7 +114,18 @@ export const PageParams = Schema.Struct({
   per_page: Schema.optional(intParam(1, 100, "must be an integer from 1 to 100"))
 })
 
-const created = HttpApiSchema.status(201)
+/**
+ * Written in place where it is used, not as a component (`identifier` taken away): how the
+ * contract's document has request bodies and the 201 answers. A request body sent as anything
+ * but an object then reads "must be an object", as the contract's 400 says.
+ */
+const inPlace = <S extends Schema.Top>(schema: S): S["Rebuild"] => schema.annotate({ identifier: undefined })
+
+/** 201: the created resource, written in place and described "Success" (the contract's document). */
+const created = <S extends Schema.Top>(schema: S) => inPlace(schema).pipe(HttpApiSchema.status(201))
+
+/** 201 of create-runner: the runner's headers masked, documented as the contract's `Runner`. */
+const CreatedRunner = withMaskedHeaders(RunnerView).pipe(HttpApiSchema.status(201))
 
 /** 204: described as the contract's document has it. */
 const NoContent = HttpApiSchema.NoContent.annotate({ description: "Success" })
@@ -220,17 +234,17 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("create", "/v1/workflow", {
       payload: CreateWorkflowForm,
-      success: WorkflowSummary.pipe(created),
+      success: created(WorkflowSummary),
       error: errors(Forbidden)
     }).annotate(OpenApi.Summary, "Create a workflow (from workflow_json or template_id)"),
     HttpApiEndpoint.post("parameters", "/v1/workflow/parameters", {
-      payload: DescribeParametersRequest,
+      payload: inPlace(DescribeParametersRequest),
       success: WorkflowParameters,
       error: errors()
     }).annotate(OpenApi.Summary, "Describe a definition's parameters: the type each value is converted to on create"),
     HttpApiEndpoint.get("list", "/v1/workflow", {
       query: { ...PageParams.fields, status: Schema.optional(WorkflowStatus), tag: Schema.optional(Schema.String) },
-      success: Schema.Struct({ workflows: Schema.Array(WorkflowSummary), total: Schema.Int }),
+      success: Schema.Struct({ workflows: Schema.Array(WorkflowSummary), total: Int }),
       error: errors()
     }).annotate(OpenApi.Summary, "List workflows, newest first"),
     HttpApiEndpoint.get("get", "/v1/workflow/:id", { params: Id, success: WorkflowDetail, error: errors() })
@@ -238,7 +252,7 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("rerun", "/v1/workflow/:id/rerun", {
       params: Id,
       payload: RerunWorkflowForm,
-      success: WorkflowSummary.pipe(created),
+      success: created(WorkflowSummary),
       error: errors(Forbidden)
     }).annotate(OpenApi.Summary, "Rerun a workflow with new parameter values"),
     HttpApiEndpoint.post("cancel", "/v1/workflow/:id/cancel", { params: Id, success: WorkflowSummary, error: errors(ConflictStatus) })
@@ -258,7 +272,7 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
       params: { id: Schema.String, output_id: Schema.String },
       success: fileBody,
       error: errors()
-    }).annotate(OpenApi.Summary, "Download an output file"),
+    }).annotate(OpenApi.Summary, "Download an output file").annotate(OpenApi.Transform, withBinaryBodyDescriptions),
     HttpApiEndpoint.get("deliveries", "/v1/workflow/:id/deliveries", {
       params: Id,
       success: Schema.Struct({ deliveries: Schema.Array(DeliveryView) }),
@@ -296,11 +310,11 @@ export class WebhookGroup extends HttpApiGroup.make("webhook")
 
 export class TemplatesGroup extends HttpApiGroup.make("templates")
   .add(
-    HttpApiEndpoint.post("create", "/v1/template", { payload: CreateTemplateForm, success: Template.pipe(created), error: errors(Forbidden) })
+    HttpApiEndpoint.post("create", "/v1/template", { payload: CreateTemplateForm, success: created(Template), error: errors(Forbidden) })
       .annotate(OpenApi.Summary, "Create a template"),
     HttpApiEndpoint.get("list", "/v1/template", {
       query: PageParams.fields,
-      success: Schema.Struct({ templates: Schema.Array(TemplateListItem), total: Schema.Int }),
+      success: Schema.Struct({ templates: Schema.Array(TemplateListItem), total: Int }),
       error: errors()
     }).annotate(OpenApi.Summary, "List templates (without bodies), newest first"),
     HttpApiEndpoint.get("get", "/v1/template/:id", { params: Id, success: Template, error: errors() })
@@ -313,11 +327,11 @@ export class TemplatesGroup extends HttpApiGroup.make("templates")
   .middleware(Authentication)
 {}
 
-const RunnerList = Schema.Struct({ runners: Schema.Array(RunnerResponse), total: Schema.Int })
+const RunnerList = Schema.Struct({ runners: Schema.Array(RunnerResponse), total: Int })
 
 export class RunnersGroup extends HttpApiGroup.make("runners")
   .add(
-    HttpApiEndpoint.post("create", "/v1/runner", { payload: CreateRunnerRequest, success: RunnerResponse.pipe(created), error: errors(Forbidden) })
+    HttpApiEndpoint.post("create", "/v1/runner", { payload: inPlace(CreateRunnerRequest), success: CreatedRunner, error: errors(Forbidden) })
       .annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"),
     HttpApiEndpoint.get("list", "/v1/runner", {
       query: { ...PageParams.fields, status: Schema.optional(RunnerStatus) },
@@ -326,9 +340,9 @@ export class RunnersGroup extends HttpApiGroup.make("runners")
     }).annotate(OpenApi.Summary, "List runners, newest first"),
     HttpApiEndpoint.get("get", "/v1/runner/:id", { params: Id, success: RunnerResponse, error: errors() })
       .annotate(OpenApi.Summary, "Get a runner"),
-    HttpApiEndpoint.patch("update", "/v1/runner/:id", { params: Id, payload: UpdateRunnerRequest, success: RunnerResponse, error: errors() })
+    HttpApiEndpoint.patch("update", "/v1/runner/:id", { params: Id, payload: inPlace(UpdateRunnerRequest), success: RunnerResponse, error: errors() })
       .annotate(OpenApi.Summary, "Update a runner (omitted fields keep their values)"),
-    HttpApiEndpoint.put("replace", "/v1/runner/:id", { params: Id, payload: UpdateRunnerRequest, success: RunnerResponse, error: errors() })
+    HttpApiEndpoint.put("replace", "/v1/runner/:id", { params: Id, payload: inPlace(UpdateRunnerRequest), success: RunnerResponse, error: errors() })
       .annotate(OpenApi.Summary, "Update a runner (same as PATCH)"),
     HttpApiEndpoint.delete("delete", "/v1/runner/:id", { params: Id, success: NoContent, error: errors(ConflictStatus) })
       .annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"),
@@ -342,7 +356,7 @@ export class ManagedRunnersGroup extends HttpApiGroup.make("managedRunners")
   .add(
     HttpApiEndpoint.get("list", "/v1/managed-runner", {
       query: PageParams.fields,
-      success: Schema.Struct({ runners: Schema.Array(ManagedRunnerView), total: Schema.Int }),
+      success: Schema.Struct({ runners: Schema.Array(ManagedRunnerView), total: Int }),
       error: errors(Forbidden)
     }).annotate(OpenApi.Summary, "Active managed runners of the caller's tier"),
     HttpApiEndpoint.get("history", "/v1/managed-runner/:id/history", {
@@ -368,36 +382,36 @@ const TokenId = { id: Schema.String }
 
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
-    HttpApiEndpoint.post("createUser", "/admin/v1/users", { payload: CreateUserRequest, success: User.pipe(created), error: errors() }),
+    HttpApiEndpoint.post("createUser", "/admin/v1/users", { payload: inPlace(CreateUserRequest), success: created(User), error: errors() }),
     HttpApiEndpoint.get("listUsers", "/admin/v1/users", {
       query: { ...PageParams.fields, tier: Schema.optional(Tier) },
-      success: Schema.Struct({ users: Schema.Array(User), total: Schema.Int }),
+      success: Schema.Struct({ users: Schema.Array(User), total: Int }),
       error: errors()
     }),
     HttpApiEndpoint.get("getUser", "/admin/v1/users/:id", { params: Id, success: UserDetail, error: errors() }),
-    HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id", { params: Id, payload: UpdateUserRequest, success: User, error: errors() }),
+    HttpApiEndpoint.patch("updateUser", "/admin/v1/users/:id", { params: Id, payload: inPlace(UpdateUserRequest), success: User, error: errors() }),
     HttpApiEndpoint.post("issueToken", "/admin/v1/users/:id/tokens", {
       params: Id,
-      payload: IssueTokenRequest,
-      success: IssuedToken.pipe(created),
+      payload: inPlace(IssueTokenRequest),
+      success: created(IssuedToken),
       error: errors()
     }),
     HttpApiEndpoint.get("listTokens", "/admin/v1/users/:id/tokens", { params: Id, success: Schema.Array(ApiTokenView), error: errors() }),
     HttpApiEndpoint.delete("revokeToken", "/admin/v1/tokens/:id", { params: TokenId, success: NoContent, error: errors() }),
     HttpApiEndpoint.post("createManagedRunner", "/admin/v1/managed-runners", {
-      payload: CreateManagedRunnerRequest,
-      success: ManagedRunnerResponse.pipe(created),
+      payload: inPlace(CreateManagedRunnerRequest),
+      success: ManagedRunnerResponse.pipe(HttpApiSchema.status(201)),
       error: errors()
     }),
     HttpApiEndpoint.get("listManagedRunners", "/admin/v1/managed-runners", {
       query: { ...PageParams.fields, status: Schema.optional(RunnerStatus) },
-      success: Schema.Struct({ runners: Schema.Array(ManagedRunnerResponse), total: Schema.Int }),
+      success: Schema.Struct({ runners: Schema.Array(ManagedRunnerResponse), total: Int }),
       error: errors()
     }),
     HttpApiEndpoint.get("getManagedRunner", "/admin/v1/managed-runners/:id", { params: Id, success: ManagedRunnerResponse, error: errors() }),
     HttpApiEndpoint.patch("updateManagedRunner", "/admin/v1/managed-runners/:id", {
       params: Id,
-      payload: UpdateManagedRunnerRequest,
+      payload: inPlace(UpdateManagedRunnerRequest),
       success: ManagedRunnerResponse,
       error: errors()
     }),

@@ -24,3 +24,20 @@ export const withParameterDescriptions = (spec: Record<string, unknown>): Record
   }
   return spec
 }
+
+/**
+ * An operation whose binary response body (`format: binary`) has a schema without a description:
+ * the schema carries the response's, as the contract's document has it (Effect writes the schema
+ * of a `Uint8Array` body without its annotations). For one operation (`OpenApi.Transform` on it).
+ */
+export const withBinaryBodyDescriptions = (operation: Record<string, unknown>): Record<string, unknown> => {
+  const responses = isNode(operation["responses"]) ? operation["responses"] : {}
+  for (const response of Object.values(responses)) {
+    if (!isNode(response) || typeof response["description"] !== "string" || !isNode(response["content"])) continue
+    for (const media of Object.values(response["content"])) {
+      const schema = isNode(media) ? media["schema"] : undefined
+      if (isNode(schema) && schema["format"] === "binary" && schema["description"] === undefined) schema["description"] = response["description"]
+    }
+  }
+  return operation
+}

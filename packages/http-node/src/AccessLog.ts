@@ -6,6 +6,7 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as HttpEffect from "effect/http/HttpEffect"
 import * as HttpRouter from "effect/http/HttpRouter"
 import { HttpServerRequest } from "effect/http/HttpServerRequest"
 import type * as HttpServerResponse from "effect/http/HttpServerResponse"
@@ -30,13 +31,27 @@ export const routeNamed = HttpRouter.middleware((effect) =>
   })
 )
 
-/** The request log as server middleware (outermost: it sees every answer, the rate limit's too). */
+/**
+ * The request log as server middleware (outermost: it sees every answer, the rate limit's too).
+ * The server's middleware runs around the writing of the response, which for a stream lasts as
+ * long as the stream: the answer is logged as its writing begins (a pre-response handler), or,
+ * for an answer the middleware gave in the app's place (429), as it comes back.
+ */
 export const accessLog: Effect.Effect<
   <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 > = Effect.map(requestLog, (begin) => (app) =>
   Effect.withFiber((fiber) => {
-    const request = Context.getUnsafe(fiber.context, HttpServerRequest)
-    const { req, res } = nodeMessages(request)
+    const { req, res } = nodeMessages(Context.getUnsafe(fiber.context, HttpServerRequest))
     const record = begin(req, res)
-    return Effect.tap(app, (response) => Effect.sync(() => record.answered(response.status)))
+    let logged = false
+    const answered = (status: number) => {
+      if (logged) return
+      logged = true
+      record.answered(status)
+    }
+    HttpEffect.appendPreResponseHandlerUnsafe(fiber.context, (_, response) => {
+      answered(response.status)
+      return Effect.succeed(response)
+    })
+    return Effect.tap(app, (response) => Effect.sync(() => answered(response.status)))
   }))

@@ -124,4 +124,6 @@ ${[...byTag].map(([tag, ops]) => `<h2>${escape(tag)}</h2>${ops.join("")}`).join(
 }
 
 /** The page for WES's public API. */
-export const docsPage = (): string => renderDocsPage(JSON.parse(JSON.stringify(OpenApi.fromApi(WesApi))) as Obj)
+export const docsPage = (): string =>
+  // The document as the JSON it is served as (once, at start).
+  renderDocsPage(JSON.parse(JSON.stringify(OpenApi.fromApi(WesApi))) as Obj)

@@ -94,7 +94,7 @@ const encodeMethodNotAllowed = Schema.encodeUnknownSync(MethodNotAllowedError)
 const encodeInternal = Schema.encodeUnknownSync(InternalError)
 
 /** The contract's 400 for `error`. */
-export const badRequestResponse = (error: ValidationError) => json(encodeBadRequest(error), 400)
+const badRequestResponse = (error: ValidationError) => json(encodeBadRequest(error), 400)
 
 const internalError = new InternalError({ status: 500, message: "Internal server error" })
 const internalResponse = (error: InternalError = internalError) => json(encodeInternal(error), 500)

@@ -34,7 +34,6 @@ const CONTENT_TYPE: Record<PayloadKind, string> = { json: "application/json", mu
 
 /** What of an endpoint the reader needs: its declared payloads. */
 export interface PayloadEndpoint {
-  readonly name?: string
   readonly path: string
   readonly payload: HttpApiEndpoint.PayloadMap
 }
@@ -144,12 +143,12 @@ export type PayloadOf<Endpoint> = Endpoint extends { readonly "~Payload": infer 
  * `payload`), for `handlers.handleRaw`: the body is read by `read` once the middlewares have run.
  */
 export const withPayload = (read: ReadPayload) =>
-<Request extends RawRequest, A, E, R>(
-  handler: (request: Request & { readonly payload: PayloadOf<Request["endpoint"]> }) => Effect.Effect<A, E, R>
+<Raw extends RawRequest, A, E, R>(
+  handler: (request: Raw & { readonly payload: PayloadOf<Raw["endpoint"]> }) => Effect.Effect<A, E, R>
 ) =>
-(request: Request): Effect.Effect<A, E | ValidationError, R | Scope.Scope> =>
+(request: Raw): Effect.Effect<A, E | ValidationError, R | Scope.Scope> =>
   Effect.flatMap(
     read(request.request, request.endpoint),
-    // The declared schema decoded it: the value is the declared payload.
-    (payload) => handler({ ...request, payload: payload as PayloadOf<Request["endpoint"]> })
+    // The endpoint's own payload schema decoded it: the value is of its type.
+    (payload) => handler({ ...request, payload: payload as PayloadOf<Raw["endpoint"]> })
   )

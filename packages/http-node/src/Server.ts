@@ -164,14 +164,21 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
     })))
 
   // Built last, so its finalizer runs first: readiness turns 503 and event streams end before
-  // the listener stops taking requests and waits for those in flight. Past the grace period,
-  // connections still open are closed (a backstop that does not keep the process alive).
+  // the listener stops taking requests and waits for those in flight. While it waits, connections
+  // that fall idle (a stream that just ended) are closed; past the grace period, every one still
+  // open is (timers that do not keep the process alive).
   const stopping = Layer.effectDiscard(Effect.gen(function*() {
     const { signal } = yield* Shutdown
     yield* Effect.addFinalizer(() =>
       Effect.andThen(
         Deferred.succeed(signal, undefined),
-        Effect.sync(() => void setTimeout(() => node?.closeAllConnections(), Duration.toMillis(options.shutdownGrace)).unref())
+        Effect.sync(() => {
+          const idle = setInterval(() => node?.closeIdleConnections(), 100).unref()
+          setTimeout(() => {
+            clearInterval(idle)
+            node?.closeAllConnections()
+          }, Duration.toMillis(options.shutdownGrace)).unref()
+        })
       ))
   }))
 

@@ -100,7 +100,9 @@ const typeWords = (ast: SchemaAST.AST): ReadonlyArray<string> => {
   if (ast._tag === "Undefined" || ast._tag === "Void") return [LEFT_OUT]
   // A transformed value must have its wire type (its `message` is for a failed transformation).
   if (ast.encoding !== undefined) return typeWords(SchemaAST.toEncoded(ast))
-  const message = annotation(ast.annotations, "message")
+  // A declaration's annotations are its last check's, where `annotate` puts them (JsonObject's
+  // check documents it); other types' checks carry the messages of their own failures.
+  const message = annotation(ast._tag === "Declaration" ? SchemaAST.resolve(ast) : ast.annotations, "message")
   if (message !== undefined) return [message]
   switch (ast._tag) {
     case "String":
