@@ -121,7 +121,7 @@ const make = (options: DispatcherOptions) =>
         runnerId === WAKE_ALL
           ? Effect.andThen(wakeAll, scan)
           : Effect.flatMap(Ref.get(wakes), (map) =>
-            Option.match(HashMap.get(map, runnerId), { onNone: () => scan, onSome: (wake) => Queue.offer(wake, undefined) })
+            Option.match(HashMap.get(map, runnerId), { onNone: () => scan, onSome: (wake) => Effect.asVoid(Queue.offer(wake, undefined)) })
           )
       ),
       Effect.forkScoped
