@@ -80,8 +80,9 @@ describe("the contract's goldens", () => {
     }
     // The golden document as Effect 4 writes it: each accepted difference must still be one.
     let expected = JSON.parse(fs.readFileSync(OPENAPI, "utf8")) as Json
+    const servedDocument = JSON.parse(served) as Json
     for (const difference of acceptedDifferences) {
-      const next = difference.apply(expected)
+      const next = difference.apply(expected, servedDocument)
       expect(JSON.stringify(next), `accepted difference "${difference.name}" changes nothing: remove it`).not.toBe(JSON.stringify(expected))
       expected = next
     }
