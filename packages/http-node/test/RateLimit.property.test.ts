@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
-import * as Schema from "effect/Schema"
 import { defaultRateLimit, makeRateLimiter, type RateDecision, type RateLimitSettings } from "../src/RateLimit.js"
+import { integer, weighted } from "./arbitraries.js"
 
 interface ModelEntry {
   windowStart: number
@@ -51,20 +51,7 @@ class Model {
   }
 }
 
-const integer = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
 
-/** One of `choices`, each as likely as its weight says. */
-const weighted = <A>(...choices: ReadonlyArray<readonly [weight: number, arbitrary: Arbitrary.Arbitrary<A>]>): Arbitrary.Arbitrary<A> => {
-  const total = choices.reduce((sum, [weight]) => sum + weight, 0)
-  return Arbitrary.flatMap(integer(0, total - 1), (n) => {
-    let rest = n
-    for (const [weight, arbitrary] of choices) {
-      if (rest < weight) return arbitrary
-      rest -= weight
-    }
-    return choices[choices.length - 1]![1]
-  })
-}
 
 /** Requests: which IP, how long after the previous request they arrive (ms), and how many at once. */
 const request = (ips: number) => Arbitrary.all({

@@ -15,6 +15,7 @@ import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type Contract, makeContract, type Operation, type SpecDocument } from "./contract.js"
 import { ADMIN_TOKEN, json, readJson, smokeWorkflow, startServer, type TestServer, workflowForm } from "./harness.js"
+import { integer, weighted } from "./arbitraries.js"
 
 const SEED = Number(process.env["FUZZ_SEED"] ?? Math.floor(Math.random() * 2 ** 31))
 const REQUESTS = Number(process.env["FUZZ_REQUESTS"] ?? 10_000)
@@ -54,25 +55,12 @@ interface FuzzRequest {
 
 // ---- arbitraries ----
 
-const integer = (minimum: number, maximum: number) => Arbitrary.schema(Schema.Int.check(Schema.isBetween({ minimum, maximum })))
 const natural = integer(0, 2 ** 31 - 1)
 
 /** One of `values`, each as likely. */
 const constantFrom = <const A extends ReadonlyArray<unknown>>(...values: A): Arbitrary.Arbitrary<A[number]> =>
   Arbitrary.map(integer(0, values.length - 1), (i) => values[i])
 
-/** One of `choices`, each as likely as its weight says. */
-const weighted = <A>(...choices: ReadonlyArray<readonly [weight: number, arbitrary: Arbitrary.Arbitrary<A>]>): Arbitrary.Arbitrary<A> => {
-  const total = choices.reduce((sum, [weight]) => sum + weight, 0)
-  return Arbitrary.flatMap(integer(0, total - 1), (n) => {
-    let rest = n
-    for (const [weight, arbitrary] of choices) {
-      if (rest < weight) return arbitrary
-      rest -= weight
-    }
-    return choices[choices.length - 1]![1]
-  })
-}
 const oneOf = <A>(...choices: ReadonlyArray<Arbitrary.Arbitrary<A>>) => weighted(...choices.map((c) => [1, c] as const))
 /** `arbitrary`, or (one time in six) undefined. */
 const option = <A>(arbitrary: Arbitrary.Arbitrary<A>) => weighted<A | undefined>([1, Arbitrary.Constant(undefined)], [5, arbitrary])
