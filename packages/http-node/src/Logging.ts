@@ -82,7 +82,7 @@ export const infoLines: Effect.Effect<(message: string, fields: Record<string, u
 /** An `X-Request-Id` a client (or a proxy) sent, if it is a sane one. */
 const REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/
 
-/** What the request log knows of one request, shared by every view of it (NodeRequest.modify). */
+/** What the request log knows of one request, shared by every view of it (found from the request: `requestRecord`). */
 export interface RequestRecord {
   readonly id: string
   /** The caller, once authenticated. */
@@ -94,7 +94,7 @@ export interface RequestRecord {
 }
 
 /**
- * The request log as the server adapter calls it: `begin` when a request arrives, before its
+ * The request log as `AccessLog.ts` calls it: `begin` when a request arrives, before its
  * handler runs (the record is then found from the request: `requestRecord`).
  */
 export type RequestLog = (req: IncomingMessage, res: ServerResponse) => RequestRecord
@@ -105,8 +105,8 @@ export type RequestLog = (req: IncomingMessage, res: ServerResponse) => RequestR
  * `X-Request-Id` response header and carried by every log line of the request (jsonLogger reads it
  * from the request). Counts it in the HTTP metrics.
  *
- * This runs on every request, so it is plain code on the adapter's events, not a middleware
- * effect: the line goes straight to the loggers installed where the server was built (the same
+ * This runs on every request, so it is plain code on node's request and response
+ * (`AccessLog.ts`), not a middleware effect: the line goes straight to the loggers installed where the server was built (the same
  * loggers and format as every other line), and each route and status's metric labels are made
  * once. Measured in docs/decisions.md ("Request log").
  */
