@@ -28,6 +28,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { CreateUserRequest, IssuedToken, IssueTokenRequest, User } from "./accounts/Account.js"
 import { AccountService, type TokenUseOptions } from "./accounts/AccountService.js"
+import { concatBytes } from "./shared/Bytes.js"
 import type { Crypto } from "./shared/Crypto.js"
 import { Dispatcher, type DispatcherOptions } from "./dispatch/Dispatcher.js"
 import { StorageError, ValidationError } from "./shared/Errors.js"
@@ -226,18 +227,6 @@ const uploadOf = (file: WesFile): UploadedFile => ({
     : Stream.fromAsyncIterable(file.data, (e) => new StorageError({ message: `could not read ${file.filename}: ${String(e)}`, cause: e }))
 })
 
-const concat = (chunks: Iterable<Uint8Array>): Uint8Array => {
-  let size = 0
-  for (const c of chunks) size += c.length
-  const out = new Uint8Array(size)
-  let at = 0
-  for (const c of chunks) {
-    out.set(c, at)
-    at += c.length
-  }
-  return out
-}
-
 /**
  * Starts WES in this process over `options.store` and `options.gateway`: the use cases and (unless
  * `dispatcher: false`) the dispatcher. Rejects when a layer cannot start (e.g. the database is
@@ -335,7 +324,7 @@ export const createWes = async (options: WesOptions): Promise<Wes> => {
       asUser(ref, (user, workflows) =>
         Effect.gen(function*() {
           const { blob, output } = yield* workflows.openOutput(user, id, outputId)
-          const bytes = concat(yield* Stream.runCollect(blob.stream))
+          const bytes = concatBytes(yield* Stream.runCollect(blob.stream))
           return { output: encodeOutput(output), content_type: blob.content_type, size: bytes.length, bytes }
         })),
     openOutput: async (ref, id, outputId) => {

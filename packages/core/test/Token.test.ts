@@ -1,4 +1,5 @@
-import { base62, crc32 } from "../src/accounts/Token.js"
+import { base62 } from "../src/accounts/Token.js"
+import { crc32 } from "../src/shared/Bytes.js"
 import { Crypto, CryptoWeb, generateToken, hashToken, isExpired, isWellFormedToken, TOKEN_LENGTH } from "@wes/core"
 import { it } from "@effect/vitest"
 import * as DateTime from "effect/DateTime"

@@ -5,6 +5,7 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
+import { crc32 } from "../shared/Bytes.js"
 import { Crypto } from "../shared/Crypto.js"
 
 export const TOKEN_PREFIX = "wes_"
@@ -15,23 +16,6 @@ export const TOKEN_LENGTH = TOKEN_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGT
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 const BASE62_CHAR = /^[0-9A-Za-z]+$/
-
-const CRC_TABLE = (() => {
-  const table = new Uint32Array(256)
-  for (let n = 0; n < 256; n++) {
-    let c = n
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
-    table[n] = c >>> 0
-  }
-  return table
-})()
-
-/** CRC-32 (IEEE 802.3) of an ASCII string. */
-export const crc32 = (ascii: string): number => {
-  let crc = 0xffffffff
-  for (let i = 0; i < ascii.length; i++) crc = CRC_TABLE[(crc ^ ascii.charCodeAt(i)) & 0xff]! ^ (crc >>> 8)
-  return (crc ^ 0xffffffff) >>> 0
-}
 
 /** `n` as base62, left-padded with "0" to `width`. */
 export const base62 = (n: number, width: number): string => {

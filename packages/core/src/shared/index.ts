@@ -1,5 +1,6 @@
 /** What every feature shares: errors, ids, JSON, pagination, tags, blobs, crypto, transactions. */
 export { type Blob, type BlobContent, BlobStore, inputBlobKey, isBlobBytes, isSafeBlobKey, outputBlobKey, sanitizeFilename } from "./BlobStore.js"
+export { concatBytes, crc32 } from "./Bytes.js"
 export { Crypto, CryptoWeb } from "./Crypto.js"
 export {
   type ApiError,
