@@ -1,5 +1,5 @@
 /** Blobs in memory (tests and the embedded default). */
-import { BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
+import { BlobStore, concatBytes, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -8,17 +8,8 @@ import * as Stream from "effect/Stream"
 /** Streams stored bytes in chunks of this size. */
 const CHUNK = 64 * 1024
 
-const concat = (chunks: Iterable<Uint8Array>): Uint8Array => {
-  let size = 0
-  for (const c of chunks) size += c.length
-  const out = new Uint8Array(size)
-  let offset = 0
-  for (const c of chunks) {
-    out.set(c, offset)
-    offset += c.length
-  }
-  return out
-}
+/** The bytes as one array of the store's own: what the caller does with its buffers later cannot change them. */
+const ownCopy = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => chunks.length === 1 ? Uint8Array.from(chunks[0]!) : concatBytes(chunks)
 
 const invalidKey = (key: string) => new StorageError({ message: `invalid blob key ${JSON.stringify(key)}` })
 
@@ -27,8 +18,8 @@ export const makeMemoryBlobStore = () => {
   return BlobStore.of({
     put: (key, content, contentType) =>
       isSafeBlobKey(key)
-        ? Effect.map(isBlobBytes(content) ? Effect.succeed<Iterable<Uint8Array>>(content) : Stream.runCollect(content), (chunks) => {
-          const bytes = concat(chunks)
+        ? Effect.map(isBlobBytes(content) ? Effect.succeed(content) : Stream.runCollect(content), (chunks) => {
+          const bytes = ownCopy(chunks)
           blobs.set(key, { bytes, content_type: contentType })
           return bytes.length
         })

@@ -23,8 +23,26 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { IndexByOwner, NewestFirst, pageOf } from "./NewestFirst.js"
 
+interface Dated {
+  readonly id: string
+  readonly created_at: DateTime.Utc
+}
+
+/** Newest first; ties: larger id first (as the other stores list). */
+const newestFirst = (a: Dated, b: Dated): number =>
+  DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1)
+
+/** Replaces the record `id` of `byId` with `f` of it; `notFound` when there is none. */
+const updateIn = <A>(byId: Map<string, A>, id: string, f: (a: A) => A, notFound: () => NotFound): Effect.Effect<A, NotFound> => {
+  const current = byId.get(id)
+  if (current === undefined) return Effect.fail(notFound())
+  const next = f(current)
+  byId.set(id, next)
+  return Effect.succeed(next)
+}
+
 /** Records owned by users, with a newest-first index per owner. */
-class Owned<A extends { readonly id: string; readonly user_id: string; readonly created_at: DateTime.Utc }> {
+class Owned<A extends Dated & { readonly user_id: string }> {
   readonly byId = new Map<string, A>()
   readonly byUser = new IndexByOwner()
 
@@ -38,11 +56,7 @@ class Owned<A extends { readonly id: string; readonly user_id: string; readonly 
     return Option.filter(Option.fromNullishOr(this.byId.get(id)), (a) => a.user_id === userId)
   }
   update(userId: string, id: string, f: (a: A) => A, notFound: () => NotFound): Effect.Effect<A, NotFound> {
-    const current = this.find(userId, id)
-    if (Option.isNone(current)) return Effect.fail(notFound())
-    const next = f(current.value)
-    this.byId.set(id, next)
-    return Effect.succeed(next)
+    return Option.isSome(this.find(userId, id)) ? updateIn(this.byId, id, f, notFound) : Effect.fail(notFound())
   }
   delete(userId: string, id: string): boolean {
     if (Option.isNone(this.find(userId, id))) return false
@@ -124,14 +138,7 @@ export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Se
         return r
       }),
     findById: (id) => Effect.sync(() => Option.fromNullishOr(byId.get(id))),
-    update: (id, f) =>
-      Effect.suspend(() => {
-        const current = byId.get(id)
-        if (current === undefined) return Effect.fail(NotFound.managedRunner())
-        const next = f(current)
-        byId.set(id, next)
-        return Effect.succeed(next)
-      }),
+    update: (id, f) => Effect.suspend(() => updateIn(byId, id, f, NotFound.managedRunner)),
     setComfyUI: (id, comfyui) => Effect.sync(() => setComfyUI(byId, id, comfyui)),
     delete: (id) =>
       Effect.sync(() => {
@@ -170,17 +177,10 @@ export const makeMemoryAccountRepository = () => {
       Effect.sync(() => {
         const matching = Array.from(users.values())
           .filter((u) => query.tier === undefined || u.tier === query.tier)
-          .sort((a, b) => DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1))
+          .sort(newestFirst)
         return paginate(matching, query)
       }),
-    updateUser: (id, f) =>
-      Effect.suspend(() => {
-        const current = users.get(id)
-        if (current === undefined) return Effect.fail(NotFound.user())
-        const next = f(current)
-        users.set(id, next)
-        return Effect.succeed(next)
-      }),
+    updateUser: (id, f) => Effect.suspend(() => updateIn(users, id, f, NotFound.user)),
     insertToken: (t) =>
       Effect.sync(() => {
         tokens.set(t.id, t)
@@ -198,7 +198,7 @@ export const makeMemoryAccountRepository = () => {
       Effect.sync(() =>
         Array.from(tokens.values())
           .filter((t) => t.user_id === userId)
-          .sort((a, b) => DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1))
+          .sort(newestFirst)
       ),
     deleteToken: (id) =>
       Effect.sync(() => {

@@ -11,7 +11,7 @@
  * them); `sweepOrphanChunks` removes them.
  */
 import * as SqlClient from "effect/sql/SqlClient"
-import { type Blob, type BlobContent, BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
+import { type Blob, type BlobContent, BlobStore, concatBytes, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -32,17 +32,6 @@ const ChunkRow = Schema.Struct({ data: Schema.Uint8Array })
 
 const invalidKey = (key: string) =>
   new StorageError({ message: `PostgreSQL store: invalid blob key ${JSON.stringify(key.slice(0, 200))}` })
-
-const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
-  if (parts.length === 1 && parts[0]!.length === size) return parts[0]!
-  const out = new Uint8Array(size)
-  let offset = 0
-  for (const p of parts) {
-    out.set(p, offset)
-    offset += p.length
-  }
-  return out
-}
 
 const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
@@ -76,7 +65,7 @@ export const makePgBlobStore = Effect.gen(function*() {
       let held: Uint8Array | undefined
       const write = (bytes: Uint8Array) => insertChunk(blobId, chunks++, bytes)
       const flush = Effect.suspend(() => {
-        const bytes = concat(pending, pendingSize)
+        const bytes = concatBytes(pending)
         pending = []
         pendingSize = 0
         // A second chunk: the first one, held so far, goes first.

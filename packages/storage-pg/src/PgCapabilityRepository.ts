@@ -1,47 +1,36 @@
 /**
  * Runners' capabilities in PostgreSQL (`runner_capabilities`, migration 0013). The row schema
- * is core's `StoredCapabilities` with a `timestamptz`; it names the columns and encodes and
- * decodes every row.
+ * (Tables.ts) is core's `StoredCapabilities` with a `timestamptz` and a `jsonb`; it names the
+ * columns and encodes and decodes every row.
  */
 import * as SqlClient from "effect/sql/SqlClient"
-import { CapabilityRepository, ManagedRunnerId, RunnerId, StoredCapabilities } from "@wes/core"
+import { CapabilityRepository, ManagedRunnerId, RunnerId } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import { DbTimestamp, decodeFirst, decodeRows, isId, orStorageError, run, toDate, toJson } from "./Sql.js"
-
-const CapabilityRow = Schema.Struct({ ...StoredCapabilities.fields, read_at: DbTimestamp })
-const COLUMNS = Object.keys(CapabilityRow.fields).join(", ")
-const encodeRow = Schema.encodeEffect(CapabilityRow)
+import { decodeRows, isId, orStorageError, run, toDate } from "./Sql.js"
+import { tableOn } from "./Table.js"
+import { capabilities } from "./Tables.js"
 
 const DueRow = Schema.Union([Schema.Struct({ kind: Schema.Literal("user"), id: RunnerId }),
   Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })])
 
 export const makePgCapabilityRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const columns = sql.literal(COLUMNS)
-  const decodeOne = decodeFirst(CapabilityRow)
+  const t = tableOn(sql, capabilities)
   const decodeDue = decodeRows(DueRow)
 
   return CapabilityRepository.of({
     put: (record) =>
-      encodeRow(record).pipe(
-        // jsonb is sent as JSON text (the driver would write an array as a PostgreSQL array).
-        Effect.flatMap((row) =>
-          run(sql`INSERT INTO runner_capabilities ${sql.insert({ ...row, summary: toJson(row.summary) })}
-            ON CONFLICT (runner_id) DO UPDATE SET runner_kind = EXCLUDED.runner_kind, summary = EXCLUDED.summary,
-              hash = EXCLUDED.hash, read_at = EXCLUDED.read_at
-            WHERE runner_capabilities.read_at <= EXCLUDED.read_at`)
-        ),
-        Effect.asVoid,
-        orStorageError("runner_capabilities.put")
-      ),
+      t.insert(
+        record,
+        sql`ON CONFLICT (runner_id) DO UPDATE SET runner_kind = EXCLUDED.runner_kind, summary = EXCLUDED.summary,
+            hash = EXCLUDED.hash, read_at = EXCLUDED.read_at
+          WHERE runner_capabilities.read_at <= EXCLUDED.read_at`
+      ).pipe(Effect.asVoid, orStorageError("runner_capabilities.put")),
     get: (runnerId) =>
       isId(runnerId)
-        ? run(sql`SELECT ${columns} FROM runner_capabilities WHERE runner_id = ${runnerId}`).pipe(
-          Effect.flatMap(decodeOne),
-          orStorageError("runner_capabilities.get")
-        )
+        ? t.findOne("runner_capabilities.get", sql`runner_id = ${runnerId}`)
         : Effect.succeedNone,
     remove: (runnerId) =>
       isId(runnerId)

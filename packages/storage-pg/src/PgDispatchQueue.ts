@@ -16,7 +16,7 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { ListenChannel } from "./PgListener.js"
 import { decodeRows, isId, orStorageError, run, spelledAsAsked, WAITING_STATUSES_SQL } from "./Sql.js"
-import { WORKFLOW_COLUMNS, WorkflowRow } from "./WorkflowRows.js"
+import { WorkflowRow, workflows } from "./WorkflowRows.js"
 
 /** A claimed row: the workflow, and whether an earlier claim had marked it as possibly posted. */
 const ClaimedRow = Schema.Struct({ ...WorkflowRow.fields, resubmit: Schema.Boolean })
@@ -47,8 +47,8 @@ export interface PgDispatchQueueOptions {
  * Ids must have passed `isId`.
  */
 export const dispatchQueries = (sql: SqlClient.SqlClient) => {
-  const workflows = sql.literal(WORKFLOW_COLUMNS.join(", "))
-  const claimedColumns = sql.literal(WORKFLOW_COLUMNS.map((c) => `w.${c}`).join(", "))
+  const every = sql.literal(workflows.list())
+  const claimedColumns = sql.literal(workflows.list("w"))
   const waiting = sql.literal(WAITING_STATUSES_SQL)
   const leaseEnd = (leaseMs: number) => sql`now() + ${Math.max(0, Math.round(leaseMs))}::float8 * interval '1 millisecond'`
   /**
@@ -112,7 +112,7 @@ export const dispatchQueries = (sql: SqlClient.SqlClient) => {
             submitted_at = coalesce(w.submitted_at, now())
           FROM picked WHERE w.id = picked.id
           RETURNING ${claimedColumns}, picked.resubmit, picked.effective, picked.turn)
-        SELECT ${workflows}, resubmit FROM claimed ORDER BY effective DESC, turn, created_at, id`
+        SELECT ${every}, resubmit FROM claimed ORDER BY effective DESC, turn, created_at, id`
     },
     /** The runner's unclaimed waiting work, oldest first, with each user's count on it, in one statement. */
     waitingOn: (runnerId: string, limit: number) =>

@@ -4,15 +4,14 @@
  * and a subscriber that cannot take them from there reads the table.
  */
 import { PgClient } from "@effect/sql-pg"
-import { StorageError, subscribeFromLog, type WorkflowEvent, WorkflowEvent as WorkflowEventSchema, WorkflowEventBus } from "@wes/core"
+import { StorageError, subscribeFromLog, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
 import { type EventWakeups, makeEventWakeups, type PgEventBusOptions } from "./PgEventWakeups.js"
-import { DbTimestamp, decodeRows, isId, orStorageError, run, toDate, toJson } from "./Sql.js"
-
-const EventRow = Schema.Struct({ ...WorkflowEventSchema.fields, created_at: DbTimestamp })
+import { isId, orStorageError, run, toDate, toJson } from "./Sql.js"
+import { tableOn } from "./Table.js"
+import { workflowEvents } from "./Tables.js"
 
 /** NOTIFY's limit is 8,000 bytes; the id, the first sequence and two spaces come first. */
 const MAX_CARRIED_BYTES = 7_900
@@ -21,13 +20,12 @@ const MAX_CARRIED_BYTES = 7_900
 export const makePgEventBusWith = (wakeups: EventWakeups) =>
   Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
-    const decodeEvents = decodeRows(EventRow)
+    const log = tableOn(sql, workflowEvents)
 
     const read = (workflowId: string, afterSeq: number, limit: number) =>
       isId(workflowId)
-        ? run(sql`SELECT workflow_id, seq, type, data, created_at FROM workflow_events
-            WHERE workflow_id = ${workflowId} AND seq > ${afterSeq} ORDER BY seq LIMIT ${limit}`).pipe(
-          Effect.flatMap(decodeEvents),
+        ? run(sql`${log.select(sql`workflow_id = ${workflowId} AND seq > ${afterSeq}`)} ORDER BY seq LIMIT ${limit}`).pipe(
+          Effect.flatMap(log.decodeRows),
           orStorageError("events.read")
         )
         : Effect.succeed([])

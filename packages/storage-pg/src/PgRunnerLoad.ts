@@ -4,32 +4,28 @@
  * indexes (migration 0002).
  */
 import * as SqlClient from "effect/sql/SqlClient"
-import { RunnerComfyUI, RunnerLoad, RunnerStatus, type RunnerType } from "@wes/core"
+import { RunnerLoad, type RunnerType } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { decodeRows, isId, orStorageError, run } from "./Sql.js"
+import { table } from "./Table.js"
+import { runners } from "./Tables.js"
 import { UNFINISHED_SQL } from "./WorkflowWrites.js"
 
-const CandidateRow = Schema.Struct({
-  kind: Schema.Literals(["user", "managed"]),
-  id: Schema.String,
-  name: Schema.String,
-  endpoint: Schema.String,
-  headers: Schema.Record(Schema.String, Schema.String),
-  tags: Schema.Array(Schema.String),
-  status: RunnerStatus,
-  comfyui: Schema.NullOr(RunnerComfyUI),
-  in_flight: Schema.Int
-})
+// What a candidate says of its runner: the columns both runner tables have in the same form.
+const { comfyui, endpoint, headers, name, status, tags } = runners.row.fields
+const targets = table("runners", Schema.Struct({ id: Schema.String, name, endpoint, headers, tags, status, comfyui }))
+
+const CandidateRow = Schema.Struct({ kind: Schema.Literals(["user", "managed"]), ...targets.row.fields, in_flight: Schema.Int })
 
 export const runnerLoadQuery = (sql: SqlClient.SqlClient, userId: string, types: ReadonlyArray<RunnerType>) => {
   const unfinished = sql.literal(UNFINISHED_SQL)
-  return sql`SELECT 'user' AS kind, r.id, r.name, r.endpoint, r.headers, r.tags, r.status, r.comfyui,
+  return sql`SELECT 'user' AS kind, ${sql.literal(targets.list("r"))},
       (SELECT count(*)::int FROM workflows w WHERE w.user_runner_id = r.id AND w.status IN ${unfinished}) AS in_flight
     FROM runners r WHERE r.user_id = ${userId} AND r.status = 'active'
     UNION ALL
-    SELECT 'managed', m.id, m.name, m.endpoint, m.headers, m.tags, m.status, m.comfyui,
+    SELECT 'managed', ${sql.literal(targets.list("m"))},
       (SELECT count(*)::int FROM workflows w WHERE w.managed_runner_id = m.id AND w.status IN ${unfinished})
     FROM managed_runners m WHERE m.status = 'active' AND m.runner_type = ANY(${types}::text[])`
 }

@@ -1,97 +1,30 @@
 /** Templates in PostgreSQL. */
 import * as SqlClient from "effect/sql/SqlClient"
-import { LimitReached, NotFound, Template, TemplateListItem, TemplateRepository } from "@wes/core"
+import { NotFound, TemplateRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
-import {
-  DbTimestamp,
-  decodeFirst,
-  decodeRows,
-  deleteRow,
-  insertWithinLimit,
-  isId,
-  limitOffset,
-  orStorageError,
-  pageOf,
-  readCount,
-  run,
-  toDate,
-  toJson,
-  updateRow
-} from "./Sql.js"
-
-const timestamps = { created_at: DbTimestamp, updated_at: DbTimestamp }
-const TemplateRow = Schema.Struct({ ...Template.fields, ...timestamps })
-const ListItemRow = Schema.Struct({ ...TemplateListItem.fields, ...timestamps })
-
-const columnsOf = (t: Template) => ({
-  id: t.id,
-  user_id: t.user_id,
-  name: t.name,
-  description: t.description,
-  body: toJson(t.body),
-  created_at: toDate(t.created_at),
-  updated_at: toDate(t.updated_at)
-})
+import { countOwned, deleteRow, insertWithinLimit, isId, orStorageError } from "./Sql.js"
+import { tableOn } from "./Table.js"
+import { templateItems, templates } from "./Tables.js"
 
 export const makePgTemplateRepository = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const decodeTemplate = decodeFirst(TemplateRow)
-
-  const selectOwned = (userId: string, id: string) =>
-    sql`SELECT id, user_id, name, description, body, created_at, updated_at FROM templates
-      WHERE id = ${id} AND user_id = ${userId}`
-  const findForUser = (userId: string, id: string) =>
-    isId(userId) && isId(id)
-      ? run(selectOwned(userId, id)).pipe(Effect.flatMap(decodeTemplate), orStorageError("templates.find"))
-      : Effect.succeedNone
+  const t = tableOn(sql, templates)
+  const items = tableOn(sql, templateItems)
+  const owned = (userId: string, id: string) => sql`id = ${id} AND user_id = ${userId}`
 
   return TemplateRepository.of({
-    insert: (t, limit) =>
-      insertWithinLimit(sql, {
-        table: "templates",
-        userId: t.user_id,
-        limit,
-        onLimit: () => new LimitReached({ limit: "templates" }),
-        insert: run(sql`INSERT INTO templates ${sql.insert(columnsOf(t))}`).pipe(
-          Effect.asVoid,
-          orStorageError("templates.insert")
-        )
-      }).pipe(Effect.as(t)),
-    findForUser,
+    insert: (template, limit) =>
+      insertWithinLimit(sql, "templates", template.user_id, limit, t.insert(template).pipe(orStorageError("templates.insert")))
+        .pipe(Effect.as(template)),
+    findForUser: (userId, id) =>
+      isId(userId) && isId(id) ? t.findOne("templates.find", owned(userId, id)) : Effect.succeedNone,
     update: (userId, id, f) =>
-      isId(userId) && isId(id)
-        ? updateRow(sql, {
-          table: "templates",
-          id,
-          select: selectOwned(userId, id),
-          decode: decodeTemplate,
-          columns: columnsOf,
-          notFound: NotFound.template
-        }, (current) => Result.succeed(f(current)))
-        : Effect.fail(NotFound.template()),
+      isId(userId) && isId(id) ? t.update("templates.update", owned(userId, id), f, NotFound.template) : Effect.fail(NotFound.template()),
     delete: (userId, id) => deleteRow(sql, "templates", id, userId),
-    list: (userId, page) => {
-      if (!isId(userId)) return Effect.succeed({ items: [], total: 0 })
-      const { limit, offset } = limitOffset(page)
-      return pageOf(
-        "templates.list",
-        run(sql`SELECT id, user_id, name, description, created_at, updated_at FROM templates
-          WHERE user_id = ${userId} ORDER BY created_at DESC, id DESC LIMIT ${limit} OFFSET ${offset}`).pipe(
-          Effect.flatMap(decodeRows(ListItemRow))
-        ),
-        sql`SELECT count(*)::int AS n FROM templates WHERE user_id = ${userId}`
-      )
-    },
-    count: (userId) =>
-      isId(userId)
-        ? run(sql`SELECT count(*)::int AS n FROM templates WHERE user_id = ${userId}`).pipe(
-          Effect.flatMap(readCount),
-          orStorageError("templates.count")
-        )
-        : Effect.succeed(0)
+    list: (userId, page) =>
+      isId(userId) ? items.page("templates.list", sql`user_id = ${userId}`, page) : Effect.succeed({ items: [], total: 0 }),
+    count: (userId) => countOwned(sql, "templates", userId)
   })
 })
 

@@ -6,7 +6,7 @@
  * has expired. Per workflow and URL only the oldest pending delivery is claimable (order kept).
  */
 import * as SqlClient from "effect/sql/SqlClient"
-import { DeliveryAttempt, WebhookDelivery, WebhookEndpoint, WebhookRepository } from "@wes/core"
+import { DeliveryAttempt, WebhookRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -15,30 +15,15 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type { ListenChannel } from "./PgListener.js"
 import { runPlannedEachRun } from "./PgPool.js"
-import { DbNullableTimestamp, DbTimestamp, decodeFirst, decodeRows, isId, JsonOf, orStorageError, run, toDate } from "./Sql.js"
+import { isId, orStorageError, run, toDate } from "./Sql.js"
+import { tableOn } from "./Table.js"
+import { webhookDeliveries, webhookEndpoints } from "./Tables.js"
 
 /** The attempts kept per delivery (the oldest are dropped). */
 export const ATTEMPTS_KEPT = 50
 
-const EndpointRow = Schema.Struct({
-  ...WebhookEndpoint.fields,
-  previous_expires_at: DbNullableTimestamp,
-  created_at: DbTimestamp,
-  updated_at: DbTimestamp
-})
-const DeliveryRow = Schema.Struct({
-  ...WebhookDelivery.fields,
-  created_at: DbTimestamp,
-  next_attempt_at: DbNullableTimestamp,
-  expires_at: DbTimestamp,
-  delivered_at: DbNullableTimestamp,
-  attempts: JsonOf(WebhookDelivery.fields.attempts)
-})
 // An attempt's JSON form (`toCodecJson`: its timestamps as ISO strings), as the column stores it.
 const encodeAttempt = Schema.encodeSync(Schema.toCodecJson(DeliveryAttempt))
-const DELIVERY_COLUMNS = Object.keys(DeliveryRow.fields)
-const COLUMNS = DELIVERY_COLUMNS.join(", ")
-const ENDPOINT_COLUMNS = Object.keys(EndpointRow.fields).join(", ")
 
 /**
  * The hint of new deliveries, from the store's LISTEN connection: a NOTIFY of the transition
@@ -53,28 +38,20 @@ export const webhookWakeupsOn = (channel: string): Effect.Effect<{ readonly list
 
 export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.never) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const columns = sql.literal(COLUMNS)
-  const endpointColumns = sql.literal(ENDPOINT_COLUMNS)
-  const decodeEndpoint = decodeFirst(EndpointRow)
-  const decodeDeliveries = decodeRows(DeliveryRow)
-  const decodeDelivery = decodeFirst(DeliveryRow)
+  const endpoints = tableOn(sql, webhookEndpoints)
+  const deliveries = tableOn(sql, webhookDeliveries)
 
   return WebhookRepository.of({
     recorded,
     findEndpoint: (userId) =>
       isId(userId)
-        ? run(sql`SELECT ${endpointColumns} FROM webhook_endpoints WHERE user_id = ${userId}`).pipe(
-          Effect.flatMap(decodeEndpoint),
-          orStorageError("webhooks.findEndpoint")
-        )
+        ? endpoints.findOne("webhooks.findEndpoint", sql`user_id = ${userId}`)
         : Effect.succeedNone,
     putEndpoint: (e) =>
-      run(sql<{ created: boolean }>`INSERT INTO webhook_endpoints AS w (user_id, url, secret, created_at, updated_at)
-        VALUES (${e.user_id}, ${e.url}, ${e.secret}, ${toDate(e.created_at)}, ${toDate(e.updated_at)})
-        ON CONFLICT (user_id) DO UPDATE SET url = EXCLUDED.url, updated_at = EXCLUDED.updated_at
-        RETURNING ${endpointColumns}, (xmax = 0) AS created`).pipe(
+      endpoints.insert(e, sql`ON CONFLICT (user_id) DO UPDATE SET url = EXCLUDED.url, updated_at = EXCLUDED.updated_at
+        RETURNING ${endpoints.columns}, (xmax = 0) AS created`).pipe(
         Effect.flatMap((rows) =>
-          Effect.map(decodeEndpoint(rows), (endpoint) => ({ endpoint: Option.getOrThrow(endpoint), created: rows[0]?.created === true }))
+          Effect.map(endpoints.decodeFirst(rows), (endpoint) => ({ endpoint: Option.getOrThrow(endpoint), created: rows[0]?.created === true }))
         ),
         orStorageError("webhooks.putEndpoint")
       ),
@@ -88,8 +65,8 @@ export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.n
     rotateSecret: (userId, secret, previousUntil, at) =>
       run(sql`UPDATE webhook_endpoints SET previous_secret = secret, secret = ${secret},
           previous_expires_at = ${toDate(previousUntil)}, updated_at = ${toDate(at)}
-        WHERE user_id = ${userId} RETURNING ${endpointColumns}`).pipe(
-        Effect.flatMap(decodeEndpoint),
+        WHERE user_id = ${userId} RETURNING ${endpoints.columns}`).pipe(
+        Effect.flatMap(endpoints.decodeFirst),
         orStorageError("webhooks.rotateSecret")
       ),
     claim: (owner, now, leaseUntil, limit) =>
@@ -109,8 +86,8 @@ export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.n
         )
         UPDATE webhook_deliveries w SET claimed_by = ${owner}, lease_expires_at = ${toDate(leaseUntil)}
         FROM due WHERE w.id = due.id
-        RETURNING ${sql.literal(DELIVERY_COLUMNS.map((c) => `w.${c}`).join(", "))}`, DELIVERY_COLUMNS).pipe(
-        Effect.flatMap(decodeDeliveries),
+        RETURNING ${sql.literal(webhookDeliveries.list("w"))}`, webhookDeliveries.columns).pipe(
+        Effect.flatMap(deliveries.decodeRows),
         orStorageError("webhooks.claim")
       ),
     complete: (id, owner, attempt, outcome) =>
@@ -127,16 +104,13 @@ export const makePgWebhookRepository = (recorded: Effect.Effect<void> = Effect.n
       ),
     listForWorkflow: (workflowId) =>
       isId(workflowId)
-        ? run(sql`SELECT ${columns} FROM webhook_deliveries WHERE workflow_id = ${workflowId} ORDER BY ord`).pipe(
-          Effect.flatMap(decodeDeliveries),
-          orStorageError("webhooks.list")
-        )
+        ? deliveries.findAll("webhooks.list", sql`workflow_id = ${workflowId}`, "ORDER BY ord")
         : Effect.succeed([]),
     retry: (workflowId, id, now, expiresAt) =>
       isId(workflowId) && isId(id)
         ? run(sql`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${toDate(now)}, expires_at = ${toDate(expiresAt)}
-            WHERE id = ${id} AND workflow_id = ${workflowId} RETURNING ${columns}`).pipe(
-          Effect.flatMap(decodeDelivery),
+            WHERE id = ${id} AND workflow_id = ${workflowId} RETURNING ${deliveries.columns}`).pipe(
+          Effect.flatMap(deliveries.decodeFirst),
           orStorageError("webhooks.retry")
         )
         : Effect.succeedNone

@@ -18,10 +18,8 @@ import {
   type TransitionRequest,
   type Workflow,
   type WorkflowListQuery,
-  WorkflowOutput,
   WorkflowRepository,
-  WorkflowStatus,
-  WorkflowSummary
+  WorkflowStatus
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -33,8 +31,6 @@ import { makeGroupCommit } from "./GroupCommit.js"
 import { DEFAULT_WORK_CHANNEL } from "./PgDispatchQueue.js"
 import { DEFAULT_EVENTS_CHANNEL } from "./PgEventWakeups.js"
 import {
-  DbTimestamp,
-  decodeFirst,
   decodeRows,
   isId,
   limitOffset,
@@ -46,18 +42,12 @@ import {
   toDate
 } from "./Sql.js"
 import { type Channels, createStatement, transitionStatement, UNFINISHED_SQL } from "./WorkflowWrites.js"
-import { HEAD_COLUMNS, WORKFLOW_COLUMNS, WorkflowHeadRow, WorkflowRow, workflowTimestamps } from "./WorkflowRows.js"
+import { tableOn } from "./Table.js"
+import { workflowHeads, workflowOutputs, workflows, workflowSummaries } from "./WorkflowRows.js"
 
-const SummaryRow = Schema.Struct({ ...WorkflowSummary.fields, ...workflowTimestamps })
-// `size` is a bigint column, read as float8 (exact for every size a file can have).
-const OutputRow = Schema.Struct({ ...WorkflowOutput.fields, created_at: DbTimestamp })
 // A runner with unfinished work, by the column that names it.
 const RunnerRefRow = Schema.Union([Schema.Struct({ kind: Schema.Literal("user"), id: RunnerId }),
   Schema.Struct({ kind: Schema.Literal("managed"), id: ManagedRunnerId })])
-
-const SUMMARY_COLUMNS = Object.keys(SummaryRow.fields).join(", ")
-const OUTPUT_COLUMNS =
-  "id, workflow_id, node_id, filename, subfolder, type, content_type, size::float8 AS size, blob_key, created_at"
 
 /** Transitions written together at most (one statement). */
 export const TRANSITION_BATCH = 500
@@ -67,18 +57,18 @@ export const TRANSITION_BATCH = 500
  * EXPLAIN them. Ids must have passed `isId`.
  */
 export const workflowQueries = (sql: SqlClient.SqlClient) => {
-  const workflows = sql.literal(WORKFLOW_COLUMNS.join(", "))
-  const heads = sql.literal(HEAD_COLUMNS.join(", "))
-  const summaries = sql.literal(SUMMARY_COLUMNS)
+  const every = sql.literal(workflows.list())
+  const heads = sql.literal(workflowHeads.list())
+  const summaries = sql.literal(workflowSummaries.list())
   const unfinished = sql.literal(UNFINISHED_SQL)
   const runnerColumn = (runner: RunnerRef) => sql(runner.kind === "user" ? "user_runner_id" : "managed_runner_id")
   return {
-    findById: (id: string) => sql`SELECT ${workflows} FROM workflows WHERE id = ${id}`,
+    findById: (id: string) => sql`SELECT ${every} FROM workflows WHERE id = ${id}`,
     findHead: (id: string) => sql`SELECT ${heads} FROM workflows WHERE id = ${id}`,
     findByIdempotencyKey: (userId: string, key: string, since: DateTime.Utc | undefined) =>
       since === undefined
-        ? sql`SELECT ${workflows} FROM workflows WHERE user_id = ${userId} AND idempotency_key = ${key}`
-        : sql`SELECT ${workflows} FROM workflows
+        ? sql`SELECT ${every} FROM workflows WHERE user_id = ${userId} AND idempotency_key = ${key}`
+        : sql`SELECT ${every} FROM workflows
             WHERE user_id = ${userId} AND idempotency_key = ${key} AND created_at >= ${toDate(since)}`,
     /** The page and the total of a list; `status` and `tag` narrow both. */
     list: (userId: string, query: WorkflowListQuery) => {
@@ -126,7 +116,7 @@ export const workflowQueries = (sql: SqlClient.SqlClient) => {
         SELECT 'managed', id FROM (SELECT DISTINCT managed_runner_id AS id FROM workflows
           WHERE status IN ${unfinished} AND managed_runner_id IS NOT NULL) AS m`,
     listOutputs: (workflowId: string) =>
-      sql`SELECT ${sql.literal(OUTPUT_COLUMNS)} FROM workflow_outputs WHERE workflow_id = ${workflowId} ORDER BY position`,
+      sql`SELECT ${sql.literal(workflowOutputs.list())} FROM workflow_outputs WHERE workflow_id = ${workflowId} ORDER BY position`,
     /** The user's quota row (which limit a refused create hit). */
     quota: (userId: string) =>
       sql<{ active: number; day_start: Date; created_on_day: number }>`SELECT active, day_start, created_on_day
@@ -141,10 +131,9 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const q = workflowQueries(sql)
-    const decodeWorkflow = decodeFirst(WorkflowRow)
-    const decodeHead = decodeFirst(WorkflowHeadRow)
-    const decodeHeads = decodeRows(WorkflowHeadRow)
-    const decodeSummaries = decodeRows(SummaryRow)
+    const decodeWorkflow = tableOn(sql, workflows).decodeFirst
+    const { decodeFirst: decodeHead, decodeRows: decodeHeads } = tableOn(sql, workflowHeads)
+    const decodeSummaries = tableOn(sql, workflowSummaries).decodeRows
     const decodeStatusCounts = decodeRows(Schema.Struct({ status: WorkflowStatus, n: Schema.Int }))
     const count = (statement: Statement.Statement<{ n: number }>, operation: string) =>
       run(statement).pipe(Effect.flatMap(readCount), orStorageError(operation))
@@ -294,7 +283,7 @@ export const makePgWorkflowRepository = (channels: Channels = { events: DEFAULT_
       unfinishedRunners: run(q.unfinishedRunners()).pipe(Effect.flatMap(decodeRows(RunnerRefRow)), orStorageError("workflows.unfinishedRunners")),
       listOutputs: (workflowId) =>
         isId(workflowId)
-          ? run(q.listOutputs(workflowId)).pipe(Effect.flatMap(decodeRows(OutputRow)), orStorageError("workflows.listOutputs"))
+          ? run(q.listOutputs(workflowId)).pipe(Effect.flatMap(tableOn(sql, workflowOutputs).decodeRows), orStorageError("workflows.listOutputs"))
           : Effect.succeed([])
     })
   })

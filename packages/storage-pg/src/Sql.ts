@@ -5,7 +5,7 @@
 import {
   activeStatuses,
   isUuid,
-  type NotFound,
+  LimitReached,
   type PageRequest,
   type Paged,
   StorageError,
@@ -16,7 +16,6 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaGetter from "effect/SchemaGetter"
 import type * as SqlClient from "effect/sql/SqlClient"
@@ -69,16 +68,6 @@ export const transaction = (sql: SqlClient.SqlClient, operation: string) =>
     Effect.catchDefect((defect) => isSqlError(defect) ? failCounted(operation)(defect) : Effect.die(defect))
   )
 
-/**
- * `transaction`, or the effect as it is when a transaction is already open: a read-modify-write
- * inside a caller's transaction (a state transition) needs no savepoint, since any failure of it
- * fails the caller's transaction too. Saves two round trips per transition.
- */
-export const inTransaction = (sql: SqlClient.SqlClient, operation: string) =>
-<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
-  Effect.flatMap(Effect.serviceOption(sql.transactionService), (open) =>
-    Option.isSome(open) ? effect : transaction(sql, operation)(effect))
-
 /** Runs a statement without the client's name transforms (an embedder's client may have some). */
 export const run = <A extends object>(statement: Statement.Statement<A>) => statement.withoutTransform
 
@@ -108,18 +97,25 @@ export const JsonOf = <S extends Schema.Top>(schema: S) =>
     encode: SchemaGetter.transform((json) => JSON.stringify(json))
   }))
 
+/**
+ * A `jsonb` or `json` column holding a schema's values as they are (no timestamps in them): the
+ * driver's parsed value decoded by it, written as JSON text (the driver would turn a JS array
+ * into a PostgreSQL array).
+ */
+export const JsonColumn = <S extends Schema.Top>(schema: S) =>
+  Schema.Unknown.pipe(Schema.decodeTo(Schema.toType(schema), {
+    decode: SchemaGetter.passthrough({ strict: false }),
+    encode: SchemaGetter.transform((a) => JSON.stringify(a))
+  }))
+
 /** A `DateTime.Utc` as a `timestamptz` parameter. */
 export const toDate = (t: DateTime.Utc): Date => DateTime.toDateUtc(t)
-export const toNullableDate = (t: DateTime.Utc | null): Date | null => t === null ? null : DateTime.toDateUtc(t)
 
 /**
  * A value for a `jsonb` column, serialized here: the driver would turn a JS array into a
  * PostgreSQL array literal rather than JSON.
  */
 export const toJson = (value: unknown): string => JSON.stringify(value ?? null)
-
-/** A `text[]` parameter (the driver writes JS arrays as array literals). */
-export const toTextArray = (values: ReadonlyArray<string>): Array<string> => values.slice()
 
 /**
  * Ids are `uuid` columns. A string that is not a UUID can name no stored row, so lookups treat
@@ -177,60 +173,37 @@ export const lockUserInserts = (sql: SqlClient.SqlClient, userId: string): Effec
     orStorageError("user insert lock")
   )
 
-/**
- * Inserts a record counted against a per-user limit: lock, count the user's rows in `table`,
- * then insert, in one transaction. Without a limit it simply inserts.
- */
-export const insertWithinLimit = <E>(
+/** The user's rows in `table` (what the tier's limits count). */
+export const countOwned = (
   sql: SqlClient.SqlClient,
-  options: {
-    readonly table: "templates" | "runners"
-    readonly userId: string
-    readonly limit: number | undefined
-    readonly onLimit: () => E
-    readonly insert: Effect.Effect<void, StorageError>
-  }
-): Effect.Effect<void, E | StorageError> => {
-  const { insert, limit, onLimit, table, userId } = options
-  if (limit === undefined) return insert
-  return transaction(sql, `${table}.insert`)(Effect.gen(function*() {
-    yield* lockUserInserts(sql, userId)
-    const count = yield* run(sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE user_id = ${userId}`).pipe(
+  table: "templates" | "runners",
+  userId: string,
+  operation = `${table}.count`
+): Effect.Effect<number, StorageError> =>
+  isId(userId)
+    ? run(sql`SELECT count(*)::int AS n FROM ${sql(table)} WHERE user_id = ${userId}`).pipe(
       Effect.flatMap(readCount),
-      orStorageError(`${table}.insert (count)`)
+      orStorageError(operation)
     )
-    if (count + 1 > limit) return yield* Effect.fail(onLimit())
-    yield* insert
-  }))
-}
+    : Effect.succeed(0)
 
 /**
- * Read-modify-write of one row without lost updates: `SELECT … FOR UPDATE` (the `select`
- * statement, which also checks the owner), then `f`, then `UPDATE` of every column but `id`, in
- * one transaction. A failure from `f` writes nothing.
+ * Inserts a record counted against the user's limit of rows in `table` (`LimitReached` names
+ * it): lock, count, then insert, in one transaction. Without a limit it simply inserts.
  */
-export const updateRow = <A, E>(
+export const insertWithinLimit = (
   sql: SqlClient.SqlClient,
-  options: {
-    readonly table: string
-    readonly id: string
-    readonly select: Statement.Statement<object>
-    readonly decode: (rows: ReadonlyArray<unknown>) => Effect.Effect<Option.Option<A>, Schema.SchemaError>
-    readonly columns: (a: A) => Record<string, unknown>
-    readonly notFound: () => NotFound
-  },
-  f: (current: A) => Result.Result<A, E>
-): Effect.Effect<A, E | NotFound | StorageError> => {
-  const { columns, decode, id, notFound, select, table } = options
-  return inTransaction(sql, `${table}.update`)(Effect.gen(function*() {
-    const current = yield* run(sql`${select} FOR UPDATE`).pipe(Effect.flatMap(decode), orStorageError(`${table}.update (read)`))
-    if (Option.isNone(current)) return yield* Effect.fail(notFound())
-    const next = f(current.value)
-    if (Result.isFailure(next)) return yield* Effect.fail(next.failure)
-    yield* run(sql`UPDATE ${sql(table)} SET ${sql.update(columns(next.success), ["id"])} WHERE id = ${id}`).pipe(
-      orStorageError(`${table}.update (write)`)
-    )
-    return next.success
+  table: "templates" | "runners",
+  userId: string,
+  limit: number | undefined,
+  insert: Effect.Effect<unknown, StorageError>
+): Effect.Effect<void, LimitReached | StorageError> => {
+  if (limit === undefined) return Effect.asVoid(insert)
+  return transaction(sql, `${table}.insert`)(Effect.gen(function*() {
+    yield* lockUserInserts(sql, userId)
+    const count = yield* countOwned(sql, table, userId, `${table}.insert (count)`)
+    if (count + 1 > limit) return yield* Effect.fail(new LimitReached({ limit: table }))
+    yield* insert
   }))
 }
 

@@ -1,22 +1,15 @@
 /**
- * The `workflows` table, described once: `WorkflowRow` is core's record with each field in its
- * column's form, and everything else is derived from it: the column lists the statements read,
- * decoding of rows, and the parameters of an insert (encoding). `SUMMARY_JSON` builds a workflow's
- * summary (the data of its status events) from a row, inside a statement, from the fields of
- * core's `WorkflowSummary`.
+ * The `workflows` table, described once (Table.ts): `WorkflowRow` is core's record with each
+ * field in its column's form, and everything else is derived from it: the column lists the
+ * statements read, decoding of rows, and the parameters of an insert (encoding). `summaryJson`
+ * builds a workflow's summary (the data of its status events) from a row, inside a statement,
+ * from the fields of core's `WorkflowSummary`. Its outputs' table is here too.
  */
-import { Timestamp, Workflow, WorkflowSummary } from "@wes/core"
+import { Timestamp, Workflow, WorkflowOutput, WorkflowSummary } from "@wes/core"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
-import * as SchemaGetter from "effect/SchemaGetter"
-import { DbNullableTimestamp, DbTimestamp, JsonOf } from "./Sql.js"
-
-/** A `jsonb` column: read as the parsed value, written as JSON text (the driver would turn a JS array into a PostgreSQL array). */
-const JsonColumn = <S extends Schema.Top>(schema: S) =>
-  Schema.Unknown.pipe(Schema.decodeTo(Schema.toType(schema), {
-    decode: SchemaGetter.passthrough({ strict: false }),
-    encode: SchemaGetter.transform((a) => JSON.stringify(a))
-  }))
+import { DbNullableTimestamp, DbTimestamp, JsonColumn, JsonOf } from "./Sql.js"
+import { table } from "./Table.js"
 
 export const workflowTimestamps = {
   created_at: DbTimestamp,
@@ -55,9 +48,18 @@ const { workflow_json: _definition, ...headFields } = WorkflowRow.fields
 /** A workflow row without its definition. */
 export const WorkflowHeadRow = Schema.Struct(headFields)
 
-/** Every column of `WorkflowRow`, for SELECT and RETURNING lists. */
-export const WORKFLOW_COLUMNS = Object.keys(WorkflowRow.fields)
-export const HEAD_COLUMNS = Object.keys(WorkflowHeadRow.fields)
+export const workflows = table("workflows", WorkflowRow)
+/** The columns of a workflow but its definition (which most reads and writes leave alone). */
+export const workflowHeads = table("workflows", WorkflowHeadRow)
+/** What a list shows of a workflow. */
+export const workflowSummaries = table("workflows", Schema.Struct({ ...WorkflowSummary.fields, ...workflowTimestamps }))
+
+/** `size` is a `bigint` column, read as `float8` (exact for every size a file can have). */
+export const workflowOutputs = table(
+  "workflow_outputs",
+  Schema.Struct({ ...WorkflowOutput.fields, created_at: DbTimestamp }),
+  { size: (column) => `${column}::float8` }
+)
 
 /** `created_at` as core's Timestamp prints it (`DateTime.formatIso`: milliseconds, `Z`). */
 export const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`

@@ -20,7 +20,7 @@ import {
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
 import type * as SqlClient from "effect/sql/SqlClient"
-import { AttemptsJson, HEAD_COLUMNS, iso, summaryJson, WorkflowInsert } from "./WorkflowRows.js"
+import { AttemptsJson, iso, summaryJson, WorkflowInsert, workflowHeads } from "./WorkflowRows.js"
 
 /** The SQL type of each field a plan may set (a `satisfies` keeps it in step with core). */
 const PATCH_COLUMNS = {
@@ -68,8 +68,8 @@ const encodeAttempts = Schema.encodeSync(AttemptsJson)
  * The definition goes in as its own `json` parameter (the column keeps the text, keys in the
  * order sent); every other column comes from the row's JSON.
  */
-const INSERT_COLUMNS = HEAD_COLUMNS.join(", ")
-const SELECT_COLUMNS = HEAD_COLUMNS.map((c) => `r.${c}`).join(", ")
+const INSERT_COLUMNS = workflowHeads.list()
+const SELECT_COLUMNS = workflowHeads.list("r")
 const NO_LIMIT = 2_147_483_647
 
 /**
@@ -184,7 +184,7 @@ export const transitionStatement = (
     UPDATE workflows w SET ${assignments}
     FROM ${recordset}
     WHERE w.id = r.id AND w.status = ANY(r.from_statuses) AND (r.owner IS NULL OR w.user_id = r.owner)
-    RETURNING ${HEAD_COLUMNS.map((c) => `w.${c}`).join(", ")}, ${summaryJson("w")} AS summary, r.events, r.release
+    RETURNING ${workflowHeads.list("w")}, ${summaryJson("w")} AS summary, r.events, r.release
   ), logged_events AS (
     SELECT c.id, e.ord, e.value->>'type' AS type,
       CASE WHEN e.value ? 'data' THEN e.value->'data' ELSE c.summary || (e.value->'override') END AS data
@@ -220,7 +220,7 @@ export const transitionStatement = (
     FROM (SELECT user_id, count(*)::int AS n FROM changed WHERE status IN ${TERMINAL} GROUP BY user_id) d
     WHERE q.user_id = d.user_id
   )
-  SELECT ${HEAD_COLUMNS.map((c) => `c.${c}`).join(", ")},
+  SELECT ${workflowHeads.list("c")},
     pg_notify($3, c.id::text),
     CASE WHEN c.release THEN pg_notify($4, coalesce(c.user_runner_id, c.managed_runner_id)::text) END,
     (SELECT pg_notify($5, '') FROM hooks LIMIT 1) AS hooked
