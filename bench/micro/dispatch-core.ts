@@ -8,7 +8,6 @@
  */
 import {
   AccountService,
-  Dispatcher,
   PlatformLive,
   type PromptHistory,
   RunnerGateway,
@@ -72,8 +71,7 @@ const unlimited = { active_workflows: 1e7, workflows_per_day: 1e7, templates: 1e
 const n = Number(process.argv[2] ?? 4000)
 const rounds = Number(process.argv[3] ?? 3)
 for (let r = 0; r < rounds; r++) {
-  const runtime = ManagedRuntime.make(Dispatcher.layer({ concurrencyPerRunner: 16 }).pipe(
-    Layer.provideMerge(useCasesLayer()),
+  const runtime = ManagedRuntime.make(useCasesLayer({ dispatcher: { concurrencyPerRunner: 16 } }).pipe(
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, gateway, RunnerProbe.Off, TierPolicy.layer({ free: unlimited }), PlatformLive))
   ))
   const user = await runtime.runPromise(Effect.flatMap(AccountService, (a) => a.createUser({ tier: "free" })))

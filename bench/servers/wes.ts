@@ -28,7 +28,6 @@ import * as HttpServer from "effect/http/HttpServer"
 import {
   AccountRepository,
   AccountService,
-  Dispatcher,
   IdGeneratorLive,
   type Principal,
   RunnerProbe,
@@ -116,7 +115,7 @@ const gateway = RunnerGatewayNode()
 const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
 const unlimited = { active_workflows: 10_000_000, workflows_per_day: 10_000_000, templates: 1_000_000, runners: 10_000, workflow_params: 200 }
 const useCases = env("BENCH_DISPATCH", "on") === "on"
-  ? Dispatcher.layer({ concurrencyPerRunner: 16 }).pipe(Layer.provideMerge(useCasesLayer()))
+  ? useCasesLayer({ dispatcher: { concurrencyPerRunner: 16 } })
   : useCasesLayer()
 let dispatcher: Fiber.Fiber<never, unknown> | undefined
 const core = useCases.pipe(Layer.provideMerge(Layer.mergeAll(
@@ -241,7 +240,7 @@ const main = async () => {
     /** Starts the dispatcher now (with BENCH_DISPATCH=off): a burn-down of work stored before. */
     startDispatcher: () => {
       if (dispatcher !== undefined) return false
-      dispatcher = runtime.runFork(Effect.scoped(Effect.andThen(Layer.build(Dispatcher.layer({ concurrencyPerRunner: 16 })), Effect.never)))
+      dispatcher = runtime.runFork(Effect.scoped(Effect.andThen(Layer.build(useCasesLayer({ dispatcher: { concurrencyPerRunner: 16 } })), Effect.never)))
       return true
     },
     /** Stops the dispatcher started by startDispatcher (between waves of work: B6). */

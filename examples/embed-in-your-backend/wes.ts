@@ -4,7 +4,6 @@
  * the ComfyUI client of @wes/runner-client. This is what `wes serve` composes too, minus HTTP.
  */
 import {
-  Dispatcher,
   type DispatcherOptions,
   PlatformLive,
   RunnerProbe,
@@ -38,8 +37,7 @@ export interface WesSettings {
 /** Every service of WES: use cases (WorkflowService, RunnerService, ...), dispatcher, store, gateway. */
 export const wesLayer = (settings: WesSettings = {}) => {
   const gateway = RunnerGatewayNode()
-  return Dispatcher.layer(settings.dispatcher).pipe(
-    Layer.provideMerge(useCasesLayer()),
+  return useCasesLayer({ dispatcher: settings.dispatcher ?? {} }).pipe(
     Layer.provideMerge(Layer.mergeAll(
       storeLayer(settings.databaseUrl),
       gateway,

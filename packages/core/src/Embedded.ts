@@ -26,23 +26,23 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { CreateUserRequest, IssuedToken, IssueTokenRequest, User } from "./accounts/Account.js"
-import { AccountService, type TokenUseOptions } from "./accounts/AccountService.js"
-import { concatBytes } from "./shared/Bytes.js"
-import type { Crypto } from "./shared/Crypto.js"
-import { Dispatcher, type DispatcherOptions } from "./dispatch/Dispatcher.js"
-import { StorageError, ValidationError } from "./shared/Errors.js"
-import type { IdGenerator } from "./shared/Ids.js"
-import { CreateRunnerRequest, Runner } from "./runners/Runner.js"
-import type { RunnerGateway } from "./runners/RunnerGateway.js"
-import { RunnerProbe } from "./runners/RunnerProbe.js"
-import { RunnerService } from "./runners/RunnerService.js"
-import { TierPolicy, type TierTableOverride } from "./accounts/Tier.js"
+import { CreateUserRequest, IssuedToken, IssueTokenRequest, User } from "./domain/Account.js"
+import { AccountService, type TokenUseOptions } from "./usecases/AccountService.js"
+import { concatBytes } from "./domain/Bytes.js"
+import type { Crypto } from "./domain/Crypto.js"
+import type { DispatcherOptions } from "./dispatch/Dispatcher.js"
+import { StorageError, ValidationError } from "./domain/Errors.js"
+import type { IdGenerator } from "./domain/Ids.js"
+import { CreateRunnerRequest, Runner } from "./domain/Runner.js"
+import type { RunnerGateway } from "./ports/RunnerGateway.js"
+import { RunnerProbe } from "./ports/RunnerProbe.js"
+import { RunnerService } from "./usecases/RunnerService.js"
+import { TierPolicy, type TierTableOverride } from "./domain/Tier.js"
 import { PlatformLive, type StoreServices, type UseCaseServices, useCasesLayer } from "./UseCases.js"
-import { toDetail, WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./workflows/Workflow.js"
-import { WorkflowEvent } from "./workflows/WorkflowEvents.js"
-import { checkJsonText } from "./workflows/WorkflowJson.js"
-import { type UploadedFile, WorkflowService } from "./workflows/WorkflowService.js"
+import { toDetail, WorkflowDetail, WorkflowOutputView, type WorkflowStatus, WorkflowSummary } from "./domain/Workflow.js"
+import { WorkflowEvent } from "./ports/WorkflowEvents.js"
+import { checkJsonText } from "./domain/WorkflowJson.js"
+import { type UploadedFile, WorkflowService } from "./usecases/WorkflowService.js"
 
 /** What `createWes` composes. Only `store` and `gateway` are required. */
 export interface WesOptions {
@@ -187,8 +187,10 @@ export const embeddedLayer = (options: WesOptions): Layer.Layer<WesServices, unk
     TierPolicy.layer(options.tiers ?? {}),
     options.platform ?? PlatformLive
   )
-  const useCases = useCasesLayer(options.tokenUse === undefined ? {} : { tokenUse: options.tokenUse })
-  const app = options.dispatcher === false ? useCases : Dispatcher.layer(options.dispatcher ?? {}).pipe(Layer.provideMerge(useCases))
+  const tokenUse = options.tokenUse === undefined ? {} : { tokenUse: options.tokenUse }
+  const app = options.dispatcher === false
+    ? useCasesLayer(tokenUse)
+    : useCasesLayer({ ...tokenUse, dispatcher: options.dispatcher ?? {} })
   return app.pipe(Layer.provideMerge(base))
 }
 

@@ -1,30 +1,31 @@
 /** Wiring of the use-case services over a store, a runner gateway and the platform services. */
 import * as Layer from "effect/Layer"
-import type { AccountRepository } from "./accounts/AccountRepository.js"
-import { AccountService, defaultTokenUseOptions, type TokenUseOptions } from "./accounts/AccountService.js"
-import type { CapabilityRepository } from "./capabilities/CapabilityRepository.js"
-import { type CapabilitiesOptions, RunnerCapabilities } from "./capabilities/RunnerCapabilities.js"
-import type { BlobStore } from "./shared/BlobStore.js"
-import { Crypto, CryptoWeb } from "./shared/Crypto.js"
-import type { DispatchQueue, RunnerOwnership } from "./dispatch/Dispatch.js"
-import type { RunnerLoad } from "./dispatch/RunnerLoad.js"
-import { IdGenerator, IdGeneratorLive } from "./shared/Ids.js"
-import type { ManagedRunnerRepository } from "./runners/ManagedRunnerRepository.js"
-import { ManagedRunnerService } from "./runners/ManagedRunnerService.js"
-import type { RunnerGateway } from "./runners/RunnerGateway.js"
-import type { RunnerProbe } from "./runners/RunnerProbe.js"
-import type { RunnerRepository } from "./runners/RunnerRepository.js"
-import { RunnerService } from "./runners/RunnerService.js"
-import { Scheduler } from "./dispatch/Scheduler.js"
-import { RunTimes } from "./dispatch/RunTimes.js"
-import type { TemplateRepository } from "./templates/TemplateRepository.js"
-import { TemplateService } from "./templates/TemplateService.js"
-import type { TierPolicy } from "./accounts/Tier.js"
-import type { WorkflowEventBus } from "./workflows/WorkflowEvents.js"
-import type { WorkflowRepository } from "./workflows/WorkflowRepository.js"
-import { WorkflowService } from "./workflows/WorkflowService.js"
-import type { WebhookRepository } from "./webhooks/WebhookRepository.js"
-import { WebhookService, WebhookServiceLive } from "./webhooks/WebhookService.js"
+import type { AccountRepository } from "./ports/AccountRepository.js"
+import { AccountService, defaultTokenUseOptions, type TokenUseOptions } from "./usecases/AccountService.js"
+import type { CapabilityRepository } from "./ports/CapabilityRepository.js"
+import { type CapabilitiesOptions, RunnerCapabilities } from "./usecases/RunnerCapabilities.js"
+import type { BlobStore } from "./ports/BlobStore.js"
+import { Crypto, CryptoWeb } from "./domain/Crypto.js"
+import type { DispatchQueue, RunnerOwnership } from "./ports/Dispatch.js"
+import type { RunnerLoad } from "./ports/RunnerLoad.js"
+import { IdGenerator, IdGeneratorLive } from "./domain/Ids.js"
+import type { ManagedRunnerRepository } from "./ports/ManagedRunnerRepository.js"
+import { ManagedRunnerService } from "./usecases/ManagedRunnerService.js"
+import type { RunnerGateway } from "./ports/RunnerGateway.js"
+import type { RunnerProbe } from "./ports/RunnerProbe.js"
+import type { RunnerRepository } from "./ports/RunnerRepository.js"
+import { RunnerService } from "./usecases/RunnerService.js"
+import { Scheduler } from "./usecases/Scheduler.js"
+import { RunTimes } from "./usecases/RunTimes.js"
+import type { TemplateRepository } from "./ports/TemplateRepository.js"
+import { TemplateService } from "./usecases/TemplateService.js"
+import type { TierPolicy } from "./domain/Tier.js"
+import type { WorkflowEventBus } from "./ports/WorkflowEvents.js"
+import type { WorkflowRepository } from "./ports/WorkflowRepository.js"
+import { WorkflowService } from "./usecases/WorkflowService.js"
+import type { WebhookRepository } from "./ports/WebhookRepository.js"
+import { WebhookService, WebhookServiceLive } from "./usecases/WebhookService.js"
+import { Dispatcher, type DispatcherOptions } from "./dispatch/Dispatcher.js"
 
 /** The services a store adapter provides (`@wes/storage-memory`, `@wes/storage-pg`). */
 export type StoreServices =
@@ -41,42 +42,52 @@ export type StoreServices =
   | CapabilityRepository
   | WebhookRepository
 
-/** The use cases. */
+/** The use cases: what the HTTP edge and an embedding host call. */
 export type UseCaseServices =
   | WorkflowService
   | TemplateService
   | RunnerService
   | ManagedRunnerService
   | AccountService
-  | Scheduler
-  | RunTimes
   | RunnerCapabilities
   | WebhookService
+
+/** What the use cases need from outside core. */
+export type UseCaseNeeds = StoreServices | RunnerGateway | TierPolicy | RunnerProbe | IdGenerator | Crypto
 
 /** Ids (UUID v7) and crypto from the Web Crypto API. */
 export const PlatformLive: Layer.Layer<IdGenerator | Crypto> = IdGeneratorLive.pipe(Layer.provideMerge(CryptoWeb))
 
+export interface UseCasesOptions {
+  readonly tokenUse?: TokenUseOptions
+  /** How runners' capabilities are read and cached. */
+  readonly capabilities?: Partial<CapabilitiesOptions>
+}
+
 /**
- * Every use case, over a store, a gateway, a tier policy, a probe and the platform services.
- * `capabilities` tunes how runners' capabilities are read and cached.
+ * Every use case, over a store, a gateway, a tier policy, a probe and the platform services; with
+ * `dispatcher`, the dispatcher too (tuned by those options), sharing the use cases' scheduler.
+ * The scheduler and the run-time averages stay internal: nothing outside core calls them.
  */
-export const useCasesLayer = (
-  options: { readonly tokenUse?: TokenUseOptions; readonly capabilities?: Partial<CapabilitiesOptions> } = {}
-): Layer.Layer<
-  UseCaseServices,
-  never,
-  StoreServices | RunnerGateway | TierPolicy | RunnerProbe | IdGenerator | Crypto
-> => {
+export function useCasesLayer(options?: UseCasesOptions): Layer.Layer<UseCaseServices, never, UseCaseNeeds>
+export function useCasesLayer(
+  options: UseCasesOptions & { readonly dispatcher: Partial<DispatcherOptions> }
+): Layer.Layer<UseCaseServices | Dispatcher, never, UseCaseNeeds>
+export function useCasesLayer(
+  options: UseCasesOptions & { readonly dispatcher?: Partial<DispatcherOptions> } = {}
+): Layer.Layer<UseCaseServices, never, UseCaseNeeds> {
   const capabilities = RunnerCapabilities.layer(options.capabilities)
   const scheduler = Scheduler.Live.pipe(Layer.provideMerge(capabilities))
-  const workflows = WorkflowService.Live.pipe(Layer.provide(scheduler), Layer.provideMerge(RunTimes.layer))
-  return Layer.mergeAll(
-    workflows,
+  const internals = Layer.mergeAll(scheduler, RunTimes.layer)
+  const useCases = Layer.mergeAll(
+    WorkflowService.Live,
     TemplateService.Live,
     RunnerService.Live,
     ManagedRunnerService.Live,
     AccountService.layer(options.tokenUse ?? defaultTokenUseOptions),
-    scheduler,
-    WebhookServiceLive
-  ).pipe(Layer.provideMerge(capabilities))
+    WebhookServiceLive,
+    capabilities
+  )
+  if (options.dispatcher === undefined) return useCases.pipe(Layer.provide(internals))
+  return Layer.merge(useCases, Dispatcher.layer(options.dispatcher)).pipe(Layer.provide(internals))
 }

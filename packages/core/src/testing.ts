@@ -15,6 +15,13 @@ export * from "./testing/Assert.js"
 export * as Fixtures from "./testing/Fixtures.js"
 export { type ConformanceCase, storeConformanceCases } from "./testing/StoreConformance.js"
 
+// Internals that other packages' tests drive directly (not part of the public surface in index.ts)
+export * as Lifecycle from "./usecases/Lifecycle.js"
+export { indexSummary, missingOn, workflowNeeds } from "./domain/Needs.js"
+export { summarize } from "./domain/Summary.js"
+export { inputReference } from "./ports/RunnerGateway.js"
+export { type SeenRun, seeRun, seenHistory, startRun } from "./dispatch/SeenRun.js"
+
 /** The parts of a test framework the suite uses (vitest, jest and node:test all fit). */
 export interface TestFramework {
   readonly describe: (name: string, body: () => void) => void

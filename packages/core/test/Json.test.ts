@@ -1,7 +1,7 @@
 import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { Fixtures } from "@wes/core/testing"
-import { toDetail, Workflow, WorkflowDetail } from "../src/workflows/Workflow.js"
+import { toDetail, Workflow, WorkflowDetail } from "../src/domain/Workflow.js"
 
 describe("workflow JSON through the schemas", () => {
   it("keeps a key named __proto__, as the user sent it, through encoding and decoding", () => {

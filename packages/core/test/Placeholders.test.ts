@@ -1,13 +1,5 @@
-import {
-  findPlaceholders,
-  type JsonObject,
-  parsePlaceholder,
-  type Placeholder,
-  placeholderKey,
-  resolveParams,
-  substitute,
-  type SuppliedParam
-} from "@wes/core"
+import { findPlaceholders, type JsonObject, type Placeholder, placeholderKey, type SuppliedParam } from "@wes/core"
+import { parsePlaceholder, resolveParams, substitute } from "../src/domain/Placeholders.js"
 import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 

@@ -3,7 +3,9 @@
  * ComfyUI 0.3.64 sends (runner-client/test/recordings), an older server without `progress_state`,
  * and a takeover that starts listening in the middle of a run.
  */
-import { advanceProgress, type NodeProgressState, type PromptProgress, progressPercent, type RunnerEvent, startProgress } from "@wes/core"
+import { type RunnerEvent } from "@wes/core"
+import { advanceProgress, type PromptProgress, progressPercent, startProgress } from "../src/dispatch/Progress.js"
+import { type NodeProgressState } from "../src/ports/RunnerGateway.js"
 import { describe, expect, it } from "vitest"
 
 const P = "prompt-1"

@@ -1,4 +1,6 @@
-import { comfyUIWarning, eligibleRunners, managedRunnerServes, pickRunner, type RunnerTarget, versionSupport } from "@wes/core"
+import { type RunnerTarget } from "@wes/core"
+import { comfyUIWarning, versionSupport } from "../src/domain/ComfyUIVersion.js"
+import { eligibleRunners, managedRunnerServes, pickRunner } from "../src/domain/Scheduling.js"
 import { describe, expect, it } from "vitest"
 
 const runner = (id: string, tags: Array<string> = [], status: "active" | "disabled" = "active"): RunnerTarget => ({

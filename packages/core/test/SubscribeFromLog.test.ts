@@ -4,7 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { makeWakeUpSlot, subscribeFromLog, type WakeUpSlot, type WorkflowEvent } from "../src/workflows/WorkflowEvents.js"
+import { makeWakeUpSlot, subscribeFromLog, type WakeUpSlot, type WorkflowEvent } from "../src/ports/WorkflowEvents.js"
 
 /** A log in an array, its reads counted, and one subscriber's wake-up slot the test offers to. */
 const harness = Effect.sync(() => {

@@ -1,7 +1,7 @@
 import { Fixtures } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
 import { describe, expect, it } from "vitest"
-import { encodedSummary, summaryData } from "../src/workflows/WorkflowEvents.js"
+import { encodedSummary, summaryData } from "../src/ports/WorkflowEvents.js"
 
 describe("summaryData", () => {
   it("is the summary as the contract's schema encodes it, key order included", () => {

@@ -1,4 +1,5 @@
-import { normalizeTags, parseTagList, tagsMatch, ValidationError } from "@wes/core"
+import { ValidationError } from "@wes/core"
+import { normalizeTags, parseTagList, tagsMatch } from "../src/domain/Tags.js"
 import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 

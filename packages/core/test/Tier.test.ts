@@ -1,4 +1,5 @@
-import { defaultTierTable, TierPolicy } from "@wes/core"
+import { TierPolicy } from "@wes/core"
+import { defaultTierTable } from "../src/domain/Tier.js"
 import { it } from "@effect/vitest"
 import * as ConfigProvider from "effect/ConfigProvider"
 import * as Effect from "effect/Effect"

@@ -5,24 +5,14 @@
  * the message and details it produced. `WES_UPDATE_GOLDEN=1` rewrites the file from the running
  * code (never under CI): review the diff before committing it.
  */
-import {
-  CreateManagedRunnerRequest,
-  CreateRunnerRequest,
-  CreateTemplateRequest,
-  CreateUserRequest,
-  IssueTokenRequest,
-  UpdateManagedRunnerRequest,
-  UpdateRunnerRequest,
-  UpdateTemplateRequest,
-  UpdateUserRequest,
-  type ValidationError
-} from "@wes/core"
+import { CreateManagedRunnerRequest, CreateRunnerRequest, CreateUserRequest, IssueTokenRequest, UpdateManagedRunnerRequest, UpdateRunnerRequest, UpdateUserRequest, type ValidationError } from "@wes/core"
+import { CreateTemplateRequest, UpdateTemplateRequest } from "../src/domain/Template.js"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as fs from "node:fs"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
-import { decodeRequest } from "../src/shared/Validation.js"
+import { decodeRequest } from "../src/domain/Validation.js"
 
 /** Each request schema's decoder, by name (the name the golden file records). */
 const DECODERS: Readonly<Record<string, (input: unknown) => Effect.Effect<unknown, ValidationError>>> = {

@@ -4,13 +4,8 @@
  * and the 24-hour window after which a delivery is failed.
  */
 import { it } from "@effect/vitest"
-import {
-  isRetryable,
-  outcomeOf,
-  type SendResult,
-  webhookRetryDelay,
-  webhookRetrySchedule
-} from "@wes/core"
+import { type SendResult } from "@wes/core"
+import { isRetryable, outcomeOf, webhookRetryDelay, webhookRetrySchedule } from "../src/domain/DeliveryPolicy.js"
 import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"

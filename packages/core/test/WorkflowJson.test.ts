@@ -1,4 +1,4 @@
-import { parseWorkflowJson, UI_FORMAT_MESSAGE, validateWorkflowJson } from "@wes/core"
+import { parseWorkflowJson, UI_FORMAT_MESSAGE, validateWorkflowJson } from "../src/domain/WorkflowJson.js"
 import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 

@@ -1,5 +1,6 @@
-import { applyTransition } from "../src/workflows/WorkflowStatus.js"
-import { type TransitionTag, transitions, type Workflow, WorkflowStatus, WorkflowTransition } from "@wes/core"
+import { applyTransition } from "../src/domain/WorkflowStatus.js"
+import { type Workflow, WorkflowStatus, WorkflowTransition } from "@wes/core"
+import { type TransitionTag, transitions } from "../src/domain/WorkflowStatus.js"
 import { Fixtures } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
 import * as Result from "effect/Result"

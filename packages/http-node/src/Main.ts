@@ -6,7 +6,6 @@
 import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import * as NodePath from "@effect/platform-node/NodePath"
 import {
-  Dispatcher,
   IdGeneratorLive,
   RunnerProbe,
   type StoreServices,
@@ -65,13 +64,15 @@ const coreServices = (config: WesConfig) => {
   const gateway = meteredGateway.pipe(Layer.provide(base))
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
   const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
-  return Dispatcher.layer({
-    concurrencyPerRunner: config.runnerConcurrency,
-    claimLease: config.lease,
-    priorityAging: config.priorityAging,
-    runnerLostAfter: config.runnerLostAfter
+  return useCasesLayer({
+    capabilities: { refreshInterval: config.capabilityRefresh },
+    dispatcher: {
+      concurrencyPerRunner: config.runnerConcurrency,
+      claimLease: config.lease,
+      priorityAging: config.priorityAging,
+      runnerLostAfter: config.runnerLostAfter
+    }
   }).pipe(
-    Layer.provideMerge(useCasesLayer({ capabilities: { refreshInterval: config.capabilityRefresh } })),
     Layer.provideMerge(Layer.mergeAll(
       storeLayer(config),
       gateway,

@@ -7,11 +7,11 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { isTerminal, type WorkflowHead, type WorkflowOutput, type WorkflowStatus } from "../workflows/Workflow.js"
-import type { TransitionOutcome } from "../workflows/WorkflowRepository.js"
-import type { WorkflowTransition } from "../workflows/WorkflowStatus.js"
+import { isTerminal, type WorkflowHead, type WorkflowOutput, type WorkflowStatus } from "../domain/Workflow.js"
+import type { TransitionOutcome } from "../ports/WorkflowRepository.js"
+import type { WorkflowTransition } from "../domain/WorkflowStatus.js"
 import { Driving } from "./Driving.js"
-import { transition } from "./Lifecycle.js"
+import { transition } from "../usecases/Lifecycle.js"
 
 export type Steps = readonly [WorkflowTransition, ...Array<WorkflowTransition>]
 

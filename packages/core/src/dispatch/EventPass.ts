@@ -9,8 +9,8 @@
  */
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
-import type { RunnerEvent } from "../runners/RunnerGateway.js"
-import type { NewWorkflowEvent } from "../workflows/WorkflowEvents.js"
+import type { RunnerEvent } from "../ports/RunnerGateway.js"
+import type { NewWorkflowEvent } from "../ports/WorkflowEvents.js"
 import type { Followed, Tracked } from "./InFlight.js"
 import { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
 import { type SeenHistory, seeRun, seenHistory, seenWhole, startRun } from "./SeenRun.js"

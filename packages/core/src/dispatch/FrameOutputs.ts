@@ -12,8 +12,8 @@
  * The images are kept with the run as it is seen (SeenRun.ts), at most `FRAME_OUTPUT_LIMIT` bytes
  * per prompt, and stored with the end like the files copied from the runner.
  */
-import type { JsonObject } from "../shared/Json.js"
-import { isJsonObject } from "../shared/Json.js"
+import type { JsonObject } from "../domain/Json.js"
+import { isJsonObject } from "../domain/Json.js"
 
 /** ComfyUI's node that saves images through the socket (custom_nodes/websocket_image_save.py). */
 export const SAVE_IMAGE_WEBSOCKET = "SaveImageWebsocket"

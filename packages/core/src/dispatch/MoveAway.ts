@@ -7,13 +7,13 @@
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
-import { AccountRepository } from "../accounts/AccountRepository.js"
-import { needsOf } from "../capabilities/Needs.js"
-import { refOf, type Workflow } from "../workflows/Workflow.js"
-import { WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
+import { AccountRepository } from "../ports/AccountRepository.js"
+import { needsOf } from "../domain/Needs.js"
+import { refOf, type Workflow } from "../domain/Workflow.js"
+import { WorkflowTransition as T } from "../domain/WorkflowStatus.js"
 import { advance } from "./Advance.js"
 import { Driving } from "./Driving.js"
-import { Scheduler } from "./Scheduler.js"
+import { Scheduler } from "../usecases/Scheduler.js"
 
 export const moveAway = (
   w: Pick<Workflow, "id" | "user_id" | "tags" | "dispatch_attempts" | "workflow_json" | "workflow_params">,

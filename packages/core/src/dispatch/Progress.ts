@@ -9,7 +9,7 @@
  *
  * Pure: the driver keeps one value per running prompt and feeds it the runner's events.
  */
-import type { RunnerEvent } from "../runners/RunnerGateway.js"
+import type { RunnerEvent } from "../ports/RunnerGateway.js"
 
 export interface PromptProgress {
   /** The graph's node ids: only these count (expanded sub-nodes such as "12:5" do not). */

@@ -15,15 +15,15 @@
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { AccountRepository } from "../accounts/AccountRepository.js"
-import { TierPolicy } from "../accounts/Tier.js"
-import type { RunnerId } from "../shared/Ids.js"
-import { refOf, type WorkflowAttempt, type WorkflowHead } from "../workflows/Workflow.js"
-import { type FailureDetails, WorkflowTransition as T } from "../workflows/WorkflowStatus.js"
-import { needsOf } from "../capabilities/Needs.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { AccountRepository } from "../ports/AccountRepository.js"
+import { TierPolicy } from "../domain/Tier.js"
+import type { RunnerId } from "../domain/Ids.js"
+import { refOf, type WorkflowAttempt, type WorkflowHead } from "../domain/Workflow.js"
+import { type FailureDetails, WorkflowTransition as T } from "../domain/WorkflowStatus.js"
+import { needsOf } from "../domain/Needs.js"
+import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 import { Driving } from "./Driving.js"
-import { Scheduler } from "./Scheduler.js"
+import { Scheduler } from "../usecases/Scheduler.js"
 
 const OUT_OF_MEMORY = /^(torch\.(cuda\.)?)?OutOfMemoryError$/
 

@@ -13,7 +13,7 @@
  * It also keeps the images the run's nodes sent as frames that may be outputs (FrameOutputs.ts):
  * the history never lists them, so only a run seen whole has them all.
  */
-import type { OutputFile, PromptHistory, RunnerEvent } from "../runners/RunnerGateway.js"
+import type { OutputFile, PromptHistory, RunnerEvent } from "../ports/RunnerGateway.js"
 import { FRAME_OUTPUT_LIMIT, type FrameImage, type FrameNodes, mayBeOutput, type SeenFrames } from "./FrameOutputs.js"
 
 export interface SeenRun {

@@ -1,7 +1,7 @@
 /** Users and their API tokens. */
 import * as Schema from "effect/Schema"
-import { TokenId, UserId } from "../shared/Ids.js"
-import { Int, Timestamp } from "../shared/Json.js"
+import { TokenId, UserId } from "./Ids.js"
+import { Int, Timestamp } from "./Json.js"
 import { Tier, TierLimits } from "./Tier.js"
 
 export const User = Schema.Struct({

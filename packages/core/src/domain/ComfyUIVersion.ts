@@ -6,7 +6,7 @@
  * (docs/operating-runners.md, "ComfyUI versions").
  */
 import * as Schema from "effect/Schema"
-import { Int } from "../shared/Json.js"
+import { Int } from "./Json.js"
 
 /** The oldest ComfyUI WES supports. */
 export const MIN_COMFYUI_VERSION = "0.3.45"

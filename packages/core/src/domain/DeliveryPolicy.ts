@@ -9,7 +9,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Pull from "effect/Pull"
 import * as Schedule from "effect/Schedule"
-import type { DeliveryOutcome } from "./WebhookRepository.js"
+import type { DeliveryOutcome } from "./Webhook.js"
 
 export interface RetryOptions {
   /** The first delay (default 5 s). */

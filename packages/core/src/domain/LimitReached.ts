@@ -1,5 +1,5 @@
 import * as Schema from "effect/Schema"
-import type { LimitName } from "../accounts/Tier.js"
+import type { LimitName } from "./Tier.js"
 
 /**
  * A store refused an insert because a count bound given with it was reached. Stores check the

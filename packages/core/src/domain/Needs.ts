@@ -10,8 +10,8 @@
  * plain loops, no recursion.
  */
 import * as Result from "effect/Result"
-import { isJsonObject, type JsonObject } from "../shared/Json.js"
-import { findPlaceholders, substitute } from "../workflows/Placeholders.js"
+import { isJsonObject, type JsonObject } from "./Json.js"
+import { findPlaceholders, substitute } from "./Placeholders.js"
 import { looksLikeFile } from "./InputTypes.js"
 import { type CapabilitySummary, normalizePath } from "./Summary.js"
 import { indexInputTypes, type InputTypeIndex, mismatchesOn, type ParamMismatch, type ParamUse, paramUses } from "./TypedParams.js"

@@ -16,7 +16,7 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
-import type { Priority } from "../workflows/Workflow.js"
+import type { Priority } from "./Workflow.js"
 
 /**
  * How long a waiting workflow takes to rise one priority level, for reads of the order outside

@@ -4,11 +4,11 @@
  * workflow may go to, which is what create converts the value to (capabilities/TypedParams.ts).
  */
 import * as Schema from "effect/Schema"
-import { inferType } from "../capabilities/Conversion.js"
-import { InputType } from "../capabilities/InputTypes.js"
-import { type InputTypeIndex, typeAt } from "../capabilities/TypedParams.js"
-import { TagList } from "../runners/Runner.js"
-import { isJsonObject, JsonObject } from "../shared/Json.js"
+import { inferType } from "./Conversion.js"
+import { InputType } from "./InputTypes.js"
+import { type InputTypeIndex, typeAt } from "./TypedParams.js"
+import { TagList } from "./Runner.js"
+import { isJsonObject, JsonObject } from "./Json.js"
 import { fieldName, type Placeholder, placeholderKey } from "./Placeholders.js"
 
 const TypeOrText = Schema.NullOr(InputType).annotate({

@@ -10,8 +10,8 @@
  * is refused naming the known kinds, rather than sent to the runner as text.
  */
 import * as Result from "effect/Result"
-import { type FieldIssue, ValidationError } from "../shared/Errors.js"
-import { isJsonObject, type JsonObject } from "../shared/Json.js"
+import { type FieldIssue, ValidationError } from "./Errors.js"
+import { isJsonObject, type JsonObject } from "./Json.js"
 import type { WorkflowParam } from "./Workflow.js"
 
 export type PlaceholderKind = "text" | "file" | "choice"

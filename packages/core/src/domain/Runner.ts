@@ -1,11 +1,11 @@
 /** Runners: user-owned (registered by a user) and managed (run by the operator for paid tiers). */
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
-import { ManagedRunnerId, RunnerId, UserId } from "../shared/Ids.js"
-import { Timestamp } from "../shared/Json.js"
-import { MAX_TAG_LENGTH, MAX_TAGS } from "../shared/Tags.js"
-import { RunnerType } from "../accounts/Tier.js"
-import { CapabilitiesView } from "../capabilities/View.js"
+import { ManagedRunnerId, RunnerId, UserId } from "./Ids.js"
+import { Timestamp } from "./Json.js"
+import { MAX_TAG_LENGTH, MAX_TAGS } from "./Tags.js"
+import { RunnerType } from "./Tier.js"
+import { CapabilitiesView } from "./View.js"
 import { comfyUIWarning, RunnerComfyUI } from "./ComfyUIVersion.js"
 
 export const RunnerStatus = Schema.Literals(["active", "disabled"]).annotate({

@@ -5,10 +5,10 @@
  * workflow tag. Among eligible runners the one with the least work in flight wins; ties go round
  * robin.
  */
-import { supportedComfyUI } from "../runners/ComfyUIVersion.js"
-import type { RunnerTarget } from "../runners/Runner.js"
-import { tagsMatch } from "../shared/Tags.js"
-import { managedRunnerTypesFor, type RunnerType, type Tier } from "../accounts/Tier.js"
+import { supportedComfyUI } from "./ComfyUIVersion.js"
+import type { RunnerTarget } from "./Runner.js"
+import { tagsMatch } from "./Tags.js"
+import { managedRunnerTypesFor, type RunnerType, type Tier } from "./Tier.js"
 
 /** Filters candidates down to those that may run a workflow with `tags`. */
 export const eligibleRunners = <R extends RunnerTarget>(

@@ -10,8 +10,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type { NodeReplacements } from "../runners/RunnerGateway.js"
-import { Crypto } from "../shared/Crypto.js"
+import { Crypto } from "./Crypto.js"
+import { Timestamp } from "./Json.js"
 import { comboOf, InputType, inputTypeOf, isUpload, looksLikeFile } from "./InputTypes.js"
 
 export { looksLikeFile }
@@ -95,6 +95,12 @@ const effectiveReplacements = (
  * over classes and their input sections only (no recursion into the answer); anything of an
  * unexpected shape is skipped.
  */
+/**
+ * `GET /node_replacements` (newer ComfyUI): for each deprecated node class, the classes that may
+ * replace it, in the runner's order (it uses the first, when loaded, before validating a prompt).
+ */
+export type NodeReplacements = { readonly [oldClass: string]: ReadonlyArray<string> }
+
 export const summarize = (objectInfo: unknown, replacements?: NodeReplacements): CapabilitySummary => {
   const summary = summarizeObjectInfo(objectInfo)
   const replaced = replacements === undefined ? [] : effectiveReplacements(new Set(summary.node_classes), replacements)
@@ -149,3 +155,14 @@ export const modelFileCount = (s: CapabilitySummary): number => {
 /** SHA-256 of the summary's JSON: equal for equal capabilities, whatever order ComfyUI listed them in. */
 export const summaryHash = (s: CapabilitySummary): Effect.Effect<string, never, Crypto> =>
   Effect.flatMap(Crypto, (c) => c.sha256Hex(JSON.stringify(s)))
+
+/** A runner's capabilities as stored. */
+export const StoredCapabilities = Schema.Struct({
+  runner_id: Schema.String,
+  runner_kind: Schema.Literals(["user", "managed"]),
+  summary: CapabilitySummary,
+  /** SHA-256 of the summary's JSON. */
+  hash: Schema.String,
+  read_at: Timestamp
+}).annotate({ identifier: "StoredCapabilities" })
+export interface StoredCapabilities extends Schema.Schema.Type<typeof StoredCapabilities> {}

@@ -1,7 +1,7 @@
 /** Templates: reusable workflow definitions, personal to each user. */
 import * as Schema from "effect/Schema"
-import { TemplateId, UserId } from "../shared/Ids.js"
-import { JsonObject, Timestamp } from "../shared/Json.js"
+import { TemplateId, UserId } from "./Ids.js"
+import { JsonObject, Timestamp } from "./Json.js"
 
 export const TemplateName = Schema.String.check(
   Schema.isMinLength(1, { message: "must be 1-100 characters" }),

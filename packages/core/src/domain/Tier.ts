@@ -10,9 +10,9 @@ import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
-import { ManagedRunnersForbidden, TierLimitExceeded } from "../shared/Errors.js"
-import { NonNegativeInt } from "../shared/Json.js"
-import { Priority } from "../workflows/Workflow.js"
+import { ManagedRunnersForbidden, TierLimitExceeded } from "./Errors.js"
+import { NonNegativeInt } from "./Json.js"
+import { Priority } from "./Workflow.js"
 
 export const Tier = Schema.Literals(["free", "pro", "plus"]).annotate({
   identifier: "Tier",

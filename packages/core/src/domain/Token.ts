@@ -5,8 +5,8 @@
  */
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import { crc32 } from "../shared/Bytes.js"
-import { Crypto } from "../shared/Crypto.js"
+import { crc32 } from "./Bytes.js"
+import { Crypto } from "./Crypto.js"
 
 export const TOKEN_PREFIX = "wes_"
 const RANDOM_LENGTH = 36

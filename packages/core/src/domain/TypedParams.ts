@@ -8,9 +8,9 @@
  * that runner's types.
  */
 import * as Result from "effect/Result"
-import { ValidationError } from "../shared/Errors.js"
-import { isJsonObject, type JsonObject } from "../shared/Json.js"
-import { fieldName, findPlaceholders, type Placeholder, placeholderKey, type PlaceholderLocation, substituteWith } from "../workflows/Placeholders.js"
+import { ValidationError } from "./Errors.js"
+import { isJsonObject, type JsonObject } from "./Json.js"
+import { fieldName, findPlaceholders, type Placeholder, placeholderKey, type PlaceholderLocation, substituteWith } from "./Placeholders.js"
 import { convertTo, inferType } from "./Conversion.js"
 import type { InputType } from "./InputTypes.js"
 import type { CapabilitySummary } from "./Summary.js"

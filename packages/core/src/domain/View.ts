@@ -1,8 +1,7 @@
 /** A runner's capabilities as the API shows them (the contract's `capabilities` field of a runner). */
 import * as Schema from "effect/Schema"
-import { Int, Timestamp } from "../shared/Json.js"
-import type { StoredCapabilities } from "./CapabilityRepository.js"
-import { modelFileCount } from "./Summary.js"
+import { Int, Timestamp } from "./Json.js"
+import { modelFileCount, type StoredCapabilities } from "./Summary.js"
 
 /** What `GET /v1/runner/{id}` shows: counts and the hash, not the summary. */
 export const CapabilitiesView = Schema.Struct({

@@ -9,9 +9,9 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
-import { ValidationError } from "../shared/Errors.js"
-import { Int, Timestamp } from "../shared/Json.js"
-import { isTerminal, type WorkflowStatus } from "../workflows/Workflow.js"
+import { ValidationError } from "./Errors.js"
+import { Int, Timestamp } from "./Json.js"
+import { isTerminal, type WorkflowStatus } from "./Workflow.js"
 
 /** The statuses whose arrival is announced (progress never is). */
 export const hookedStatuses: ReadonlyArray<WorkflowStatus> = ["queued", "running", "completed", "cancelled", "invalid", "failed"]
@@ -127,3 +127,9 @@ export const checkWebhookUrl = (field: string, value: string): Effect.Effect<str
   if (url.username !== "" || url.password !== "") return fail("must not carry credentials")
   return Effect.succeed(url.href)
 }
+
+/** How an attempt ended for the store: delivered, to be tried again at a time, or given up. */
+export type DeliveryOutcome =
+  | { readonly _tag: "Delivered" }
+  | { readonly _tag: "RetryAt"; readonly at: DateTime.Utc }
+  | { readonly _tag: "Failed" }

@@ -2,8 +2,8 @@
 import * as DateTime from "effect/DateTime"
 import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
-import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "../shared/Ids.js"
-import { Int, JsonObject, Timestamp } from "../shared/Json.js"
+import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "./Ids.js"
+import { Int, JsonObject, Timestamp } from "./Json.js"
 
 export const WorkflowStatus = Schema.Literals(["accepted",
   "uploaded",

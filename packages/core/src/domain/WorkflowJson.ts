@@ -5,8 +5,8 @@
  * API format; any other shape is rejected naming what is wrong.
  */
 import * as Result from "effect/Result"
-import { type FieldIssue, ValidationError } from "../shared/Errors.js"
-import { depthMessage, isJsonObject, JSON_MAX_BYTES, utf8Length, JSON_MAX_DEPTH, type JsonObject, nestsDeeperThan, sizeMessage, textNestsDeeperThan } from "../shared/Json.js"
+import { type FieldIssue, ValidationError } from "./Errors.js"
+import { depthMessage, isJsonObject, JSON_MAX_BYTES, utf8Length, JSON_MAX_DEPTH, type JsonObject, nestsDeeperThan, sizeMessage, textNestsDeeperThan } from "./Json.js"
 
 const MAX_REPORTED = 10
 

@@ -15,7 +15,7 @@ import * as Data from "effect/Data"
 import * as DateTime from "effect/DateTime"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import { IllegalTransition } from "../shared/Errors.js"
+import { IllegalTransition } from "./Errors.js"
 import {
   assignTo,
   isTerminal,

@@ -3,10 +3,10 @@ import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { ApiToken, User } from "./Account.js"
-import type { NotFound, StorageError } from "../shared/Errors.js"
-import type { PageRequest, Paged } from "../shared/Pagination.js"
-import type { Tier } from "./Tier.js"
+import type { ApiToken, User } from "../domain/Account.js"
+import type { NotFound, StorageError } from "../domain/Errors.js"
+import type { PageRequest, Paged } from "../domain/Pagination.js"
+import type { Tier } from "../domain/Tier.js"
 
 /** A token and the user it belongs to. */
 export interface TokenOwner {

@@ -8,7 +8,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
-import type { StorageError } from "./Errors.js"
+import type { StorageError } from "../domain/Errors.js"
 
 /**
  * What a blob is written from: a stream, or bytes already in memory (a small upload, held whole

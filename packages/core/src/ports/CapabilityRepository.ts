@@ -7,22 +7,11 @@ import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
-import type { StorageError } from "../shared/Errors.js"
-import { Timestamp } from "../shared/Json.js"
-import type { RunnerRef } from "../workflows/Workflow.js"
-import { CapabilitySummary } from "./Summary.js"
+import type { StorageError } from "../domain/Errors.js"
+import type { RunnerRef } from "../domain/Workflow.js"
+import { StoredCapabilities } from "../domain/Summary.js"
 
-/** A runner's capabilities as stored. */
-export const StoredCapabilities = Schema.Struct({
-  runner_id: Schema.String,
-  runner_kind: Schema.Literals(["user", "managed"]),
-  summary: CapabilitySummary,
-  /** SHA-256 of the summary's JSON. */
-  hash: Schema.String,
-  read_at: Timestamp
-}).annotate({ identifier: "StoredCapabilities" })
-export interface StoredCapabilities extends Schema.Schema.Type<typeof StoredCapabilities> {}
+export { StoredCapabilities }
 
 export class CapabilityRepository extends Context.Service<CapabilityRepository, {
   /** Inserts or replaces the runner's record. */

@@ -9,9 +9,9 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type { StorageError } from "../shared/Errors.js"
-import type { Workflow } from "../workflows/Workflow.js"
-import type { Waiting } from "./Ordering.js"
+import type { StorageError } from "../domain/Errors.js"
+import type { Workflow } from "../domain/Workflow.js"
+import type { Waiting } from "../domain/Ordering.js"
 
 /**
  * A claimed workflow. Claiming marks it as possibly posted (`submitted_at`), so whoever claims it

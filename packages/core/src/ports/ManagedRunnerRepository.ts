@@ -2,11 +2,11 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { NotFound, StorageError } from "../shared/Errors.js"
-import type { RunnerComfyUI } from "./ComfyUIVersion.js"
-import type { PageRequest, Paged } from "../shared/Pagination.js"
-import type { ManagedRunner, RunnerStatus } from "./Runner.js"
-import type { RunnerType } from "../accounts/Tier.js"
+import type { NotFound, StorageError } from "../domain/Errors.js"
+import type { RunnerComfyUI } from "../domain/ComfyUIVersion.js"
+import type { PageRequest, Paged } from "../domain/Pagination.js"
+import type { ManagedRunner, RunnerStatus } from "../domain/Runner.js"
+import type { RunnerType } from "../domain/Tier.js"
 
 export interface ManagedRunnerQuery extends PageRequest {
   /** Only runners of these types (a tier's allowed types); absent: all. */

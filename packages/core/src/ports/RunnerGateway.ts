@@ -3,6 +3,7 @@
  * comfyui-protocol.md that design.md uses, with typed failures. `@wes/runner-client` implements
  * it over HTTP + WebSocket.
  */
+import type { NodeReplacements } from "../domain/Summary.js"
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
@@ -10,10 +11,10 @@ import type * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
-import type { StorageError } from "../shared/Errors.js"
-import type { JsonObject } from "../shared/Json.js"
-import type { RunnerComfyUI } from "./ComfyUIVersion.js"
-import type { RunnerTarget } from "./Runner.js"
+import type { StorageError } from "../domain/Errors.js"
+import type { JsonObject } from "../domain/Json.js"
+import type { RunnerComfyUI } from "../domain/ComfyUIVersion.js"
+import type { RunnerTarget } from "../domain/Runner.js"
 
 /** The runner could not be reached, timed out, or answered 5xx: worth retrying. */
 export class RunnerUnreachable extends Schema.TaggedError<RunnerUnreachable>()("RunnerUnreachable", {
@@ -53,16 +54,13 @@ export type RunnerError = RunnerUnreachable | RunnerRequestFailed
 /** `/system_stats` reduced to what the service uses, and whether the runner has the jobs API. */
 export type RunnerInfo = RunnerComfyUI
 
-/**
- * `GET /node_replacements` (newer ComfyUI): for each deprecated node class, the classes that may
- * replace it, in the runner's order (it uses the first, when loaded, before validating a prompt).
- */
-export type NodeReplacements = { readonly [oldClass: string]: ReadonlyArray<string> }
 
 /** `/object_info` as ComfyUI sends it: node class name -> its definition (inputs, outputs, ...). */
 export type ObjectInfo = { readonly [nodeClass: string]: unknown }
 
 /** Where an uploaded input file landed on the runner. */
+export type { NodeReplacements }
+
 export interface UploadedInput {
   readonly name: string
   readonly subfolder: string

@@ -5,9 +5,9 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { RunnerType } from "../accounts/Tier.js"
-import type { RunnerTarget } from "../runners/Runner.js"
-import type { StorageError } from "../shared/Errors.js"
+import type { RunnerType } from "../domain/Tier.js"
+import type { RunnerTarget } from "../domain/Runner.js"
+import type { StorageError } from "../domain/Errors.js"
 
 /** A runner a workflow may go to, and how many unfinished workflows it has now. */
 export interface RunnerCandidate {

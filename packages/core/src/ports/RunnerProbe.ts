@@ -7,9 +7,9 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { RunnerProbeFailed } from "../shared/Errors.js"
-import { type RunnerComfyUI, unsupportedVersionMessage, versionSupport } from "./ComfyUIVersion.js"
-import type { RunnerTarget } from "./Runner.js"
+import { RunnerProbeFailed } from "../domain/Errors.js"
+import { type RunnerComfyUI, unsupportedVersionMessage, versionSupport } from "../domain/ComfyUIVersion.js"
+import type { RunnerTarget } from "../domain/Runner.js"
 import { RunnerGateway, type RunnerRequestFailed, type RunnerUnreachable } from "./RunnerGateway.js"
 
 /**

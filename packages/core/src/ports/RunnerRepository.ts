@@ -2,11 +2,11 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { NotFound, StorageError } from "../shared/Errors.js"
-import type { RunnerComfyUI } from "./ComfyUIVersion.js"
-import type { LimitReached } from "../shared/LimitReached.js"
-import type { PageRequest, Paged } from "../shared/Pagination.js"
-import type { Runner, RunnerStatus } from "./Runner.js"
+import type { NotFound, StorageError } from "../domain/Errors.js"
+import type { RunnerComfyUI } from "../domain/ComfyUIVersion.js"
+import type { LimitReached } from "../domain/LimitReached.js"
+import type { PageRequest, Paged } from "../domain/Pagination.js"
+import type { Runner, RunnerStatus } from "../domain/Runner.js"
 
 export interface RunnerListQuery extends PageRequest {
   readonly status?: RunnerStatus | undefined

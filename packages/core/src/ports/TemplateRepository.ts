@@ -2,10 +2,10 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { NotFound, StorageError } from "../shared/Errors.js"
-import type { LimitReached } from "../shared/LimitReached.js"
-import type { PageRequest, Paged } from "../shared/Pagination.js"
-import type { Template, TemplateListItem } from "./Template.js"
+import type { NotFound, StorageError } from "../domain/Errors.js"
+import type { LimitReached } from "../domain/LimitReached.js"
+import type { PageRequest, Paged } from "../domain/Pagination.js"
+import type { Template, TemplateListItem } from "../domain/Template.js"
 
 export class TemplateRepository extends Context.Service<TemplateRepository, {
   /** Stores a template unless the user already has `limit` templates. */

@@ -8,14 +8,10 @@ import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { StorageError } from "../shared/Errors.js"
-import type { DeliveryAttempt, WebhookDelivery, WebhookEndpoint } from "./Webhook.js"
+import type { StorageError } from "../domain/Errors.js"
+import type { DeliveryAttempt, DeliveryOutcome, WebhookDelivery, WebhookEndpoint } from "../domain/Webhook.js"
 
-/** How an attempt ended for the store: delivered, to be tried again at a time, or given up. */
-export type DeliveryOutcome =
-  | { readonly _tag: "Delivered" }
-  | { readonly _tag: "RetryAt"; readonly at: DateTime.Utc }
-  | { readonly _tag: "Failed" }
+export type { DeliveryOutcome }
 
 export class WebhookRepository extends Context.Service<WebhookRepository, {
   /**

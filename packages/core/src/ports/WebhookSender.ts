@@ -2,7 +2,7 @@
 import * as Context from "effect/Context"
 import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
-import type { SendResult } from "./DeliveryPolicy.js"
+import type { SendResult } from "../domain/DeliveryPolicy.js"
 
 export interface WebhookMessage {
   readonly id: string

@@ -12,10 +12,10 @@ import * as Queue from "effect/Queue"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { StorageError } from "../shared/Errors.js"
-import { Timestamp } from "../shared/Json.js"
-import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "./Workflow.js"
-import { type TransitionPlan, withCarried } from "./WorkflowStatus.js"
+import type { StorageError } from "../domain/Errors.js"
+import { Timestamp } from "../domain/Json.js"
+import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "../domain/Workflow.js"
+import { type TransitionPlan, withCarried } from "../domain/WorkflowStatus.js"
 
 export const WorkflowEventType = Schema.Literals(["status", "queue", "progress", "executing", "output", "retry", "done"])
 export type WorkflowEventType = typeof WorkflowEventType.Type

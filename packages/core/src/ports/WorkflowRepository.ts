@@ -10,9 +10,9 @@ import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { StorageError } from "../shared/Errors.js"
-import type { LimitReached } from "../shared/LimitReached.js"
-import type { PageRequest, Paged } from "../shared/Pagination.js"
+import type { StorageError } from "../domain/Errors.js"
+import type { LimitReached } from "../domain/LimitReached.js"
+import type { PageRequest, Paged } from "../domain/Pagination.js"
 import {
   type RunnerRef,
   Workflow,
@@ -20,9 +20,9 @@ import {
   type WorkflowOutput,
   type WorkflowStatus,
   type WorkflowSummary
-} from "./Workflow.js"
+} from "../domain/Workflow.js"
 import type { NewWorkflowEvent } from "./WorkflowEvents.js"
-import type { WorkflowTransition } from "./WorkflowStatus.js"
+import type { WorkflowTransition } from "../domain/WorkflowStatus.js"
 
 /** Filters of the workflow list. */
 export interface WorkflowListQuery extends PageRequest {

@@ -1,11 +1,11 @@
 /** Records for store tests: unique ids, explicit timestamps. */
 import * as DateTime from "effect/DateTime"
-import type { ApiToken, User } from "../accounts/Account.js"
-import type { ManagedRunnerId, RunnerId, TemplateId, TokenId, UserId, WorkflowId } from "../shared/Ids.js"
-import type { ManagedRunner, Runner } from "../runners/Runner.js"
-import type { Template } from "../templates/Template.js"
-import type { Tier } from "../accounts/Tier.js"
-import type { Workflow } from "../workflows/Workflow.js"
+import type { ApiToken, User } from "../domain/Account.js"
+import type { ManagedRunnerId, RunnerId, TemplateId, TokenId, UserId, WorkflowId } from "../domain/Ids.js"
+import type { ManagedRunner, Runner } from "../domain/Runner.js"
+import type { Template } from "../domain/Template.js"
+import type { Tier } from "../domain/Tier.js"
+import type { Workflow } from "../domain/Workflow.js"
 
 /** A random UUID (v4) from the Web Crypto API. */
 export const uuid = (): string => globalThis.crypto.randomUUID()

@@ -20,9 +20,9 @@ import {
   toApiTokenView,
   type User,
   type UserDetail
-} from "./Account.js"
-import { AccountRepository } from "./AccountRepository.js"
-import { Crypto } from "../shared/Crypto.js"
+} from "../domain/Account.js"
+import { AccountRepository } from "../ports/AccountRepository.js"
+import { Crypto } from "../domain/Crypto.js"
 import {
   InvalidToken,
   MissingAuthorization,
@@ -30,15 +30,15 @@ import {
   type StorageError,
   TokenExpired,
   ValidationError
-} from "../shared/Errors.js"
-import { IdGenerator, isUuid, type TokenId, type UserId } from "../shared/Ids.js"
-import { RunnerRepository } from "../runners/RunnerRepository.js"
-import { TemplateRepository } from "../templates/TemplateRepository.js"
-import { Tier, TierPolicy } from "./Tier.js"
-import { generateToken, isExpired, isWellFormedToken } from "./Token.js"
-import { decodeRequest } from "../shared/Validation.js"
-import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+} from "../domain/Errors.js"
+import { IdGenerator, isUuid, type TokenId, type UserId } from "../domain/Ids.js"
+import { RunnerRepository } from "../ports/RunnerRepository.js"
+import { TemplateRepository } from "../ports/TemplateRepository.js"
+import { Tier, TierPolicy } from "../domain/Tier.js"
+import { generateToken, isExpired, isWellFormedToken } from "../domain/Token.js"
+import { decodeRequest } from "../domain/Validation.js"
+import { pageOf, type PageInput, type Paged } from "../domain/Pagination.js"
+import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 
 /** The authenticated caller. */
 export interface Principal {

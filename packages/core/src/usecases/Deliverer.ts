@@ -13,11 +13,11 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
-import { webhookAttempts, webhookDeliveries, webhookDeliveryLatency, webhookAttemptDuration } from "../observability/Metrics.js"
-import { type RetryOptions, outcomeOf, type SendResult } from "./DeliveryPolicy.js"
-import { signingSecrets, type WebhookDelivery } from "./Webhook.js"
-import { WebhookRepository } from "./WebhookRepository.js"
-import { WebhookSender } from "./WebhookSender.js"
+import { webhookAttempts, webhookDeliveries, webhookDeliveryLatency, webhookAttemptDuration } from "./Metrics.js"
+import { type RetryOptions, outcomeOf, type SendResult } from "../domain/DeliveryPolicy.js"
+import { signingSecrets, type WebhookDelivery } from "../domain/Webhook.js"
+import { WebhookRepository } from "../ports/WebhookRepository.js"
+import { WebhookSender } from "../ports/WebhookSender.js"
 
 export interface DelivererOptions {
   /** This instance's name in claims. */

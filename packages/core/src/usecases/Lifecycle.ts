@@ -7,13 +7,13 @@
 import * as Clock from "effect/Clock"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
-import { recordFinished } from "../observability/Metrics.js"
-import { BlobStore } from "../shared/BlobStore.js"
-import type { StorageError } from "../shared/Errors.js"
-import { isTerminal, type WorkflowHead, type WorkflowOutput } from "../workflows/Workflow.js"
-import type { NewWorkflowEvent } from "../workflows/WorkflowEvents.js"
-import { type TransitionOutcome, WorkflowRepository } from "../workflows/WorkflowRepository.js"
-import type { WorkflowTransition } from "../workflows/WorkflowStatus.js"
+import { recordFinished } from "./Metrics.js"
+import { BlobStore } from "../ports/BlobStore.js"
+import type { StorageError } from "../domain/Errors.js"
+import { isTerminal, type WorkflowHead, type WorkflowOutput } from "../domain/Workflow.js"
+import type { NewWorkflowEvent } from "../ports/WorkflowEvents.js"
+import { type TransitionOutcome, WorkflowRepository } from "../ports/WorkflowRepository.js"
+import type { WorkflowTransition } from "../domain/WorkflowStatus.js"
 
 /** Blob keys of a workflow's uploaded file parameters. */
 export const inputBlobKeys = (w: Pick<WorkflowHead, "workflow_params">): ReadonlyArray<string> =>

@@ -4,7 +4,7 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { User } from "../accounts/Account.js"
+import type { User } from "../domain/Account.js"
 import {
   type Conflict,
   type ManagedRunnersForbidden,
@@ -12,10 +12,10 @@ import {
   type RunnerProbeFailed,
   type StorageError,
   type ValidationError
-} from "../shared/Errors.js"
-import { IdGenerator, isUuid, type ManagedRunnerId } from "../shared/Ids.js"
-import { ManagedRunnerRepository } from "./ManagedRunnerRepository.js"
-import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
+} from "../domain/Errors.js"
+import { IdGenerator, isUuid, type ManagedRunnerId } from "../domain/Ids.js"
+import { ManagedRunnerRepository } from "../ports/ManagedRunnerRepository.js"
+import { pageOf, type PageInput, type Paged } from "../domain/Pagination.js"
 import {
   CreateManagedRunnerRequest,
   type ManagedRunner,
@@ -26,15 +26,15 @@ import {
   toManagedRunnerView,
   unmaskHeaders,
   UpdateManagedRunnerRequest
-} from "./Runner.js"
-import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
-import { RunnerProbe } from "./RunnerProbe.js"
+} from "../domain/Runner.js"
+import { RunnerCapabilities } from "./RunnerCapabilities.js"
+import { RunnerProbe } from "../ports/RunnerProbe.js"
 import { HISTORY_LENGTH, type ListRunnersInput, runnerBusy, statusFilter } from "./RunnerService.js"
-import { normalizeTags } from "../shared/Tags.js"
-import { TierPolicy } from "../accounts/Tier.js"
-import { decodeRequest } from "../shared/Validation.js"
-import type { WorkflowSummary } from "../workflows/Workflow.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { normalizeTags } from "../domain/Tags.js"
+import { TierPolicy } from "../domain/Tier.js"
+import { decodeRequest } from "../domain/Validation.js"
+import type { WorkflowSummary } from "../domain/Workflow.js"
+import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 
 export class ManagedRunnerService extends Context.Service<ManagedRunnerService, {
   /** Active managed runners the caller's tier may use (403 for free). */

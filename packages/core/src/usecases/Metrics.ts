@@ -7,8 +7,8 @@ import type * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import { activeStatuses, type WorkflowHead } from "../workflows/Workflow.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import { activeStatuses, type WorkflowHead } from "../domain/Workflow.js"
+import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 
 /** Seconds, from 50 ms to about 14 hours. */
 const durations = Metric.exponentialBoundaries({ start: 0.05, factor: 2.5, count: 14 })

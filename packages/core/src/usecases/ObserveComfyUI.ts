@@ -5,11 +5,11 @@
  * may take work. A failed probe changes nothing: the runner may just be down.
  */
 import * as Effect from "effect/Effect"
-import type { RunnerComfyUI } from "./ComfyUIVersion.js"
-import { ManagedRunnerRepository } from "./ManagedRunnerRepository.js"
-import type { RunnerTarget } from "./Runner.js"
-import { RunnerGateway } from "./RunnerGateway.js"
-import { RunnerRepository } from "./RunnerRepository.js"
+import type { RunnerComfyUI } from "../domain/ComfyUIVersion.js"
+import { ManagedRunnerRepository } from "../ports/ManagedRunnerRepository.js"
+import type { RunnerTarget } from "../domain/Runner.js"
+import { RunnerGateway } from "../ports/RunnerGateway.js"
+import { RunnerRepository } from "../ports/RunnerRepository.js"
 
 const same = (a: RunnerComfyUI | null | undefined, b: RunnerComfyUI): boolean =>
   a !== null && a !== undefined && a.version === b.version && a.jobs_api === b.jobs_api &&

@@ -6,7 +6,7 @@ import * as Result from "effect/Result"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import type { User } from "../accounts/Account.js"
+import type { User } from "../domain/Account.js"
 import {
   Conflict,
   NotFound,
@@ -14,10 +14,10 @@ import {
   type StorageError,
   type TierLimitExceeded,
   ValidationError
-} from "../shared/Errors.js"
-import { IdGenerator, isUuid, type RunnerId } from "../shared/Ids.js"
-import { pageOf, type PageInput, type Paged } from "../shared/Pagination.js"
-import { RunnerCapabilities } from "../capabilities/RunnerCapabilities.js"
+} from "../domain/Errors.js"
+import { IdGenerator, isUuid, type RunnerId } from "../domain/Ids.js"
+import { pageOf, type PageInput, type Paged } from "../domain/Pagination.js"
+import { RunnerCapabilities } from "./RunnerCapabilities.js"
 import {
   CreateRunnerRequest,
   type Runner,
@@ -27,14 +27,14 @@ import {
   unmaskHeaders,
   UpdateRunnerRequest,
   userRunnerTarget
-} from "./Runner.js"
-import { RunnerProbe } from "./RunnerProbe.js"
-import { RunnerRepository } from "./RunnerRepository.js"
-import { normalizeTags } from "../shared/Tags.js"
-import { limitExceeded, TierPolicy } from "../accounts/Tier.js"
-import { decodeRequest } from "../shared/Validation.js"
-import type { WorkflowSummary } from "../workflows/Workflow.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+} from "../domain/Runner.js"
+import { RunnerProbe } from "../ports/RunnerProbe.js"
+import { RunnerRepository } from "../ports/RunnerRepository.js"
+import { normalizeTags } from "../domain/Tags.js"
+import { limitExceeded, TierPolicy } from "../domain/Tier.js"
+import { decodeRequest } from "../domain/Validation.js"
+import type { WorkflowSummary } from "../domain/Workflow.js"
+import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 
 /** Both history operations return at most this many workflows. */
 export const HISTORY_LENGTH = 10

@@ -9,10 +9,10 @@ import * as Effect from "effect/Effect"
 import * as Base64 from "effect/encoding/Base64"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type { User } from "../accounts/Account.js"
-import { Crypto } from "../shared/Crypto.js"
-import { NotFound, type StorageError, type ValidationError } from "../shared/Errors.js"
-import { WorkflowRepository } from "../workflows/WorkflowRepository.js"
+import type { User } from "../domain/Account.js"
+import { Crypto } from "../domain/Crypto.js"
+import { NotFound, type StorageError, type ValidationError } from "../domain/Errors.js"
+import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 import {
   checkWebhookUrl,
   DELIVERY_WINDOW,
@@ -21,8 +21,8 @@ import {
   toDeliveryView,
   toWebhookView,
   type WebhookView
-} from "./Webhook.js"
-import { WebhookRepository } from "./WebhookRepository.js"
+} from "../domain/Webhook.js"
+import { WebhookRepository } from "../ports/WebhookRepository.js"
 
 export class WebhookService extends Context.Service<WebhookService, {
   readonly get: (user: User) => Effect.Effect<WebhookView, NotFound | StorageError>

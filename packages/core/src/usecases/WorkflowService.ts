@@ -7,11 +7,11 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
-import type { User } from "../accounts/Account.js"
-import type { TierPolicy } from "../accounts/Tier.js"
-import type { Scheduler } from "../dispatch/Scheduler.js"
-import type { RunnerGateway } from "../runners/RunnerGateway.js"
-import type { Blob, BlobStore } from "../shared/BlobStore.js"
+import type { User } from "../domain/Account.js"
+import type { TierPolicy } from "../domain/Tier.js"
+import type { Scheduler } from "./Scheduler.js"
+import type { RunnerGateway } from "../ports/RunnerGateway.js"
+import type { Blob, BlobStore } from "../ports/BlobStore.js"
 import type {
   Conflict,
   MissingCapabilities,
@@ -20,23 +20,23 @@ import type {
   StorageError,
   TierLimitExceeded,
   ValidationError
-} from "../shared/Errors.js"
-import type { IdGenerator } from "../shared/Ids.js"
-import type { Paged } from "../shared/Pagination.js"
-import type { TemplateRepository } from "../templates/TemplateRepository.js"
-import { makeCancelWorkflow } from "./usecases/CancelWorkflow.js"
-import { makeCreateWorkflow } from "./usecases/CreateWorkflow.js"
-import { type FollowStart, makeFollowWorkflow } from "./usecases/FollowWorkflow.js"
-import { makeDescribeParameters } from "./usecases/DescribeParameters.js"
-import type { CreateWorkflowInput, DescribeParametersInput, ListWorkflowsInput, RerunWorkflowInput } from "./usecases/Inputs.js"
-import type { WorkflowParameter } from "./ParameterView.js"
-import { makeReadWorkflows } from "./usecases/ReadWorkflows.js"
-import type { Workflow, WorkflowHead, WorkflowOutput, WorkflowSummary, WorkflowView } from "./Workflow.js"
-import type { WorkflowEvent, WorkflowEventBus } from "./WorkflowEvents.js"
-import type { WorkflowRepository } from "./WorkflowRepository.js"
+} from "../domain/Errors.js"
+import type { IdGenerator } from "../domain/Ids.js"
+import type { Paged } from "../domain/Pagination.js"
+import type { TemplateRepository } from "../ports/TemplateRepository.js"
+import { makeCancelWorkflow } from "./workflow/CancelWorkflow.js"
+import { makeCreateWorkflow } from "./workflow/CreateWorkflow.js"
+import { type FollowStart, makeFollowWorkflow } from "./workflow/FollowWorkflow.js"
+import { makeDescribeParameters } from "./workflow/DescribeParameters.js"
+import type { CreateWorkflowInput, DescribeParametersInput, ListWorkflowsInput, RerunWorkflowInput } from "./workflow/Inputs.js"
+import type { WorkflowParameter } from "../domain/ParameterView.js"
+import { makeReadWorkflows } from "./workflow/ReadWorkflows.js"
+import type { Workflow, WorkflowHead, WorkflowOutput, WorkflowSummary, WorkflowView } from "../domain/Workflow.js"
+import type { WorkflowEvent, WorkflowEventBus } from "../ports/WorkflowEvents.js"
+import type { WorkflowRepository } from "../ports/WorkflowRepository.js"
 
-export type { FollowStart } from "./usecases/FollowWorkflow.js"
-export * from "./usecases/Inputs.js"
+export type { FollowStart } from "./workflow/FollowWorkflow.js"
+export * from "./workflow/Inputs.js"
 
 type CreateError = ValidationError | NoEligibleRunner | MissingCapabilities | TierLimitExceeded | NotFound | StorageError
 

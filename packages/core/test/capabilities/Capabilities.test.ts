@@ -1,4 +1,6 @@
-import { CryptoWeb, indexSummary, missingOn, modelFileCount, needsOf, summarize, summaryHash, workflowNeeds } from "@wes/core"
+import { CryptoWeb } from "../../src/domain/Crypto.js"
+import { indexSummary, missingOn, needsOf, workflowNeeds } from "../../src/domain/Needs.js"
+import { modelFileCount, summarize, summaryHash } from "../../src/domain/Summary.js"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
 

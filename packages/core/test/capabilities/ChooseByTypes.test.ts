@@ -4,18 +4,11 @@
  * fails with a 400 naming the parameter, the node and the type only when none does.
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  indexSummary,
-  type KnownCapabilities,
-  ManagedRunnerRepository,
-  needsOf,
-  RunnerCapabilities,
-  RunnerLoad,
-  RunnerRepository,
-  type RunnerTarget,
-  Scheduler,
-  summarize
-} from "@wes/core"
+import { ManagedRunnerRepository, RunnerLoad, RunnerRepository, type RunnerTarget } from "@wes/core"
+import { indexSummary, needsOf } from "../../src/domain/Needs.js"
+import { type KnownCapabilities, RunnerCapabilities } from "../../src/usecases/RunnerCapabilities.js"
+import { Scheduler } from "../../src/usecases/Scheduler.js"
+import { summarize } from "../../src/domain/Summary.js"
 import { Fixtures } from "@wes/core/testing"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -4,15 +4,9 @@
  * store is a map whose reads are counted; every other service fails if called.
  */
 import { describe, expect, it } from "@effect/vitest"
-import {
-  CapabilityRepository,
-  CryptoWeb,
-  ManagedRunnerRepository,
-  RunnerCapabilities,
-  RunnerGateway,
-  RunnerRepository,
-  type StoredCapabilities
-} from "@wes/core"
+import { CapabilityRepository, ManagedRunnerRepository, RunnerGateway, RunnerRepository, type StoredCapabilities } from "@wes/core"
+import { CryptoWeb } from "../../src/domain/Crypto.js"
+import { RunnerCapabilities } from "../../src/usecases/RunnerCapabilities.js"
 import { Fixtures } from "@wes/core/testing"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

@@ -3,16 +3,11 @@
  * ComfyUI 0.3.45 and 0.3.64 send them), the conversion of a value, the prompt a runner gets, and
  * what a runner lacks when a value does not convert.
  */
-import {
-  convertTo,
-  findPlaceholders,
-  indexSummary,
-  type JsonObject,
-  missingOn,
-  needsOf,
-  summarize,
-  typedPrompt
-} from "@wes/core"
+import { findPlaceholders, type JsonObject } from "@wes/core"
+import { convertTo } from "../../src/domain/Conversion.js"
+import { indexSummary, missingOn, needsOf } from "../../src/domain/Needs.js"
+import { summarize } from "../../src/domain/Summary.js"
+import { typedPrompt } from "../../src/domain/TypedParams.js"
 import * as Result from "effect/Result"
 import { describe, expect, it } from "vitest"
 

@@ -1,15 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  AccountRepository,
-  TierPolicy,
-  BlobStore,
-  type ClaimedWorkflow,
-  DispatchQueue,
-  IdGenerator,
-  RunnerGateway,
-  WorkflowEventBus,
-  WorkflowRepository
-} from "@wes/core"
+import { AccountRepository, TierPolicy, BlobStore, type ClaimedWorkflow, DispatchQueue, RunnerGateway, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"

@@ -1,20 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  AccountRepository,
-  TierPolicy,
-  BlobStore,
-  Dispatcher,
-  type DispatcherOptions,
-  DispatchQueue,
-  IdGenerator,
-  type RunnerEvent,
-  type RunnerRef,
-  RunnerGateway,
-  RunnerOwnership,
-  WAKE_ALL,
-  WorkflowEventBus,
-  WorkflowRepository
-} from "@wes/core"
+import { AccountRepository, TierPolicy, BlobStore, Dispatcher, type DispatcherOptions, DispatchQueue, type RunnerEvent, type RunnerRef, RunnerGateway, RunnerOwnership, WAKE_ALL, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

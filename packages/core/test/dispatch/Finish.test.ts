@@ -1,17 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  BlobStore,
-  IdGenerator,
-  isBlobBytes,
-  type NewWorkflowEvent,
-  type PromptHistory,
-  RunnerGateway,
-  RunnerUnreachable,
-  Scheduler,
-  StorageError,
-  WorkflowEventBus,
-  WorkflowRepository
-} from "@wes/core"
+import { BlobStore, isBlobBytes, type NewWorkflowEvent, type PromptHistory, RunnerGateway, RunnerUnreachable, StorageError, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
+import { Scheduler } from "../../src/usecases/Scheduler.js"
 import { Fixtures } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"

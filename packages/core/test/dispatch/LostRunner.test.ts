@@ -1,14 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  BlobStore,
-  DispatchQueue,
-  IdGenerator,
-  type QueueSnapshot,
-  RunnerGateway,
-  RunnerUnreachable,
-  WorkflowEventBus,
-  WorkflowRepository
-} from "@wes/core"
+import { BlobStore, DispatchQueue, type QueueSnapshot, RunnerGateway, RunnerUnreachable, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
 import { Fixtures } from "@wes/core/testing"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"

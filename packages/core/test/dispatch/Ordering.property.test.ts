@@ -5,8 +5,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Schema from "effect/Schema"
-import { orderWaiting, type Waiting } from "../../src/dispatch/Ordering.js"
-import type { Priority } from "../../src/workflows/Workflow.js"
+import { orderWaiting, type Waiting } from "../../src/domain/Ordering.js"
+import type { Priority } from "../../src/domain/Workflow.js"
 
 const AGING = 60_000
 const NOW = 10_000_000

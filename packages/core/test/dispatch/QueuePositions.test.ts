@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { BlobStore, IdGenerator, RunnerGateway, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { BlobStore, RunnerGateway, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"

@@ -1,13 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  BlobStore,
-  IdGenerator,
-  type PromptHistory,
-  RunnerGateway,
-  WorkflowEventBus,
-  WorkflowRepository,
-  WorkflowTransition
-} from "@wes/core"
+import { BlobStore, type PromptHistory, RunnerGateway, WorkflowEventBus, WorkflowRepository, WorkflowTransition } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
 import { Fixtures } from "@wes/core/testing"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"

@@ -1,21 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  AccountRepository,
-  TierPolicy,
-  BlobStore,
-  IdGenerator,
-  indexSummary,
-  PromptRejected,
-  PromptWithheld,
-  RunnerCapabilities,
-  RunnerGateway,
-  RunnerUnreachable,
-  Scheduler,
-  type SubmitPrompt,
-  summarize,
-  WorkflowEventBus,
-  WorkflowRepository
-} from "@wes/core"
+import { AccountRepository, TierPolicy, BlobStore, PromptRejected, PromptWithheld, RunnerGateway, RunnerUnreachable, type SubmitPrompt, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { IdGenerator } from "../../src/domain/Ids.js"
+import { indexSummary } from "../../src/domain/Needs.js"
+import { RunnerCapabilities } from "../../src/usecases/RunnerCapabilities.js"
+import { Scheduler } from "../../src/usecases/Scheduler.js"
+import { summarize } from "../../src/domain/Summary.js"
 import { Fixtures } from "@wes/core/testing"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"

@@ -1,16 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import {
-  BlobStore,
-  FRAME_OUTPUT_LIMIT,
-  frameNodesOf,
-  IdGenerator,
-  isBlobBytes,
-  type NewWorkflowEvent,
-  RunnerGateway,
-  type RunnerEvent,
-  WorkflowEventBus,
-  WorkflowRepository
-} from "@wes/core"
+import { BlobStore, isBlobBytes, type NewWorkflowEvent, RunnerGateway, type RunnerEvent, WorkflowEventBus, WorkflowRepository } from "@wes/core"
+import { FRAME_OUTPUT_LIMIT, frameNodesOf } from "../../src/dispatch/FrameOutputs.js"
+import { IdGenerator } from "../../src/domain/Ids.js"
 import { Fixtures } from "@wes/core/testing"
 import * as DateTime from "effect/DateTime"
 import * as Deferred from "effect/Deferred"

@@ -4,18 +4,10 @@
  * are a map the arranged `transition` applies plans to (core's own `planTransition`), so a test
  * sees each write a part made and the state it led to.
  */
-import {
-  AccountRepository,
-  type DispatcherOptions,
-  defaultDispatcherOptions,
-  type RunnerLease,
-  type RunnerTarget,
-  Scheduler,
-  TierPolicy,
-  type TransitionRequest,
-  type Workflow,
-  type WorkflowHead
-} from "@wes/core"
+import { AccountRepository, type DispatcherOptions, type RunnerTarget, TierPolicy, type TransitionRequest, type Workflow, type WorkflowHead } from "@wes/core"
+import { defaultDispatcherOptions } from "../../src/dispatch/Dispatcher.js"
+import { type RunnerLease } from "../../src/ports/Dispatch.js"
+import { Scheduler } from "../../src/usecases/Scheduler.js"
 import { Fixtures } from "@wes/core/testing"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -24,8 +16,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import { Driving, makeDriving } from "../../src/dispatch/Driving.js"
-import { applyPlan, planTransition } from "../../src/workflows/WorkflowStatus.js"
-import type { TransitionOutcome } from "../../src/workflows/WorkflowRepository.js"
+import { applyPlan, planTransition } from "../../src/domain/WorkflowStatus.js"
+import type { TransitionOutcome } from "../../src/ports/WorkflowRepository.js"
 
 export const RUNNER = "0a5f0f0e-0000-4000-8000-000000000001"
 

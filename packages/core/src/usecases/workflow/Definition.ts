@@ -1,11 +1,11 @@
 /** The definition a request names: its `workflow_json`, or one of the caller's templates (exactly one of them). */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { User } from "../../accounts/Account.js"
-import { NotFound, ValidationError } from "../../shared/Errors.js"
-import { isUuid } from "../../shared/Ids.js"
-import type { TemplateRepository } from "../../templates/TemplateRepository.js"
-import { validateWorkflowJson } from "../WorkflowJson.js"
+import type { User } from "../../domain/Account.js"
+import { NotFound, ValidationError } from "../../domain/Errors.js"
+import { isUuid } from "../../domain/Ids.js"
+import type { TemplateRepository } from "../../ports/TemplateRepository.js"
+import { validateWorkflowJson } from "../../domain/WorkflowJson.js"
 
 export const definitionOf = (
   templates: TemplateRepository["Service"],

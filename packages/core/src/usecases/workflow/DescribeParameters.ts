@@ -3,13 +3,13 @@
  * the type each takes on the runners the workflow may go to (what create converts values to).
  */
 import * as Effect from "effect/Effect"
-import type { User } from "../../accounts/Account.js"
-import { Scheduler } from "../../dispatch/Scheduler.js"
-import { ValidationError } from "../../shared/Errors.js"
-import { MAX_TAGS, normalizeTags } from "../../shared/Tags.js"
-import { TemplateRepository } from "../../templates/TemplateRepository.js"
-import { describeParameters } from "../ParameterView.js"
-import { findPlaceholders } from "../Placeholders.js"
+import type { User } from "../../domain/Account.js"
+import { Scheduler } from "../Scheduler.js"
+import { ValidationError } from "../../domain/Errors.js"
+import { MAX_TAGS, normalizeTags } from "../../domain/Tags.js"
+import { TemplateRepository } from "../../ports/TemplateRepository.js"
+import { describeParameters } from "../../domain/ParameterView.js"
+import { findPlaceholders } from "../../domain/Placeholders.js"
 import { definitionOf } from "./Definition.js"
 import type { DescribeParametersInput } from "./Inputs.js"
 

@@ -6,12 +6,12 @@ import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { User } from "../../accounts/Account.js"
-import { NotFound } from "../../shared/Errors.js"
-import { isUuid } from "../../shared/Ids.js"
-import { isTerminal } from "../Workflow.js"
-import { summaryData, type WorkflowEvent, WorkflowEventBus } from "../WorkflowEvents.js"
-import { WorkflowRepository } from "../WorkflowRepository.js"
+import type { User } from "../../domain/Account.js"
+import { NotFound } from "../../domain/Errors.js"
+import { isUuid } from "../../domain/Ids.js"
+import { isTerminal } from "../../domain/Workflow.js"
+import { summaryData, type WorkflowEvent, WorkflowEventBus } from "../../ports/WorkflowEvents.js"
+import { WorkflowRepository } from "../../ports/WorkflowRepository.js"
 
 /** See `WorkflowService.followStart`. */
 export interface FollowStart {

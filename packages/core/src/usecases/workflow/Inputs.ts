@@ -1,9 +1,9 @@
 /** The inputs of the workflow use cases, and the answer a repeated idempotent request gets. */
 import * as Duration from "effect/Duration"
-import type { BlobContent } from "../../shared/BlobStore.js"
-import type { PageInput } from "../../shared/Pagination.js"
-import type { SuppliedParam } from "../Placeholders.js"
-import type { Workflow } from "../Workflow.js"
+import type { BlobContent } from "../../ports/BlobStore.js"
+import type { PageInput } from "../../domain/Pagination.js"
+import type { SuppliedParam } from "../../domain/Placeholders.js"
+import type { Workflow } from "../../domain/Workflow.js"
 
 /** A file part of a request, ready to be written into the blob store. */
 export interface UploadedFile {
