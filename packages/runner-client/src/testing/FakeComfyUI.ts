@@ -30,16 +30,7 @@ import { type NodeReplace, registered } from "./NodeReplacements.js"
 import { dispatch, plain, type RouteHost, serverError, serverFeatures } from "./Routes.js"
 import { type ConnectionRecord, SocketHub } from "./SocketHub.js"
 
-export type {
-  FakeComfyUIOptions,
-  NodeFailure,
-  NodeMatch,
-  ObjectInfoOptions,
-  PromptSubmission,
-  RequestRecord,
-  RestartOptions,
-  UploadRecord
-} from "./FakeOptions.js"
+export type * from "./FakeOptions.js"
 export type { NodeReplace } from "./NodeReplacements.js"
 export type { ConnectionRecord } from "./SocketHub.js"
 

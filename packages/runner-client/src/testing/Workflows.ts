@@ -2,18 +2,22 @@
 
 type Graph = Record<string, { class_type: string; inputs: Record<string, unknown> }>
 
-/** EmptyImage -> ImageInvert -> SaveImage: validates, runs at once, writes `batch` PNGs. */
-export const saveImageWorkflow = (options: {
-  readonly prefix?: string
+/** The size, colour and batch of the `EmptyImage` a workflow starts from (64 x 64, white, one image). */
+export interface ImageOptions {
   readonly width?: number
   readonly height?: number
   readonly color?: number
   readonly batch?: number
-} = {}): Graph => ({
-  "1": {
-    class_type: "EmptyImage",
-    inputs: { width: options.width ?? 64, height: options.height ?? 64, batch_size: options.batch ?? 1, color: options.color ?? 255 }
-  },
+}
+
+const emptyImage = (options: ImageOptions) => ({
+  class_type: "EmptyImage",
+  inputs: { width: options.width ?? 64, height: options.height ?? 64, batch_size: options.batch ?? 1, color: options.color ?? 255 }
+})
+
+/** EmptyImage -> ImageInvert -> SaveImage: validates, runs at once, writes `batch` PNGs. */
+export const saveImageWorkflow = (options: ImageOptions & { readonly prefix?: string } = {}): Graph => ({
+  "1": emptyImage(options),
   "2": { class_type: "ImageInvert", inputs: { image: ["1", 0] } },
   "3": { class_type: "SaveImage", inputs: { images: ["2", 0], filename_prefix: options.prefix ?? "wes/run" } }
 })
@@ -39,16 +43,8 @@ export const textWorkflow = (text: string): Graph => ({
 })
 
 /** EmptyImage -> SaveImageWebsocket: each image of the batch arrives as a binary frame, no file (real ComfyUI: whitelist the node). */
-export const websocketImageWorkflow = (options: {
-  readonly width?: number
-  readonly height?: number
-  readonly color?: number
-  readonly batch?: number
-} = {}): Graph => ({
-  "1": {
-    class_type: "EmptyImage",
-    inputs: { width: options.width ?? 64, height: options.height ?? 64, batch_size: options.batch ?? 1, color: options.color ?? 255 }
-  },
+export const websocketImageWorkflow = (options: ImageOptions = {}): Graph => ({
+  "1": emptyImage(options),
   "2": { class_type: "SaveImageWebsocket", inputs: { images: ["1", 0] } }
 })
 
