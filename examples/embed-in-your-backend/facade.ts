@@ -65,7 +65,7 @@ const main = async () => {
     await writeFile(out, file.bytes)
     console.log(`workflow ${workflow.id} ${workflow.status}: ${file.output.filename} (${file.content_type}, ${file.size} bytes) -> ${out}`)
   } catch (e) {
-    // WES's errors are typed: `_tag` says which (ValidationError, NoEligibleRunner, NotFound, ...).
+    // WES's errors are typed: `_tag` says which (ValidationError, NoEligibleRunner, WorkflowNotFound, ...).
     if (e instanceof Error && "_tag" in e) console.error(`${String(e._tag)}: ${e.message}`)
     else console.error(e)
     process.exitCode = 1

@@ -50,7 +50,8 @@ const statusOf = (error: { readonly _tag: string }): number => {
   switch (error._tag) {
     case "ValidationError":
       return 400
-    case "NotFound":
+    case "WorkflowNotFound":
+    case "OutputNotFound":
       return 404
     case "Conflict":
       return 409

@@ -1,26 +1,14 @@
 /**
  * The contract's error bodies, `{status, message}` (+ `details` for 400), and the errors the API
  * declares: one schema per status whose wire side is that body and whose value side is every
- * error that answers with it, core's own (`ValidationError`, `NotFound`, `StorageError`, ...)
- * included. Handlers fail with core's errors as they are; the server encodes each with the one
- * declared schema for its status, so the mapping to the contract is written here once.
+ * error that answers with it, core's own (`ValidationError`, `WorkflowNotFound`, `StorageError`,
+ * ...) included. Each core error declares its status once, where it is declared (a static `status`
+ * in core's Errors.ts); the schemas here take core's `apiErrors` of their status, so a new error
+ * needs no entry here. Handlers fail with core's errors as they are; the server encodes each with
+ * the one declared schema for its status, so the mapping to the contract is written here once.
  */
 import * as HttpApiSchema from "effect/http-api/HttpApiSchema"
-import {
-  Conflict,
-  FieldIssue,
-  InvalidToken,
-  ManagedRunnersForbidden,
-  MissingAuthorization,
-  MissingCapabilities,
-  NoEligibleRunner,
-  NotFound,
-  RunnerProbeFailed,
-  StorageError,
-  TierLimitExceeded,
-  TokenExpired,
-  ValidationError
-} from "@wes/core"
+import { apiErrors, FieldIssue, type MissingCapabilities } from "@wes/core"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 
@@ -28,8 +16,8 @@ import * as SchemaTransformation from "effect/SchemaTransformation"
  * The body of one status. The struct carries the identifier and description, so the OpenAPI
  * document names its component after the body (`BadRequest`), not after the class's encoded side.
  * The classes' own identifiers are distinct from every other class's (`@wes/api/...`): Effect
- * recognizes a class's instances by its identifier, and core's `NotFound` and `Conflict` errors
- * would otherwise pass for the bodies.
+ * recognizes a class's instances by its identifier, and core's `Conflict` error would otherwise
+ * pass for the 409 body.
  */
 const body = <const Fields extends Schema.Struct.Fields>(identifier: string, description: string, fields: Fields) =>
   Schema.Struct(fields).annotate({ identifier, description })
@@ -123,23 +111,26 @@ export class UnavailableError extends Schema.Class<UnavailableError>("@wes/api/U
   { httpApiStatus: 503 }
 ) {}
 
+/** The core errors (classes) that declare `status` as theirs. */
+type WithStatus<S extends number> = Extract<(typeof apiErrors)[number], { readonly status: S }>
+
 /**
  * The declared error of one status: on the wire `body` (its class's JSON), as a value either the
- * body itself or any of `causes`, each turned into the body by `toBody` when it is sent. A client
- * decodes the body class.
+ * body itself or any of core's errors that declare this status, each turned into the body by
+ * `toBody` when it is sent. A client decodes the body class.
  */
-const declared = <B extends Schema.Top, const C extends ReadonlyArray<Schema.Top>>(
+const declared = <B extends Schema.Top, const S extends number>(
   body: B,
-  status: number,
-  causes: C,
-  toBody: (cause: C[number]["Type"]) => B["Type"]
+  status: S,
+  toBody: (cause: WithStatus<S>["Type"]) => B["Type"]
 ) => {
+  const causes = apiErrors.filter((e): e is WithStatus<S> => e.status === status)
   const isBody = Schema.is(Schema.toType(body))
-  const isCause = (e: B["Type"] | C[number]["Type"]): e is C[number]["Type"] => !isBody(e)
+  const isCause = (e: B["Type"] | WithStatus<S>["Type"]): e is WithStatus<S>["Type"] => !isBody(e)
   return body.pipe(
     Schema.decodeTo(
       Schema.Union([Schema.toType(body), ...causes.map((c) => Schema.toType(c))]),
-      SchemaTransformation.transform<B["Type"] | C[number]["Type"], B["Type"]>({
+      SchemaTransformation.transform<B["Type"] | WithStatus<S>["Type"], B["Type"]>({
         decode: (b) => b,
         encode: (e) => (isCause(e) ? toBody(e) : e)
       })
@@ -153,7 +144,7 @@ const declared = <B extends Schema.Top, const C extends ReadonlyArray<Schema.Top
  * workflow's nodes and models: `details` has one entry per runner, a runner that does not answer
  * the probe). Its response is described by its body (the other statuses' are "Error").
  */
-export const BadRequest = declared(BadRequestError, 400, [ValidationError, NoEligibleRunner, MissingCapabilities, RunnerProbeFailed], (e) =>
+export const BadRequest = declared(BadRequestError, 400, (e) =>
   new BadRequestError(
     e._tag === "ValidationError"
       ? { status: 400, message: e.message, details: e.details }
@@ -172,24 +163,24 @@ const runnerLacks = (r: MissingCapabilities["runners"][number]) => ({
 })
 
 /** 401: no token, an unknown one, or an expired one (the contract's three messages). */
-export const Unauthorized = declared(UnauthorizedError, 401, [MissingAuthorization, InvalidToken, TokenExpired], (e) =>
+export const Unauthorized = declared(UnauthorizedError, 401, (e) =>
   new UnauthorizedError({
     status: 401,
     message: e._tag === "MissingAuthorization" ? "Missing authorization header" : e._tag === "InvalidToken" ? "Invalid token" : "Token has expired"
   }))
 
 /** 403: a tier limit, or no access to managed runners. */
-export const Forbidden = declared(ForbiddenError, 403, [TierLimitExceeded, ManagedRunnersForbidden], (e) =>
+export const Forbidden = declared(ForbiddenError, 403, (e) =>
   new ForbiddenError({ status: 403, message: e.message }))
 
 /** 404: missing, or someone else's. */
-export const NotFoundStatus = declared(NotFoundError, 404, [NotFound], (e) => new NotFoundError({ status: 404, message: e.message }))
+export const NotFoundStatus = declared(NotFoundError, 404, (e) => new NotFoundError({ status: 404, message: e.message }))
 
 /** 409: the resource's state does not allow it. */
-export const ConflictStatus = declared(ConflictError, 409, [Conflict], (e) => new ConflictError({ status: 409, message: e.message }))
+export const ConflictStatus = declared(ConflictError, 409, (e) => new ConflictError({ status: 409, message: e.message }))
 
 /** 503: the store cannot be reached, or the server is stopping. */
-export const Unavailable = declared(UnavailableError, 503, [StorageError], () => unavailable())
+export const Unavailable = declared(UnavailableError, 503, () => unavailable())
 
 export const notFound = (message = "Not found"): NotFoundError => new NotFoundError({ status: 404, message })
 export const unavailable = (message = "Service temporarily unavailable: the store cannot be reached"): UnavailableError =>

@@ -5,7 +5,29 @@
  * golden by @wes/http-node's golden.test.ts.)
  */
 import { describe, expect, it } from "@effect/vitest"
-import { MissingCapabilities, NotFound, StorageError, TokenExpired, ValidationError } from "@wes/core"
+import {
+  apiErrors,
+  Conflict,
+  DeliveryNotFound,
+  InvalidToken,
+  ManagedRunnerNotFound,
+  ManagedRunnersForbidden,
+  MissingAuthorization,
+  MissingCapabilities,
+  NoEligibleRunner,
+  OutputNotFound,
+  RunnerNotFound,
+  RunnerProbeFailed,
+  StorageError,
+  TemplateNotFound,
+  TierLimitExceeded,
+  TokenExpired,
+  TokenNotFound,
+  UserNotFound,
+  ValidationError,
+  WebhookNotFound,
+  WorkflowNotFound
+} from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as HttpApi from "effect/http-api/HttpApi"
@@ -13,7 +35,9 @@ import * as OpenApi from "effect/http-api/OpenApi"
 import * as Schema from "effect/Schema"
 import {
   BadRequest,
+  ConflictStatus,
   CreateWorkflowForm,
+  Forbidden,
   FormFile,
   NotFoundStatus,
   paramsOf,
@@ -27,7 +51,8 @@ const send = (schema: Schema.Codec<unknown, unknown>, error: unknown) => Schema.
 
 describe("declared errors", () => {
   it("send core's errors as the contract's bodies", () => {
-    expect(send(NotFoundStatus, NotFound.workflow())).toEqual({ status: 404, message: "Workflow not found" })
+    expect(send(NotFoundStatus, new WorkflowNotFound())).toEqual({ status: 404, message: "Workflow not found" })
+    expect(send(NotFoundStatus, new WebhookNotFound())).toEqual({ status: 404, message: "No webhook is set up (PUT /v1/webhook)" })
     expect(send(Unauthorized, new TokenExpired())).toEqual({ status: 401, message: "Token has expired" })
     expect(send(Unavailable, new StorageError({ message: "connection refused" }))).toEqual({
       status: 503,
@@ -47,6 +72,33 @@ describe("declared errors", () => {
       message: "No runner has the workflow's nodes and models",
       details: [{ field: "runner:r1", message: "runner \"gpu\" lacks node classes: KSampler" }]
     })
+  })
+
+  it("send every error core can end a request with under the contract's status, none left out", () => {
+    const contract = {
+      ValidationError: 400, NoEligibleRunner: 400, MissingCapabilities: 400, RunnerProbeFailed: 400,
+      MissingAuthorization: 401, InvalidToken: 401, TokenExpired: 401,
+      TierLimitExceeded: 403, ManagedRunnersForbidden: 403,
+      WorkflowNotFound: 404, TemplateNotFound: 404, RunnerNotFound: 404, ManagedRunnerNotFound: 404, UserNotFound: 404,
+      TokenNotFound: 404, OutputNotFound: 404, WebhookNotFound: 404, DeliveryNotFound: 404,
+      Conflict: 409,
+      StorageError: 503
+    } as const
+    const declaredFor = { 400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFoundStatus, 409: ConflictStatus, 503: Unavailable }
+    const m = "m"
+    const samples = [
+      ValidationError.field("name", m), new NoEligibleRunner({ message: m, tags: [] }), new MissingCapabilities({ message: m, runners: [] }),
+      new RunnerProbeFailed({ message: m }), new MissingAuthorization(), new InvalidToken(), new TokenExpired(),
+      new TierLimitExceeded({ message: m, limit: "runners", value: 1 }), new ManagedRunnersForbidden({ message: m }),
+      new WorkflowNotFound(), new TemplateNotFound(), new RunnerNotFound(), new ManagedRunnerNotFound(), new UserNotFound(),
+      new TokenNotFound(), new OutputNotFound(), new WebhookNotFound(), new DeliveryNotFound(),
+      new Conflict({ message: m }), new StorageError({ message: m })
+    ]
+    // Each is encoded by the one schema of the contract's status: only its members encode.
+    const sent = samples.map((e) => [e._tag, (send(declaredFor[contract[e._tag]], e) as { status: number }).status])
+    expect(Object.fromEntries(sent)).toEqual(contract)
+    expect(apiErrors.map((e) => e.identifier).sort()).toEqual(Object.keys(contract).sort())
+    expect(() => send(NotFoundStatus, new Conflict({ message: m }))).toThrow()
   })
 })
 

@@ -13,7 +13,7 @@
  * ```
  *
  * Every method returns the same JSON shapes as the HTTP API (timestamps as ISO strings) and
- * rejects with the core's typed errors (`ValidationError`, `NotFound`, `NoEligibleRunner`, ...):
+ * rejects with the core's typed errors (`ValidationError`, `WorkflowNotFound`, `NoEligibleRunner`, ...):
  * instances with a `_tag` and a `message`. The Effect services stay reachable through `run` and
  * `runtime`.
  */

@@ -41,7 +41,7 @@ export const workflowWebhookUrlCheck = Effect.gen(function*() {
       ? Effect.void
       : Effect.andThen(
         check("webhook_url", url),
-        webhooks.requireEndpoint(user).pipe(Effect.catchTag("NotFound", () =>
+        webhooks.requireEndpoint(user).pipe(Effect.catchTag("WebhookNotFound", () =>
           Effect.fail(ValidationError.field("webhook_url", "webhooks are signed with your webhook secret: set up one first with PUT /v1/webhook"))))
       )
 })

@@ -4,18 +4,21 @@ import {
   type ApiToken,
   LimitReached,
   type ManagedRunner,
+  ManagedRunnerNotFound,
   ManagedRunnerRepository,
-  NotFound,
   pageBounds,
   paginate,
   type Runner,
   type RunnerComfyUI,
+  RunnerNotFound,
   type RunnerRef,
   RunnerRepository,
   type Template,
+  TemplateNotFound,
   TemplateRepository,
   toTemplateListItem,
-  type User
+  type User,
+  UserNotFound
 } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
@@ -32,11 +35,11 @@ interface Dated {
 const newestFirst = (a: Dated, b: Dated): number =>
   DateTime.toEpochMillis(b.created_at) - DateTime.toEpochMillis(a.created_at) || (a.id < b.id ? 1 : -1)
 
-/** Replaces the record `id` of `byId` with `f` of it; `notFound` when there is none. */
-const updateIn = <A>(byId: Map<string, A>, id: string, f: (a: A) => A, notFound: () => NotFound): Effect.Effect<A, NotFound> => {
+/** Writes `changes` to the record `id` of `byId` and answers it as stored; `notFound` when there is none. */
+const updateIn = <A, E>(byId: Map<string, A>, id: string, changes: Partial<A>, notFound: () => E): Effect.Effect<A, E> => {
   const current = byId.get(id)
   if (current === undefined) return Effect.fail(notFound())
-  const next = f(current)
+  const next = { ...current, ...changes }
   byId.set(id, next)
   return Effect.succeed(next)
 }
@@ -55,8 +58,8 @@ class Owned<A extends Dated & { readonly user_id: string }> {
   find(userId: string, id: string): Option.Option<A> {
     return Option.filter(Option.fromNullishOr(this.byId.get(id)), (a) => a.user_id === userId)
   }
-  update(userId: string, id: string, f: (a: A) => A, notFound: () => NotFound): Effect.Effect<A, NotFound> {
-    return Option.isSome(this.find(userId, id)) ? updateIn(this.byId, id, f, notFound) : Effect.fail(notFound())
+  update<E>(userId: string, id: string, changes: Partial<A>, notFound: () => E): Effect.Effect<A, E> {
+    return Option.isSome(this.find(userId, id)) ? updateIn(this.byId, id, changes, notFound) : Effect.fail(notFound())
   }
   delete(userId: string, id: string): boolean {
     if (Option.isNone(this.find(userId, id))) return false
@@ -78,7 +81,7 @@ export const makeMemoryTemplateRepository = () => {
   return TemplateRepository.of({
     insert: (t, limit) => Effect.suspend(() => store.insert(t, limit, "templates")),
     findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
-    update: (userId, id, f) => Effect.suspend(() => store.update(userId, id, f, NotFound.template)),
+    update: (userId, id, changes) => Effect.suspend(() => store.update(userId, id, changes, () => new TemplateNotFound())),
     delete: (userId, id) => Effect.sync(() => store.delete(userId, id)),
     list: (userId, page) =>
       Effect.sync(() => {
@@ -111,7 +114,7 @@ export const makeMemoryRunnerRepository = (): RunnerRepository["Service"] & Acti
     insert: (r, limit) => Effect.suspend(() => store.insert(r, limit, "runners")),
     findById: (id) => Effect.sync(() => Option.fromNullishOr(store.byId.get(id))),
     findForUser: (userId, id) => Effect.sync(() => store.find(userId, id)),
-    update: (userId, id, f) => Effect.suspend(() => store.update(userId, id, f, NotFound.runner)),
+    update: (userId, id, changes) => Effect.suspend(() => store.update(userId, id, changes, () => new RunnerNotFound())),
     delete: (userId, id) => Effect.sync(() => store.delete(userId, id)),
     setComfyUI: (id, comfyui) => Effect.sync(() => setComfyUI(store.byId, id, comfyui)),
     list: (userId, query) =>
@@ -138,7 +141,7 @@ export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Se
         return r
       }),
     findById: (id) => Effect.sync(() => Option.fromNullishOr(byId.get(id))),
-    update: (id, f) => Effect.suspend(() => updateIn(byId, id, f, NotFound.managedRunner)),
+    update: (id, changes) => Effect.suspend(() => updateIn(byId, id, changes, () => new ManagedRunnerNotFound())),
     setComfyUI: (id, comfyui) => Effect.sync(() => setComfyUI(byId, id, comfyui)),
     delete: (id) =>
       Effect.sync(() => {
@@ -180,7 +183,7 @@ export const makeMemoryAccountRepository = () => {
           .sort(newestFirst)
         return paginate(matching, query)
       }),
-    updateUser: (id, f) => Effect.suspend(() => updateIn(users, id, f, NotFound.user)),
+    updateUser: (id, changes) => Effect.suspend(() => updateIn(users, id, changes, () => new UserNotFound())),
     insertToken: (t) =>
       Effect.sync(() => {
         tokens.set(t.id, t)

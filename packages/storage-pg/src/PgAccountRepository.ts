@@ -1,6 +1,6 @@
 /** Users and API tokens in PostgreSQL. */
 import * as SqlClient from "effect/sql/SqlClient"
-import { AccountRepository, NotFound } from "@wes/core"
+import { AccountRepository, UserNotFound } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -27,7 +27,7 @@ export const makePgAccountRepository = Effect.gen(function*() {
     findUser: (id) =>
       isId(id) ? u.findOne("users.find", sql`id = ${id}`) : Effect.succeedNone,
     listUsers: (query) => u.page("users.list", query.tier === undefined ? sql`TRUE` : sql`tier = ${query.tier}`, query),
-    updateUser: (id, f) => isId(id) ? u.update("users.update", sql`id = ${id}`, f, NotFound.user) : Effect.fail(NotFound.user()),
+    updateUser: (id, changes) => isId(id) ? u.update("users.update", sql`id = ${id}`, changes, () => new UserNotFound()) : Effect.fail(new UserNotFound()),
     insertToken: (token) => t.insert(token).pipe(Effect.as(token), orStorageError("api_tokens.insert")),
     findTokenByHash: (hash) =>
       run(sql`SELECT ${withOwner} FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ${hash}`).pipe(

@@ -1,6 +1,6 @@
 /** Operator-managed runners in PostgreSQL. */
 import * as SqlClient from "effect/sql/SqlClient"
-import { ManagedRunnerRepository, NotFound } from "@wes/core"
+import { ManagedRunnerNotFound, ManagedRunnerRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { deleteRow, isId, orStorageError } from "./Sql.js"
@@ -16,8 +16,8 @@ export const makePgManagedRunnerRepository = Effect.gen(function*() {
     insert: (r) => t.insert(r).pipe(Effect.as(r), orStorageError("managed_runners.insert")),
     findById: (id) =>
       isId(id) ? t.findOne("managed_runners.findById", sql`id = ${id}`) : Effect.succeedNone,
-    update: (id, f) =>
-      isId(id) ? t.update("managed_runners.update", sql`id = ${id}`, f, NotFound.managedRunner) : Effect.fail(NotFound.managedRunner()),
+    update: (id, changes) =>
+      isId(id) ? t.update("managed_runners.update", sql`id = ${id}`, changes, () => new ManagedRunnerNotFound()) : Effect.fail(new ManagedRunnerNotFound()),
     delete: (id) => deleteRow(sql, "managed_runners", id),
     setComfyUI: setComfyUIIn(sql, "managed_runners"),
     list: (query) =>

@@ -1,6 +1,6 @@
 /** User-owned runners in PostgreSQL. */
 import * as SqlClient from "effect/sql/SqlClient"
-import { NotFound, type RunnerComfyUI, RunnerRepository } from "@wes/core"
+import { type RunnerComfyUI, RunnerNotFound, RunnerRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -28,10 +28,10 @@ export const makePgRunnerRepository = Effect.gen(function*() {
       insertWithinLimit(sql, "runners", r.user_id, limit, t.insert(r).pipe(orStorageError("runners.insert"))).pipe(Effect.as(r)),
     findById,
     findForUser: (userId, id) => Effect.map(findById(id), Option.filter((r) => r.user_id === userId)),
-    update: (userId, id, f) =>
+    update: (userId, id, changes) =>
       isId(userId) && isId(id)
-        ? t.update("runners.update", sql`id = ${id} AND user_id = ${userId}`, f, NotFound.runner)
-        : Effect.fail(NotFound.runner()),
+        ? t.update("runners.update", sql`id = ${id} AND user_id = ${userId}`, changes, () => new RunnerNotFound())
+        : Effect.fail(new RunnerNotFound()),
     delete: (userId, id) => deleteRow(sql, "runners", id, userId),
     setComfyUI: setComfyUIIn(sql, "runners"),
     list: (userId, query) =>

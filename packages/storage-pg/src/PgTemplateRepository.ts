@@ -1,6 +1,6 @@
 /** Templates in PostgreSQL. */
 import * as SqlClient from "effect/sql/SqlClient"
-import { NotFound, TemplateRepository } from "@wes/core"
+import { TemplateNotFound, TemplateRepository } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { countOwned, deleteRow, insertWithinLimit, isId, orStorageError } from "./Sql.js"
@@ -19,8 +19,8 @@ export const makePgTemplateRepository = Effect.gen(function*() {
         .pipe(Effect.as(template)),
     findForUser: (userId, id) =>
       isId(userId) && isId(id) ? t.findOne("templates.find", owned(userId, id)) : Effect.succeedNone,
-    update: (userId, id, f) =>
-      isId(userId) && isId(id) ? t.update("templates.update", owned(userId, id), f, NotFound.template) : Effect.fail(NotFound.template()),
+    update: (userId, id, changes) =>
+      isId(userId) && isId(id) ? t.update("templates.update", owned(userId, id), changes, () => new TemplateNotFound()) : Effect.fail(new TemplateNotFound()),
     delete: (userId, id) => deleteRow(sql, "templates", id, userId),
     list: (userId, page) =>
       isId(userId) ? items.page("templates.list", sql`user_id = ${userId}`, page) : Effect.succeed({ items: [], total: 0 }),

@@ -2,7 +2,7 @@
  * A table described once, by its row schema: core's record with each field in its column's form
  * (timestamps as `Date`, JSON as JSON text). Everything a repository says about the table comes
  * from it: the column lists of SELECT and RETURNING, the decoding of rows, the parameters of an
- * INSERT (the record encoded), and the UPDATE of the columns an edit changed.
+ * INSERT (the record encoded), and the UPDATE of the columns an edit changes.
  */
 import type { PageRequest, Paged, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
@@ -11,7 +11,7 @@ import * as Schema from "effect/Schema"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type * as Statement from "effect/sql/Statement"
 import { decodeFirst, decodeRows, limitOffset, orStorageError, pageOf, run } from "./Sql.js"
-import { updateChanged } from "./Update.js"
+import { updateColumns } from "./Update.js"
 
 /** A row schema: a struct whose fields are the table's columns, in the order they are listed. */
 export type RowSchema = Schema.Struct<Schema.Struct.Fields> & Schema.Codec<object, Record<string, unknown>>
@@ -87,7 +87,7 @@ export const tableOn = <S extends RowSchema>(sql: SqlClient.SqlClient, t: Table<
     /** INSERT of the record, then `then` (e.g. an ON CONFLICT clause). */
     insert: (record: S["Type"], then: Statement.Fragment = sql.literal("")) =>
       Effect.flatMap(encode(record), (row) => run(sql`INSERT INTO ${name} ${sql.insert(row)} ${then}`)),
-    /** Replaces the row `where` selects with `f` of it, writing what changed (Update.ts). */
-    update: updateChanged(sql, t)
+    /** Writes an edit's changes to the row `where` selects, in one statement (Update.ts). */
+    update: updateColumns(sql, t)
   }
 }

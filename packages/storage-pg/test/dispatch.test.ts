@@ -20,6 +20,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/testing/TestClock"
 import { admin, awaitListener, freshSchema, storeOn } from "./harness.js"
 
 /** A store instance on `schema` that can be stopped (its pool and LISTEN connection closed) before the test ends. */
@@ -49,13 +50,21 @@ const twoInstances = (aOptions: Omit<PgStoreConfig, "url"> = {}, bOptions: Omit<
     return { schema, a: yield* instance(schema, "a", aOptions), b: yield* instance(schema, "b", bOptions) }
   })
 
-/** Collects the wake-ups `b` receives; `next(id)` waits for `id`, dropping what comes before it. */
+/**
+ * Collects the wake-ups `b` receives; `upTo(id)` waits for `id` and gives what came up to it
+ * (included), `next(id)` just waits for it.
+ */
 const wakeupsOf = (b: Instance) =>
   Effect.gen(function*() {
     const received = yield* Queue.bounded<string>(1000)
     yield* b.queue.wakeups.pipe(Stream.runForEach((id) => Queue.offer(received, id)), Effect.forkScoped)
-    const next = (id: string) => Queue.take(received).pipe(Effect.repeat({ until: (x) => x === id }), Effect.timeout("10 seconds"))
-    return { received, next }
+    const upTo = (id: string) =>
+      Effect.gen(function*() {
+        const seen: Array<string> = []
+        while (seen.at(-1) !== id) seen.push(yield* Queue.take(received))
+        return seen
+      }).pipe(Effect.timeout("10 seconds"))
+    return { received, upTo, next: (id: string) => Effect.asVoid(upTo(id)) }
   })
 
 /** Announces `id` through `a` every 100 ms until `heard` completes (the other LISTEN may still be starting). */
@@ -70,11 +79,28 @@ const waitingOn = (runner: string, n: number) => {
 
 const ids = (ws: ReadonlyArray<Workflow>) => ws.map((w) => w.id)
 
-/** Retries `effect` every 50 ms until it gives a `Some`, for at most `within`. */
-const eventually = <A, E, R>(effect: Effect.Effect<Option.Option<A>, E, R>, within: Duration.Input) =>
+/** Retries `effect` every 50 ms (a live clock) until it gives a `Some`; fails after `within`, naming `what`. */
+const eventually = <A, E, R>(what: string, effect: Effect.Effect<Option.Option<A>, E, R>, within: Duration.Input) =>
   effect.pipe(
     Effect.flatMap(Option.match({ onNone: () => Effect.fail("not yet" as const), onSome: Effect.succeed })),
-    Effect.retry({ while: (e) => e === "not yet", schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo({ duration: within })) })
+    Effect.retry({ while: (e) => e === "not yet", schedule: Schedule.spaced("50 millis").pipe(Schedule.upTo({ duration: within })) }),
+    Effect.mapError((e) => e === "not yet" ? new Error(`timed out waiting for ${what}`) : e)
+  )
+
+/** Ends the lease of `runnerId` on the database's clock now, as if its time had run out. */
+const lapse = (schema: string, runnerId: string) =>
+  admin((sql) => sql`UPDATE ${sql(schema)}.runner_leases SET expires_at = now() - interval '1 second' WHERE runner_id = ${runnerId}`)
+
+/** When the lease of `runnerId` ends now, as the database's timestamp (text). */
+const leaseEnd = (sql: SqlClient.SqlClient, runnerId: string) =>
+  Effect.map(sql<{ end: string }>`SELECT expires_at::text AS end FROM runner_leases WHERE runner_id = ${runnerId}`, (rows) => rows[0]!.end)
+
+/** Waits until the database's clock is past `end` (a timestamp from `leaseEnd`). */
+const databaseTimePast = (sql: SqlClient.SqlClient, end: string) =>
+  eventually(
+    "the database's clock to pass the lease's end",
+    Effect.map(sql<{ past: boolean }>`SELECT now() > ${end}::timestamptz AS past`, (rows) => rows[0]?.past === true ? Option.some(true) : Option.none()),
+    "5 seconds"
   )
 
 describe("runner ownership across instances", () => {
@@ -107,61 +133,68 @@ describe("runner ownership across instances", () => {
       expect(won).toEqual(runners.map(() => 1))
     }))
 
-  it.live("an instance that stops renewing loses the runner after the lease time; B takes over with a higher epoch", () =>
+  it.effect("an instance that stops renewing loses the runner after the lease time; B takes over with a higher epoch", () =>
     Effect.gen(function*() {
-      // A's renewals never come (its renewer is as good as dead); its lease lasts 800 ms.
-      const { a, b } = yield* twoInstances({ runnerLeases: { leaseTime: "800 millis", renewInterval: "1 hour" } })
+      // A's renewals never come (its renewer is as good as dead); its lease lasts 800 ms of A's
+      // clock, a TestClock here. The database keeps its own (real) time.
+      const { a, b, schema } = yield* twoInstances({ runnerLeases: { leaseTime: "800 millis", renewInterval: "1 hour" } })
       const r = F.uuid()
-      const started = Date.now()
       const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r))
+      const lost = yield* Effect.forkChild(leaseA.lost)
       expect(leaseA.clientId).toBe(`wes-${r}-1`)
       expect(leaseA.held()).toBe(true)
       expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
 
       // A stops counting on the lease before it can be taken over (the fencing check)...
-      yield* Effect.sleep("700 millis")
+      yield* TestClock.adjust("700 millis")
       expect(leaseA.held()).toBe(false)
-      // ...and notices on its own, no later than the lease could be taken over.
-      yield* leaseA.lost.pipe(Effect.timeout("5 seconds"))
-      const noticed = Date.now() - started
-      expect(noticed).toBeGreaterThanOrEqual(750)
+      expect(lost.pollUnsafe()).toBeUndefined()
+      // ...and notices on its own once the lease time is up, not before.
+      yield* TestClock.adjust("100 millis")
+      yield* Fiber.join(lost)
 
-      const leaseB = yield* eventually(b.ownership.acquire(r), "5 seconds")
-      expect(Date.now() - started).toBeGreaterThanOrEqual(800)
+      // The database has the lease still, until its own time runs out; then B takes over.
+      expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
+      yield* lapse(schema, r)
+      const leaseB = Option.getOrThrow(yield* b.ownership.acquire(r))
       expect(leaseB.clientId).toBe(`wes-${r}-2`)
       expect(leaseB.held()).toBe(true)
     }))
 
-  it.live("a renewal that finds the runner taken over completes `lost`, and A's release leaves B's lease alone", () =>
+  it.effect("a renewal that finds the runner taken over completes `lost`, and A's release leaves B's lease alone", () =>
     Effect.gen(function*() {
+      // A renews on its clock, a TestClock here: no renewal comes until the test moves it.
       const { a, b, schema } = yield* twoInstances({ runnerLeases: { leaseTime: "30 seconds", renewInterval: "100 millis" } })
       const r = F.uuid()
       const scopeA = yield* Scope.make()
       const leaseA = Option.getOrThrow(yield* a.ownership.acquire(r).pipe(Scope.provide(scopeA)))
       // A is cut off for longer than its lease (a long pause or a partition): the lease lapses.
-      yield* admin((sql) => sql`UPDATE ${sql(schema)}.runner_leases SET expires_at = now() - interval '1 second' WHERE runner_id = ${r}`)
+      yield* lapse(schema, r)
       const leaseB = Option.getOrThrow(yield* b.ownership.acquire(r))
       expect(leaseB.clientId).toBe(`wes-${r}-2`)
       // A's next renewal finds the row is no longer its own, long before its 30 s would be up.
-      yield* leaseA.lost.pipe(Effect.timeout("2 seconds"))
+      yield* TestClock.adjust("100 millis")
+      yield* leaseA.lost
       yield* Scope.close(scopeA, Exit.void)
       expect(yield* Effect.scoped(a.ownership.acquire(r))).toEqual(Option.none())
     }))
 
   it.live("an instance that died holding runners: after the lease time another instance drives them", () =>
     Effect.gen(function*() {
+      // real time: the database's now() decides when a lease ends, and this test lets it end.
       const { a, b } = yield* twoInstances({ runnerLeases: { leaseTime: "600 millis", renewInterval: "200 millis" } })
       const r = F.uuid()
       // Acquired in a scope that is never closed: no release, as in a crash; then the pool goes.
       const never = yield* Scope.make()
       yield* Effect.addFinalizer(() => Scope.close(never, Exit.void))
       expect(Option.isSome(yield* a.ownership.acquire(r).pipe(Scope.provide(never)))).toBe(true)
-      // While A lives, its renewals keep the runner past the lease time.
-      yield* Effect.sleep("900 millis")
+      // While A lives, its renewals keep the runner past the lease time: once the database's clock
+      // is past the end of the first lease, B still cannot take the runner.
+      yield* databaseTimePast(b.sql, yield* leaseEnd(b.sql, r))
       expect(yield* Effect.scoped(b.ownership.acquire(r))).toEqual(Option.none())
       const died = Date.now()
       yield* a.stop
-      const leaseB = yield* eventually(b.ownership.acquire(r), "5 seconds")
+      const leaseB = yield* eventually("B to acquire the runner", b.ownership.acquire(r), "5 seconds")
       // At most one renewal interval (200 ms) passed between A's last renewal and its death.
       expect(Date.now() - died).toBeGreaterThanOrEqual(300)
       expect(leaseB.clientId).toBe(`wes-${r}-2`)
@@ -206,7 +239,7 @@ describe("the dispatch queue across instances", () => {
               // A claimer skips what another holds locked at that moment: it may find nothing while
               // work remains, and tries again, as a driver does at its next wake-up.
               if ((yield* Ref.get(done)) >= 200) return { owner, got }
-              yield* Effect.sleep("5 millis")
+              yield* Effect.yieldNow
               continue
             }
             const created = batch.map((w) => DateTime.toEpochMillis(w.created_at))
@@ -247,6 +280,7 @@ describe("the dispatch queue across instances", () => {
       expect(yield* b.queue.claim(r, "somebody-else", 10, 60_000, 300_000)).toEqual([])
 
       const taken = yield* eventually(
+        "B to claim the dead instance's workflows",
         Effect.map(b.queue.claim(r, b.ownership.instanceId, 10, 60_000, 300_000), Option.liftPredicate((ws) => ws.length > 0)),
         "5 seconds"
       )
@@ -267,16 +301,18 @@ describe("the dispatch queue across instances", () => {
   it.live("a notify inside a transaction is delivered at COMMIT, and never after a rollback", () =>
     Effect.gen(function*() {
       const { a, b } = yield* twoInstances()
-      const { next, received } = yield* wakeupsOf(b)
+      const { next, upTo } = yield* wakeupsOf(b)
       // Wait until B hears A at all.
       const probe = F.uuid()
       yield* announceUntil(a, probe, next(probe))
 
-      const [committed, rolledBack, after] = [F.uuid(), F.uuid(), F.uuid()]
+      const [committed, marker, rolledBack, after] = [F.uuid(), F.uuid(), F.uuid(), F.uuid()]
       yield* a.sql.withTransaction(Effect.gen(function*() {
         yield* a.queue.notify(committed)
-        yield* Effect.sleep("300 millis")
-        expect(yield* Queue.clear(received)).not.toContain(committed)
+        // Notified and committed through B's pool while A's transaction is open. Notifications
+        // arrive in commit order: had `committed` gone out already, it would come first.
+        yield* b.queue.notify(marker)
+        expect(yield* upTo(marker)).not.toContain(committed)
       }))
       yield* next(committed)
 
@@ -286,13 +322,7 @@ describe("the dispatch queue across instances", () => {
       expect(failed).toBe("boom")
       yield* a.queue.notify(after)
       // Notifications arrive in commit order: had the rolled-back one been sent, it would come first.
-      const seen: Array<string> = []
-      yield* Queue.take(received).pipe(
-        Effect.tap((id) => Effect.sync(() => seen.push(id))),
-        Effect.repeat({ until: (x) => x === after }),
-        Effect.timeout("10 seconds")
-      )
-      expect(seen).not.toContain(rolledBack)
+      expect(yield* upTo(after)).not.toContain(rolledBack)
     }))
 
   it.live("after B's LISTEN connection is lost, B reconnects, emits a wake-all, and hears A again", () =>
@@ -302,11 +332,12 @@ describe("the dispatch queue across instances", () => {
       const before = yield* awaitListener(b.applicationName)
       const probe = F.uuid()
       yield* announceUntil(a, probe, next(probe))
-      yield* Effect.sleep("300 millis")
-      yield* Queue.clear(received)
 
       const killed = yield* admin((sql) => sql<{ ok: boolean }>`SELECT pg_terminate_backend(${before}) AS ok`)
       expect(killed[0]?.ok).toBe(true)
+      // The wake-all of B's first connection, if any, came while that connection lived: from here
+      // on only a reconnection's can come.
+      yield* Queue.clear(received)
       // Announced while B is deaf: lost, hence the wake-all after B reconnects.
       yield* a.queue.notify(F.uuid())
       yield* next(WAKE_ALL)

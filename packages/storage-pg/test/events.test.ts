@@ -4,6 +4,7 @@ import { type WorkflowEvent, WorkflowEventBus } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
 import * as Context from "effect/Context"
 import * as DateTime from "effect/DateTime"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -40,6 +41,22 @@ const subscribedAtB = (heartbeat: PgListenOptions) =>
 
 const seqs = (events: ReadonlyArray<WorkflowEvent>) => events.map((e) => e.seq)
 
+/**
+ * Follows `w` at `bus` after `after` in a fiber that collects `take` events; `reached` completes
+ * once the event numbered `seq` has come (from then on, the subscriber is following).
+ */
+const following = (bus: WorkflowEventBus["Service"], w: string, after: number, take: number, seq: number) =>
+  Effect.gen(function*() {
+    const came = yield* Deferred.make<void>()
+    const fiber = yield* bus.subscribe(w, after).pipe(
+      Stream.tap((e) => e.seq === seq ? Deferred.succeed(came, undefined) : Effect.void),
+      Stream.take(take),
+      Stream.runCollect,
+      Effect.forkChild
+    )
+    return { events: Fiber.join(fiber).pipe(Effect.timeout("10 seconds")), reached: Deferred.await(came).pipe(Effect.timeout("10 seconds")) }
+  })
+
 describe("events carried by a NOTIFY", () => {
   it("are read back from the payload the bus writes, with their sequence numbers; anything else carries nothing", () => {
     const id = "0190a1b2-c3d4-7e5f-8a9b-000000000001"
@@ -60,13 +77,15 @@ describe("event bus across instances", () => {
       const { a, b } = yield* twoInstances()
       const w = F.uuid()
       yield* a.publish(w, [{ type: "status", data: 1 }, { type: "queue", data: 2 }, { type: "progress", data: 3 }])
-      const fromOne = yield* b.subscribe(w, 1).pipe(Stream.take(5), Stream.runCollect, Effect.forkChild)
-      const fromZero = yield* b.subscribe(w, 0).pipe(Stream.take(6), Stream.runCollect, Effect.forkChild)
-      yield* Effect.sleep("50 millis")
+      const fromOne = yield* following(b, w, 1, 5, 3)
+      const fromZero = yield* following(b, w, 0, 6, 3)
+      // Both have replayed what was there: the rest reaches them live.
+      yield* fromOne.reached
+      yield* fromZero.reached
       yield* a.publish(w, [{ type: "executing", data: 4 }])
       yield* a.publish(w, [{ type: "output", data: 5 }, { type: "done", data: 6 }])
-      const one = yield* Fiber.join(fromOne).pipe(Effect.timeout("10 seconds"))
-      const zero = yield* Fiber.join(fromZero).pipe(Effect.timeout("10 seconds"))
+      const one = yield* fromOne.events
+      const zero = yield* fromZero.events
       expect(seqs(one)).toEqual([2, 3, 4, 5, 6])
       expect(one.map((e) => [e.type, e.data])).toEqual([
         ["queue", 2],
@@ -84,12 +103,13 @@ describe("event bus across instances", () => {
       const { a, b } = yield* twoInstances()
       const w = F.uuid()
       const big = "x".repeat(20_000)
-      const got = yield* b.subscribe(w, 0).pipe(Stream.take(3), Stream.runCollect, Effect.forkChild)
-      yield* Effect.sleep("50 millis")
+      const got = yield* following(b, w, 0, 3, 1)
       yield* a.publish(w, [{ type: "status", data: "small" }])
+      // B's subscriber has the first event: it is following when the big one comes.
+      yield* got.reached
       yield* a.publish(w, [{ type: "output", data: { text: big } }])
       yield* a.publish(w, [{ type: "done", data: "small again" }])
-      const events = yield* Fiber.join(got).pipe(Effect.timeout("10 seconds"))
+      const events = yield* got.events
       expect(events.map((e) => [e.seq, e.type])).toEqual([[1, "status"], [2, "output"], [3, "done"]])
       expect((events[1]!.data as { text: string }).text.length).toBe(20_000)
     }))
@@ -108,9 +128,8 @@ describe("event bus across instances", () => {
 
   it.live("after B's LISTEN connection is lost and restored, B's subscriber misses nothing", () =>
     Effect.gen(function*() {
+      // The loss below may hit B's connection before or after its first ping: either way nothing is missed.
       const { a, appB, before, received, w } = yield* subscribedAtB({ heartbeatInterval: "200 millis", heartbeatTimeout: "1 second" })
-      // Let B's listener pass its first ping, so the loss below hits a settled connection.
-      yield* Effect.sleep("500 millis")
 
       const killed = yield* admin((sql) => sql<{ ok: boolean }>`SELECT pg_terminate_backend(${before}) AS ok`)
       expect(killed[0]?.ok).toBe(true)

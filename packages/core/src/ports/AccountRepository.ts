@@ -4,9 +4,10 @@ import type * as DateTime from "effect/DateTime"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type { ApiToken, User } from "../domain/Account.js"
-import type { NotFound, StorageError } from "../domain/Errors.js"
+import type { StorageError, UserNotFound } from "../domain/Errors.js"
 import type { PageRequest, Paged } from "../domain/Pagination.js"
 import type { Tier } from "../domain/Tier.js"
+import type { Changes } from "./Changes.js"
 
 /** A token and the user it belongs to. */
 export interface TokenOwner {
@@ -19,12 +20,16 @@ export interface UserQuery extends PageRequest {
   readonly tier?: Tier | undefined
 }
 
+/** What an edit of a user may write. */
+export type UserChanges = Changes<User, "tier">
+
 export class AccountRepository extends Context.Service<AccountRepository, {
   readonly insertUser: (user: User) => Effect.Effect<User, StorageError>
   readonly findUser: (id: string) => Effect.Effect<Option.Option<User>, StorageError>
   /** Users, newest first (created_at, then id, descending). */
   readonly listUsers: (query: UserQuery) => Effect.Effect<Paged<User>, StorageError>
-  readonly updateUser: (id: string, f: (current: User) => User) => Effect.Effect<User, NotFound | StorageError>
+  /** Writes `changes` to the user (Changes.ts) and answers the user as stored now. */
+  readonly updateUser: (id: string, changes: UserChanges) => Effect.Effect<User, UserNotFound | StorageError>
   readonly insertToken: (token: ApiToken) => Effect.Effect<ApiToken, StorageError>
   /** The token with this hash and its user (an indexed lookup). */
   readonly findTokenByHash: (hash: string) => Effect.Effect<Option.Option<TokenOwner>, StorageError>

@@ -2,26 +2,27 @@
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
-import type { NotFound, StorageError } from "../domain/Errors.js"
+import type { RunnerNotFound, StorageError } from "../domain/Errors.js"
 import type { RunnerComfyUI } from "../domain/ComfyUIVersion.js"
 import type { LimitReached } from "../domain/LimitReached.js"
 import type { PageRequest, Paged } from "../domain/Pagination.js"
 import type { Runner, RunnerStatus } from "../domain/Runner.js"
+import type { Changes } from "./Changes.js"
 
 export interface RunnerListQuery extends PageRequest {
   readonly status?: RunnerStatus | undefined
 }
+
+/** What an edit of a runner may write. */
+export type RunnerChanges = Changes<Runner, "name" | "endpoint" | "headers" | "tags" | "status" | "comfyui">
 
 export class RunnerRepository extends Context.Service<RunnerRepository, {
   /** Stores a runner unless the user already has `limit` runners. */
   readonly insert: (runner: Runner, limit?: number) => Effect.Effect<Runner, LimitReached | StorageError>
   readonly findById: (id: string) => Effect.Effect<Option.Option<Runner>, StorageError>
   readonly findForUser: (userId: string, id: string) => Effect.Effect<Option.Option<Runner>, StorageError>
-  readonly update: (
-    userId: string,
-    id: string,
-    f: (current: Runner) => Runner
-  ) => Effect.Effect<Runner, NotFound | StorageError>
+  /** Writes `changes` to the user's runner (Changes.ts) and answers it as stored now. */
+  readonly update: (userId: string, id: string, changes: RunnerChanges) => Effect.Effect<Runner, RunnerNotFound | StorageError>
   readonly delete: (userId: string, id: string) => Effect.Effect<boolean, StorageError>
   /**
    * Stores what a probe of the runner's ComfyUI found: an observation, not an edit (`updated_at`

@@ -34,12 +34,13 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
     yield* repo.insert(t)
     yield* equal(yield* repo.findForUser(owner.id, t.id), Option.some(t), "owner finds it")
     yield* equal(yield* repo.findForUser(other.id, t.id), Option.none(), "another user does not")
-    const notFound = yield* failure(repo.update(other.id, t.id, (x) => ({ ...x, name: "stolen" })), "update by another user")
-    yield* equal(notFound._tag, "NotFound", "update by another user")
+    const notFound = yield* failure(repo.update(other.id, t.id, { name: "stolen", updated_at: F.at(4) }), "update by another user")
+    yield* equal(notFound._tag, "TemplateNotFound", "update by another user")
+    yield* equal(yield* repo.findForUser(owner.id, t.id), Option.some(t), "another user's update wrote nothing")
     yield* equal(yield* repo.delete(other.id, t.id), false, "delete by another user")
-    const updated = yield* repo.update(owner.id, t.id, (x) => ({ ...x, name: "renamed", updated_at: F.at(5) }))
-    yield* equal(Option.map(yield* repo.findForUser(owner.id, t.id), (x) => [x.name, x.body]), Option.some(["renamed", t.body]), "updated")
-    yield* equal(updated.name, "renamed", "update returns the new record")
+    const updated = yield* repo.update(owner.id, t.id, { name: "renamed", updated_at: F.at(5) })
+    yield* equal(updated, { ...t, name: "renamed", updated_at: F.at(5) }, "update returns the record as stored")
+    yield* equal(yield* repo.findForUser(owner.id, t.id), Option.some(updated), "updated")
     yield* equal(yield* repo.delete(owner.id, t.id), true, "owner deletes")
     yield* equal(yield* repo.findForUser(owner.id, t.id), Option.none(), "gone")
     yield* equal(yield* repo.count(owner.id), 0, "count after delete")
@@ -53,7 +54,7 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
     const t = F.template(owner.id, { body })
     yield* templates.insert(t)
     yield* equal(Option.map(yield* templates.findForUser(owner.id, t.id), (x) => JSON.stringify(x.body)), Option.some(sent), "template body as sent")
-    yield* templates.update(owner.id, t.id, (x) => ({ ...x, body: { "9": body["2"], "1": body["10"] } }))
+    yield* templates.update(owner.id, t.id, { body: { "9": body["2"], "1": body["10"] }, updated_at: F.at(1) })
     yield* equal(
       Option.map(yield* templates.findForUser(owner.id, t.id), (x) => JSON.stringify(x.body)),
       Option.some(JSON.stringify({ "9": body["2"], "1": body["10"] })),
@@ -98,12 +99,39 @@ const runnerCases: ReadonlyArray<ConformanceCase> = [
     yield* equal(yield* repo.findById(r.id), Option.some(r), "findById")
     yield* equal(yield* repo.findForUser(owner.id, r.id), Option.some(r), "owner")
     yield* equal(yield* repo.findForUser(other.id, r.id), Option.none(), "another user")
-    yield* equal((yield* failure(repo.update(other.id, r.id, (x) => x), "update by another user"))._tag, "NotFound", "update by another")
+    const stolen = { status: "disabled", headers: {}, updated_at: F.at(4) } as const
+    yield* equal((yield* failure(repo.update(other.id, r.id, stolen), "update by another user"))._tag, "RunnerNotFound", "update by another")
+    yield* equal(yield* repo.findById(r.id), Option.some(r), "another user's update wrote nothing")
     yield* equal(yield* repo.delete(other.id, r.id), false, "delete by another user")
-    yield* repo.update(owner.id, r.id, (x) => ({ ...x, status: "disabled", tags: ["cpu"] }))
-    yield* equal(Option.map(yield* repo.findById(r.id), (x) => [x.status, x.tags]), Option.some(["disabled", ["cpu"]]), "updated")
+    const updated = yield* repo.update(owner.id, r.id, { status: "disabled", tags: ["cpu"], updated_at: F.at(5) })
+    yield* equal(updated, { ...r, status: "disabled", tags: ["cpu"], updated_at: F.at(5) }, "update returns the record as stored")
+    yield* equal(yield* repo.findById(r.id), Option.some(updated), "updated")
     yield* equal(yield* repo.delete(owner.id, r.id), true, "deleted")
     yield* equal(yield* repo.findById(r.id), Option.none(), "gone")
+  })),
+  c("runners and templates: concurrent edits of different fields all survive, each answered as stored", Effect.gen(function*() {
+    const runners = yield* RunnerRepository
+    const templates = yield* TemplateRepository
+    const owner = F.user()
+    const r = F.runner(owner.id, { tags: ["a"] })
+    const t = F.template(owner.id)
+    yield* runners.insert(r)
+    yield* templates.insert(t)
+    const at = F.at(5)
+    const body = { "2": { class_type: "SaveImage", inputs: {} } }
+    const [answered] = yield* Effect.all([
+      runners.update(owner.id, r.id, { name: "renamed", updated_at: at }),
+      runners.update(owner.id, r.id, { status: "disabled", updated_at: at }),
+      runners.update(owner.id, r.id, { tags: ["b"], updated_at: at }),
+      runners.update(owner.id, r.id, { endpoint: "http://10.0.0.9:8188", headers: { "X-Key": "k" }, updated_at: at }),
+      templates.update(owner.id, t.id, { name: "renamed", updated_at: at }),
+      templates.update(owner.id, t.id, { description: "another", updated_at: at }),
+      templates.update(owner.id, t.id, { body, updated_at: at })
+    ], { concurrency: "unbounded" })
+    yield* equal(answered.name, "renamed", "an update answers its own change")
+    const edited = { name: "renamed", status: "disabled", tags: ["b"], endpoint: "http://10.0.0.9:8188", headers: { "X-Key": "k" } }
+    yield* equal(yield* runners.findById(r.id), Option.some({ ...r, ...edited, updated_at: at }), "every runner edit")
+    yield* equal(yield* templates.findForUser(owner.id, t.id), Option.some({ ...t, name: "renamed", description: "another", body, updated_at: at }), "every template edit")
   })),
   c("runners: list is newest first with status filter and pagination; active ones are listed for scheduling", Effect.gen(function*() {
     const repo = yield* RunnerRepository
@@ -165,11 +193,11 @@ const runnerCases: ReadonlyArray<ConformanceCase> = [
     const everything = yield* repo.list({ page: 1, per_page: 2 })
     yield* equal([ids(everything.items), everything.total], [[off.id, plus.id], 3], "all, paginated")
     yield* equal(new Set(ids(yield* repo.listActive(["pro", "plus"]))), new Set([pro.id, plus.id]), "listActive")
-    yield* repo.update(off.id, (r) => ({ ...r, status: "active" }))
+    yield* repo.update(off.id, { status: "active", updated_at: F.at(4) })
     yield* equal(ids(yield* repo.listActive(["pro"])).sort(), [pro.id, off.id].sort(), "enabled runner is listed")
     yield* equal(yield* repo.delete(off.id), true, "deleted")
     yield* equal(yield* repo.delete(off.id), false, "already gone")
-    yield* equal((yield* failure(repo.update(off.id, (r) => r), "update of a deleted runner"))._tag, "NotFound", "update after delete")
+    yield* equal((yield* failure(repo.update(off.id, { updated_at: F.at(5) }), "update of a deleted runner"))._tag, "ManagedRunnerNotFound", "update after delete")
   }))
 ]
 
@@ -179,9 +207,10 @@ const accountCases: ReadonlyArray<ConformanceCase> = [
     const u = F.user({ email: "a@example.com", tier: "pro" })
     yield* repo.insertUser(u)
     yield* equal(yield* repo.findUser(u.id), Option.some(u), "findUser")
-    yield* repo.updateUser(u.id, (x) => ({ ...x, tier: "plus", updated_at: F.at(9) }))
-    yield* equal(Option.map(yield* repo.findUser(u.id), (x) => x.tier), Option.some("plus"), "updated tier")
-    yield* equal((yield* failure(repo.updateUser(F.uuid(), (x) => x), "unknown user"))._tag, "NotFound", "unknown user")
+    const upgraded = { ...u, tier: "plus", updated_at: F.at(9) } as const
+    yield* equal(yield* repo.updateUser(u.id, { tier: "plus", updated_at: F.at(9) }), upgraded, "update returns the user as stored")
+    yield* equal(yield* repo.findUser(u.id), Option.some(upgraded), "updated tier")
+    yield* equal((yield* failure(repo.updateUser(F.uuid(), { tier: "pro", updated_at: F.at(9) }), "unknown user"))._tag, "UserNotFound", "unknown user")
   })),
   c("accounts: users are listed newest first, paged, optionally of one tier", Effect.gen(function*() {
     const repo = yield* AccountRepository

@@ -22,13 +22,15 @@ import {
   type UserDetail
 } from "../domain/Account.js"
 import { AccountRepository } from "../ports/AccountRepository.js"
+import { changesOf } from "../ports/Changes.js"
 import { Crypto } from "../domain/Crypto.js"
 import {
   InvalidToken,
   MissingAuthorization,
-  NotFound,
   type StorageError,
   TokenExpired,
+  TokenNotFound,
+  UserNotFound,
   ValidationError
 } from "../domain/Errors.js"
 import { IdGenerator, isUuid, type TokenId, type UserId } from "../domain/Ids.js"
@@ -74,16 +76,16 @@ export class AccountService extends Context.Service<AccountService, {
   /** `GET /v1/user`: tier, limits and current usage. */
   readonly currentUser: (user: User) => Effect.Effect<CurrentUser, StorageError>
   readonly createUser: (input: unknown) => Effect.Effect<User, ValidationError | StorageError>
-  readonly getUser: (id: string) => Effect.Effect<User, NotFound | StorageError>
+  readonly getUser: (id: string) => Effect.Effect<User, UserNotFound | StorageError>
   /** The operator's view of a user: limits and current usage. */
-  readonly userDetail: (id: string) => Effect.Effect<UserDetail, NotFound | StorageError>
+  readonly userDetail: (id: string) => Effect.Effect<UserDetail, UserNotFound | StorageError>
   /** The operator's list of users, newest first, optionally of one tier. */
   readonly listUsers: (input: PageInput & { readonly tier?: Tier | undefined }) => Effect.Effect<Paged<User>, ValidationError | StorageError>
-  readonly updateUser: (id: string, input: unknown) => Effect.Effect<User, ValidationError | NotFound | StorageError>
+  readonly updateUser: (id: string, input: unknown) => Effect.Effect<User, ValidationError | UserNotFound | StorageError>
   /** Issues a token; its value appears only in this result. */
-  readonly issueToken: (userId: string, input: unknown) => Effect.Effect<IssuedToken, ValidationError | NotFound | StorageError>
-  readonly listTokens: (userId: string) => Effect.Effect<ReadonlyArray<ApiTokenView>, NotFound | StorageError>
-  readonly revokeToken: (id: string) => Effect.Effect<void, NotFound | StorageError>
+  readonly issueToken: (userId: string, input: unknown) => Effect.Effect<IssuedToken, ValidationError | UserNotFound | StorageError>
+  readonly listTokens: (userId: string) => Effect.Effect<ReadonlyArray<ApiTokenView>, UserNotFound | StorageError>
+  readonly revokeToken: (id: string) => Effect.Effect<void, TokenNotFound | StorageError>
   /** Writes pending `last_used_at` updates now (also done on a timer and at shutdown). */
   readonly flushTokenUse: Effect.Effect<void, StorageError>
 }>()("@wes/core/AccountService") {
@@ -174,7 +176,7 @@ function make(options: TokenUseOptions) {
 
     const getUser = (id: string) =>
       (isUuid(id) ? accounts.findUser(id) : Effect.succeedNone).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.user()), onSome: Effect.succeed }))
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new UserNotFound()), onSome: Effect.succeed }))
       )
 
     const currentUser = (user: User): Effect.Effect<CurrentUser, StorageError> =>
@@ -219,9 +221,8 @@ function make(options: TokenUseOptions) {
       updateUser: (id, input) =>
         Effect.gen(function*() {
           const req = yield* decodeUpdate(input)
-          yield* getUser(id)
-          const now = yield* DateTime.now
-          return yield* accounts.updateUser(id, (u) => ({ ...u, tier: req.tier, updated_at: now }))
+          const current = yield* getUser(id)
+          return yield* accounts.updateUser(id, changesOf(current, { tier: req.tier }, yield* DateTime.now))
         }),
       issueToken: (userId, input) =>
         Effect.gen(function*() {
@@ -248,7 +249,7 @@ function make(options: TokenUseOptions) {
         Effect.flatMap(getUser(userId), (u) => Effect.map(accounts.listTokens(u.id), (ts) => ts.map(toApiTokenView))),
       revokeToken: (id) =>
         (isUuid(id) ? accounts.deleteToken(id) : Effect.succeed(false)).pipe(
-          Effect.flatMap((deleted) => deleted ? Effect.void : Effect.fail(NotFound.token()))
+          Effect.flatMap((deleted) => deleted ? Effect.void : Effect.fail(new TokenNotFound()))
         ),
       flushTokenUse
     })

@@ -7,8 +7,8 @@ import * as Option from "effect/Option"
 import type { User } from "../domain/Account.js"
 import {
   type Conflict,
+  ManagedRunnerNotFound,
   type ManagedRunnersForbidden,
-  NotFound,
   type RunnerProbeFailed,
   type StorageError,
   type ValidationError
@@ -24,10 +24,10 @@ import {
   type ManagedRunnerView,
   runnerViewFields,
   toManagedRunnerView,
-  unmaskHeaders,
   UpdateManagedRunnerRequest
 } from "../domain/Runner.js"
 import { RunnerCapabilities } from "./RunnerCapabilities.js"
+import { editRunner } from "./RunnerEdit.js"
 import { RunnerProbe } from "../ports/RunnerProbe.js"
 import { HISTORY_LENGTH, type ListRunnersInput, runnerBusy, statusFilter } from "./RunnerService.js"
 import { normalizeTags } from "../domain/Tags.js"
@@ -46,15 +46,15 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
   readonly history: (
     user: User,
     id: string
-  ) => Effect.Effect<ReadonlyArray<WorkflowSummary>, ManagedRunnersForbidden | NotFound | StorageError>
+  ) => Effect.Effect<ReadonlyArray<WorkflowSummary>, ManagedRunnersForbidden | ManagedRunnerNotFound | StorageError>
   readonly adminCreate: (input: unknown) => Effect.Effect<ManagedRunnerAdminView, ValidationError | RunnerProbeFailed | StorageError>
-  readonly adminGet: (id: string) => Effect.Effect<ManagedRunnerAdminView, NotFound | StorageError>
+  readonly adminGet: (id: string) => Effect.Effect<ManagedRunnerAdminView, ManagedRunnerNotFound | StorageError>
   readonly adminList: (input: ListRunnersInput) => Effect.Effect<Paged<ManagedRunnerAdminView>, ValidationError | StorageError>
   readonly adminUpdate: (
     id: string,
     input: unknown
-  ) => Effect.Effect<ManagedRunnerAdminView, ValidationError | NotFound | RunnerProbeFailed | StorageError>
-  readonly adminDelete: (id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
+  ) => Effect.Effect<ManagedRunnerAdminView, ValidationError | ManagedRunnerNotFound | RunnerProbeFailed | StorageError>
+  readonly adminDelete: (id: string) => Effect.Effect<void, ManagedRunnerNotFound | Conflict | StorageError>
 }>()("@wes/core/ManagedRunnerService") {
   static Live: Layer.Layer<
     ManagedRunnerService,
@@ -74,7 +74,7 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
 
       const find = (id: string) =>
         (isUuid(id) ? repo.findById(id) : Effect.succeedNone).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.managedRunner()), onSome: Effect.succeed }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new ManagedRunnerNotFound()), onSome: Effect.succeed }))
         )
       const withCapabilities = (r: ManagedRunner): Effect.Effect<ManagedRunnerAdminView, StorageError> =>
         Effect.map(capabilities.view(r.id), (view) => ({ ...r, ...runnerViewFields(r, view) }))
@@ -93,7 +93,7 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
           Effect.gen(function*() {
             const types = yield* Effect.fromResult(policy.requireManagedAccess(user.tier))
             const runner = yield* find(id)
-            if (!types.includes(runner.runner_type)) return yield* Effect.fail(NotFound.managedRunner())
+            if (!types.includes(runner.runner_type)) return yield* Effect.fail(new ManagedRunnerNotFound())
             return yield* workflows.history(user.id, { kind: "managed", id: runner.id }, HISTORY_LENGTH)
           }),
         adminCreate: (input) =>
@@ -129,29 +129,8 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
         adminUpdate: (id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
-            const tags = req.tags === undefined ? undefined : yield* Effect.fromResult(normalizeTags(req.tags))
-            const current = yield* find(id)
-            const next: ManagedRunner = {
-              ...current,
-              name: req.name ?? current.name,
-              runner_type: req.runner_type ?? current.runner_type,
-              status: req.status ?? current.status,
-              endpoint: req.endpoint ?? current.endpoint,
-              headers: req.headers === undefined ? current.headers : unmaskHeaders(req.headers, current.headers),
-              tags: tags ?? current.tags
-            }
-            const moved = next.endpoint !== current.endpoint || JSON.stringify(next.headers) !== JSON.stringify(current.headers)
-            // Another endpoint may be another ComfyUI: what was known of the old one goes.
-            const comfyui = moved ? yield* probe.check(managedRunnerTarget({ ...next, comfyui: null })) : current.comfyui
-            const now = yield* DateTime.now
-            const updated = yield* repo.update(id, (r) => ({
-              ...r,
-              ...next,
-              comfyui: moved ? comfyui : r.comfyui,
-              id: r.id,
-              created_at: r.created_at,
-              updated_at: now
-            }))
+            const { changes, moved } = yield* editRunner(req, find(id), (r: ManagedRunner) => probe.check(managedRunnerTarget(r)))
+            const updated = yield* repo.update(id, changes)
             if (moved) yield* capabilities.read(managedRunnerTarget(updated), { forgetOnFailure: true })
             return yield* withCapabilities(moved ? yield* probedSince(updated) : updated)
           }),
@@ -160,7 +139,7 @@ export class ManagedRunnerService extends Context.Service<ManagedRunnerService, 
             yield* find(id)
             const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
             if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
-            if (!(yield* repo.delete(id))) return yield* Effect.fail(NotFound.managedRunner())
+            if (!(yield* repo.delete(id))) return yield* Effect.fail(new ManagedRunnerNotFound())
             yield* capabilities.forget(id)
           })
       })

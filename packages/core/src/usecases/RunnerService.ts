@@ -9,7 +9,7 @@ import * as Schema from "effect/Schema"
 import type { User } from "../domain/Account.js"
 import {
   Conflict,
-  NotFound,
+  RunnerNotFound,
   type RunnerProbeFailed,
   type StorageError,
   type TierLimitExceeded,
@@ -18,20 +18,21 @@ import {
 import { IdGenerator, isUuid, type RunnerId } from "../domain/Ids.js"
 import { pageOf, type PageInput, type Paged } from "../domain/Pagination.js"
 import { RunnerCapabilities } from "./RunnerCapabilities.js"
+import { editRunner } from "./RunnerEdit.js"
+import { createWithinLimit } from "./WithinLimit.js"
 import {
   CreateRunnerRequest,
   type Runner,
   RunnerStatus,
   type RunnerView,
   runnerViewFields,
-  unmaskHeaders,
   UpdateRunnerRequest,
   userRunnerTarget
 } from "../domain/Runner.js"
 import { RunnerProbe } from "../ports/RunnerProbe.js"
 import { RunnerRepository } from "../ports/RunnerRepository.js"
 import { normalizeTags } from "../domain/Tags.js"
-import { limitExceeded, TierPolicy } from "../domain/Tier.js"
+import { TierPolicy } from "../domain/Tier.js"
 import { decodeRequest } from "../domain/Validation.js"
 import type { WorkflowSummary } from "../domain/Workflow.js"
 import { WorkflowRepository } from "../ports/WorkflowRepository.js"
@@ -63,18 +64,18 @@ export class RunnerService extends Context.Service<RunnerService, {
     user: User,
     input: unknown
   ) => Effect.Effect<RunnerView, ValidationError | TierLimitExceeded | RunnerProbeFailed | StorageError>
-  readonly get: (user: User, id: string) => Effect.Effect<RunnerView, NotFound | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<RunnerView, RunnerNotFound | StorageError>
   readonly list: (user: User, input: ListRunnersInput) => Effect.Effect<Paged<RunnerView>, ValidationError | StorageError>
   /** Omitted fields keep their values; tags are replaced, not merged. */
   readonly update: (
     user: User,
     id: string,
     input: unknown
-  ) => Effect.Effect<RunnerView, ValidationError | NotFound | RunnerProbeFailed | StorageError>
+  ) => Effect.Effect<RunnerView, ValidationError | RunnerNotFound | RunnerProbeFailed | StorageError>
   /** Deletes a runner without unfinished workflows (409 otherwise). */
-  readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | Conflict | StorageError>
+  readonly delete: (user: User, id: string) => Effect.Effect<void, RunnerNotFound | Conflict | StorageError>
   /** The caller's workflows on the runner, newest first, at most 10. */
-  readonly history: (user: User, id: string) => Effect.Effect<ReadonlyArray<WorkflowSummary>, NotFound | StorageError>
+  readonly history: (user: User, id: string) => Effect.Effect<ReadonlyArray<WorkflowSummary>, RunnerNotFound | StorageError>
 }>()("@wes/core/RunnerService") {
   static Live: Layer.Layer<
     RunnerService,
@@ -94,7 +95,7 @@ export class RunnerService extends Context.Service<RunnerService, {
 
       const find = (user: User, id: string) =>
         (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.runner()), onSome: Effect.succeed }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new RunnerNotFound()), onSome: Effect.succeed }))
         )
       const withCapabilities = (r: Runner): Effect.Effect<RunnerView, StorageError> =>
         Effect.map(capabilities.view(r.id), (view) => ({ ...r, ...runnerViewFields(r, view) }))
@@ -107,25 +108,24 @@ export class RunnerService extends Context.Service<RunnerService, {
           Effect.gen(function*() {
             const req = yield* decodeCreate(input)
             const tags = yield* Effect.fromResult(normalizeTags(req.tags ?? []))
-            const limit = policy.limitsFor(user.tier).runners
-            yield* Effect.fromResult(policy.check(user.tier, "runners", yield* repo.count(user.id)))
-            const now = yield* DateTime.now
-            const runner: Runner = {
-              id: (yield* ids.next) as RunnerId,
-              user_id: user.id,
-              name: req.name,
-              status: "active",
-              endpoint: req.endpoint,
-              tags,
-              headers: req.headers ?? {},
-              comfyui: null,
-              created_at: now,
-              updated_at: now
-            }
-            const comfyui = yield* probe.check(userRunnerTarget(runner))
-            const inserted = yield* repo.insert({ ...runner, comfyui }, limit).pipe(
-              Effect.catchTag("LimitReached", () => Effect.fail(limitExceeded("runners", user.tier, limit)))
-            )
+            const inserted = yield* createWithinLimit(policy, user.tier, "runners", repo.count(user.id), (limit) =>
+              Effect.gen(function*() {
+                const now = yield* DateTime.now
+                const runner: Runner = {
+                  id: (yield* ids.next) as RunnerId,
+                  user_id: user.id,
+                  name: req.name,
+                  status: "active",
+                  endpoint: req.endpoint,
+                  tags,
+                  headers: req.headers ?? {},
+                  comfyui: null,
+                  created_at: now,
+                  updated_at: now
+                }
+                const comfyui = yield* probe.check(userRunnerTarget(runner))
+                return yield* repo.insert({ ...runner, comfyui }, limit)
+              }))
             // Unknown (null) when the read fails: the runner is registered all the same.
             yield* capabilities.read(userRunnerTarget(inserted))
             return yield* withCapabilities(yield* probedSince(inserted))
@@ -141,31 +141,8 @@ export class RunnerService extends Context.Service<RunnerService, {
         update: (user, id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
-            const tags = req.tags === undefined ? undefined : yield* Effect.fromResult(normalizeTags(req.tags))
-            const current = yield* find(user, id)
-            const next: Runner = {
-              ...current,
-              name: req.name ?? current.name,
-              endpoint: req.endpoint ?? current.endpoint,
-              headers: req.headers === undefined ? current.headers : unmaskHeaders(req.headers, current.headers),
-              tags: tags ?? current.tags,
-              status: req.status ?? current.status
-            }
-            const moved = next.endpoint !== current.endpoint ||
-              JSON.stringify(next.headers) !== JSON.stringify(current.headers)
-            // Another endpoint may be another ComfyUI: what was known of the old one goes.
-            const comfyui = moved ? yield* probe.check(userRunnerTarget({ ...next, comfyui: null })) : current.comfyui
-            const now = yield* DateTime.now
-            const updated = yield* repo.update(user.id, id, (r) => ({
-              ...r,
-              name: next.name,
-              endpoint: next.endpoint,
-              headers: next.headers,
-              tags: next.tags,
-              status: next.status,
-              comfyui: moved ? comfyui : r.comfyui,
-              updated_at: now
-            }))
+            const { changes, moved } = yield* editRunner(req, find(user, id), (r: Runner) => probe.check(userRunnerTarget(r)))
+            const updated = yield* repo.update(user.id, id, changes)
             // A new endpoint may be another ComfyUI: what the old one offered no longer counts.
             if (moved) yield* capabilities.read(userRunnerTarget(updated), { forgetOnFailure: true })
             return yield* withCapabilities(moved ? yield* probedSince(updated) : updated)
@@ -176,7 +153,7 @@ export class RunnerService extends Context.Service<RunnerService, {
             const busy = (yield* workflows.countInFlight([id])).get(id) ?? 0
             if (busy > 0) return yield* Effect.fail(runnerBusy(busy))
             const deleted = yield* repo.delete(user.id, id)
-            if (!deleted) return yield* Effect.fail(NotFound.runner())
+            if (!deleted) return yield* Effect.fail(new RunnerNotFound())
             yield* capabilities.forget(id)
           }),
         history: (user, id) =>

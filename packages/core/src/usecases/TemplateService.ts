@@ -6,13 +6,15 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type { User } from "../domain/Account.js"
-import { NotFound, type StorageError, type TierLimitExceeded, type ValidationError } from "../domain/Errors.js"
+import { type StorageError, TemplateNotFound, type TierLimitExceeded, type ValidationError } from "../domain/Errors.js"
 import { IdGenerator, isUuid, type TemplateId } from "../domain/Ids.js"
 import type { JsonObject } from "../domain/Json.js"
 import { pageOf, type PageInput, type Paged } from "../domain/Pagination.js"
 import { CreateTemplateRequest, type Template, type TemplateListItem, UpdateTemplateRequest } from "../domain/Template.js"
+import { changesOf } from "../ports/Changes.js"
 import { TemplateRepository } from "../ports/TemplateRepository.js"
-import { limitExceeded, TierPolicy } from "../domain/Tier.js"
+import { createWithinLimit } from "./WithinLimit.js"
+import { TierPolicy } from "../domain/Tier.js"
 import { decodeRequest } from "../domain/Validation.js"
 import { validateWorkflowJson } from "../domain/WorkflowJson.js"
 import { findPlaceholders } from "../domain/Placeholders.js"
@@ -32,11 +34,11 @@ const validateBody = (body: unknown): Effect.Effect<JsonObject, ValidationError>
 
 export class TemplateService extends Context.Service<TemplateService, {
   readonly create: (user: User, input: CreateTemplateInput) => Effect.Effect<Template, ValidationError | TierLimitExceeded | StorageError>
-  readonly get: (user: User, id: string) => Effect.Effect<Template, NotFound | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<Template, TemplateNotFound | StorageError>
   readonly list: (user: User, page: PageInput) => Effect.Effect<Paged<TemplateListItem>, ValidationError | StorageError>
   /** Omitted fields keep their values; workflows already created from it are not affected. */
-  readonly update: (user: User, id: string, input: UpdateTemplateInput) => Effect.Effect<Template, ValidationError | NotFound | StorageError>
-  readonly delete: (user: User, id: string) => Effect.Effect<void, NotFound | StorageError>
+  readonly update: (user: User, id: string, input: UpdateTemplateInput) => Effect.Effect<Template, ValidationError | TemplateNotFound | StorageError>
+  readonly delete: (user: User, id: string) => Effect.Effect<void, TemplateNotFound | StorageError>
 }>()("@wes/core/TemplateService") {
   static Live: Layer.Layer<TemplateService, never, TemplateRepository | TierPolicy | IdGenerator> = Layer.effect(
     TemplateService,
@@ -51,7 +53,7 @@ export class TemplateService extends Context.Service<TemplateService, {
 
       const get = (user: User, id: string) =>
         (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
-          Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.template()), onSome: Effect.succeed }))
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(new TemplateNotFound()), onSome: Effect.succeed }))
         )
 
       return TemplateService.of({
@@ -59,21 +61,20 @@ export class TemplateService extends Context.Service<TemplateService, {
           Effect.gen(function*() {
             const req = yield* decodeCreate(defined(input))
             const body = yield* validateBody(req.body)
-            const limit = policy.limitsFor(user.tier).templates
-            yield* Effect.fromResult(policy.check(user.tier, "templates", yield* repo.count(user.id)))
-            const now = yield* DateTime.now
-            const template: Template = {
-              id: (yield* ids.next) as TemplateId,
-              user_id: user.id,
-              name: req.name,
-              description: req.description,
-              body,
-              created_at: now,
-              updated_at: now
-            }
-            return yield* repo.insert(template, limit).pipe(
-              Effect.catchTag("LimitReached", () => Effect.fail(limitExceeded("templates", user.tier, limit)))
-            )
+            return yield* createWithinLimit(policy, user.tier, "templates", repo.count(user.id), (limit) =>
+              Effect.gen(function*() {
+                const now = yield* DateTime.now
+                const template: Template = {
+                  id: (yield* ids.next) as TemplateId,
+                  user_id: user.id,
+                  name: req.name,
+                  description: req.description,
+                  body,
+                  created_at: now,
+                  updated_at: now
+                }
+                return yield* repo.insert(template, limit)
+              }))
           }),
         get,
         list: (user, page) => Effect.flatMap(pageOf(page), (p) => repo.list(user.id, p)),
@@ -81,19 +82,13 @@ export class TemplateService extends Context.Service<TemplateService, {
           Effect.gen(function*() {
             const req = yield* decodeUpdate(defined(input))
             const body = req.body === undefined ? undefined : yield* validateBody(req.body)
-            yield* get(user, id)
-            const now = yield* DateTime.now
-            return yield* repo.update(user.id, id, (t) => ({
-              ...t,
-              name: req.name ?? t.name,
-              description: req.description ?? t.description,
-              body: body ?? t.body,
-              updated_at: now
-            }))
+            const current = yield* get(user, id)
+            const wanted = body === undefined ? req : { ...req, body }
+            return yield* repo.update(user.id, id, changesOf(current, wanted, yield* DateTime.now))
           }),
         delete: (user, id) =>
           (isUuid(id) ? repo.delete(user.id, id) : Effect.succeed(false)).pipe(
-            Effect.flatMap((deleted) => deleted ? Effect.void : Effect.fail(NotFound.template()))
+            Effect.flatMap((deleted) => deleted ? Effect.void : Effect.fail(new TemplateNotFound()))
           )
       })
     })

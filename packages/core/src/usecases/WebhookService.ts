@@ -11,7 +11,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { User } from "../domain/Account.js"
 import { Crypto } from "../domain/Crypto.js"
-import { NotFound, type StorageError, type ValidationError } from "../domain/Errors.js"
+import { DeliveryNotFound, type StorageError, type ValidationError, WebhookNotFound, WorkflowNotFound } from "../domain/Errors.js"
 import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 import {
   checkWebhookUrl,
@@ -25,16 +25,16 @@ import {
 import { WebhookRepository } from "../ports/WebhookRepository.js"
 
 export class WebhookService extends Context.Service<WebhookService, {
-  readonly get: (user: User) => Effect.Effect<WebhookView, NotFound | StorageError>
+  readonly get: (user: User) => Effect.Effect<WebhookView, WebhookNotFound | StorageError>
   /** Sets the URL; a new endpoint gets a secret, shown whole in this answer only. */
   readonly put: (user: User, url: string) => Effect.Effect<WebhookView, ValidationError | StorageError>
-  readonly remove: (user: User) => Effect.Effect<void, NotFound | StorageError>
+  readonly remove: (user: User) => Effect.Effect<void, WebhookNotFound | StorageError>
   /** A new secret (shown whole); the old one keeps signing, alongside, for 24 hours. */
-  readonly rotate: (user: User) => Effect.Effect<WebhookView, NotFound | StorageError>
-  /** Fails with NotFound unless the user has an endpoint (whose secret signs per-workflow URLs too). */
-  readonly requireEndpoint: (user: User) => Effect.Effect<void, NotFound | StorageError>
-  readonly deliveries: (user: User, workflowId: string) => Effect.Effect<ReadonlyArray<DeliveryView>, NotFound | StorageError>
-  readonly retry: (user: User, workflowId: string, deliveryId: string) => Effect.Effect<DeliveryView, NotFound | StorageError>
+  readonly rotate: (user: User) => Effect.Effect<WebhookView, WebhookNotFound | StorageError>
+  /** Fails with WebhookNotFound unless the user has an endpoint (whose secret signs per-workflow URLs too). */
+  readonly requireEndpoint: (user: User) => Effect.Effect<void, WebhookNotFound | StorageError>
+  readonly deliveries: (user: User, workflowId: string) => Effect.Effect<ReadonlyArray<DeliveryView>, WorkflowNotFound | StorageError>
+  readonly retry: (user: User, workflowId: string, deliveryId: string) => Effect.Effect<DeliveryView, WorkflowNotFound | DeliveryNotFound | StorageError>
 }>()("@wes/core/WebhookService") {}
 
 const make = Effect.gen(function*() {
@@ -42,9 +42,9 @@ const make = Effect.gen(function*() {
   const workflows = yield* WorkflowRepository
   const crypto = yield* Crypto
   const newSecret = Effect.map(crypto.randomBytes(32), (bytes) => `whsec_${Base64.encode(bytes)}`)
-  const found = <A>(o: Option.Option<A>) => Option.match(o, { onNone: () => Effect.fail(NotFound.webhook()), onSome: Effect.succeed })
+  const found = <A>(o: Option.Option<A>) => Option.match(o, { onNone: () => Effect.fail(new WebhookNotFound()), onSome: Effect.succeed })
   const ownWorkflow = (user: User, id: string) =>
-    Effect.flatMap(workflows.findHeadForUser(user.id, id), Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))
+    Effect.flatMap(workflows.findHeadForUser(user.id, id), Option.match({ onNone: () => Effect.fail(new WorkflowNotFound()), onSome: Effect.succeed }))
 
   return WebhookService.of({
     get: (user) =>
@@ -69,7 +69,7 @@ const make = Effect.gen(function*() {
         const view = toWebhookView(endpoint, now)
         return created ? { ...view, secret: endpoint.secret } : view
       }),
-    remove: (user) => Effect.flatMap(repo.deleteEndpoint(user.id), (deleted) => (deleted ? Effect.void : Effect.fail(NotFound.webhook()))),
+    remove: (user) => Effect.flatMap(repo.deleteEndpoint(user.id), (deleted) => (deleted ? Effect.void : Effect.fail(new WebhookNotFound()))),
     rotate: (user) =>
       Effect.gen(function*() {
         const now = yield* DateTime.now
@@ -88,7 +88,7 @@ const make = Effect.gen(function*() {
         yield* ownWorkflow(user, workflowId)
         const now = yield* DateTime.now
         const delivery = yield* repo.retry(workflowId, deliveryId, now, DateTime.addDuration(now, DELIVERY_WINDOW))
-        return yield* Option.match(delivery, { onNone: () => Effect.fail(NotFound.delivery()), onSome: (d) => Effect.succeed(toDeliveryView(d)) })
+        return yield* Option.match(delivery, { onNone: () => Effect.fail(new DeliveryNotFound()), onSome: (d) => Effect.succeed(toDeliveryView(d)) })
       })
   })
 })

@@ -16,10 +16,12 @@ import type {
   Conflict,
   MissingCapabilities,
   NoEligibleRunner,
-  NotFound,
+  OutputNotFound,
   StorageError,
+  TemplateNotFound,
   TierLimitExceeded,
-  ValidationError
+  ValidationError,
+  WorkflowNotFound
 } from "../domain/Errors.js"
 import type { IdGenerator } from "../domain/Ids.js"
 import type { Paged } from "../domain/Pagination.js"
@@ -38,26 +40,26 @@ import type { WorkflowRepository } from "../ports/WorkflowRepository.js"
 export type { FollowStart } from "./workflow/FollowWorkflow.js"
 export * from "./workflow/Inputs.js"
 
-type CreateError = ValidationError | NoEligibleRunner | MissingCapabilities | TierLimitExceeded | NotFound | StorageError
+type SubmitError = ValidationError | NoEligibleRunner | MissingCapabilities | TierLimitExceeded | StorageError
 
 export class WorkflowService extends Context.Service<WorkflowService, {
-  readonly create: (user: User, input: CreateWorkflowInput) => Effect.Effect<Workflow, CreateError>
-  readonly rerun: (user: User, id: string, input: RerunWorkflowInput) => Effect.Effect<Workflow, CreateError>
+  readonly create: (user: User, input: CreateWorkflowInput) => Effect.Effect<Workflow, SubmitError | TemplateNotFound>
+  readonly rerun: (user: User, id: string, input: RerunWorkflowInput) => Effect.Effect<Workflow, SubmitError | WorkflowNotFound>
   /** The definition's placeholders with the types of the inputs they fill on the runners it may go to. */
   readonly describeParameters: (
     user: User,
     input: DescribeParametersInput
-  ) => Effect.Effect<{ readonly parameters: ReadonlyArray<WorkflowParameter> }, ValidationError | NotFound | StorageError>
-  readonly get: (user: User, id: string) => Effect.Effect<WorkflowView, NotFound | StorageError>
+  ) => Effect.Effect<{ readonly parameters: ReadonlyArray<WorkflowParameter> }, ValidationError | TemplateNotFound | StorageError>
+  readonly get: (user: User, id: string) => Effect.Effect<WorkflowView, WorkflowNotFound | StorageError>
   readonly list: (user: User, input: ListWorkflowsInput) => Effect.Effect<Paged<WorkflowSummary>, ValidationError | StorageError>
   /** Cancels an unfinished workflow (409 `Conflict` when it already finished). */
-  readonly cancel: (user: User, id: string) => Effect.Effect<WorkflowHead, NotFound | Conflict | StorageError>
-  readonly outputs: (user: User, id: string) => Effect.Effect<ReadonlyArray<WorkflowOutput>, NotFound | StorageError>
+  readonly cancel: (user: User, id: string) => Effect.Effect<WorkflowHead, WorkflowNotFound | Conflict | StorageError>
+  readonly outputs: (user: User, id: string) => Effect.Effect<ReadonlyArray<WorkflowOutput>, WorkflowNotFound | StorageError>
   readonly openOutput: (
     user: User,
     id: string,
     outputId: string
-  ) => Effect.Effect<{ readonly output: WorkflowOutput; readonly blob: Blob }, NotFound | StorageError>
+  ) => Effect.Effect<{ readonly output: WorkflowOutput; readonly blob: Blob }, WorkflowNotFound | OutputNotFound | StorageError>
   /**
    * The workflow's events: first its current `status`, then the events after `lastEventId` (when
    * given) or from now on, ending after `done`. A finished workflow yields `status`, `done`.
@@ -66,13 +68,13 @@ export class WorkflowService extends Context.Service<WorkflowService, {
     user: User,
     id: string,
     lastEventId?: number
-  ) => Effect.Effect<Stream.Stream<WorkflowEvent, StorageError>, NotFound | StorageError>
+  ) => Effect.Effect<Stream.Stream<WorkflowEvent, StorageError>, WorkflowNotFound | StorageError>
   /**
    * Where `follow` starts, for a server that fans one log subscription out to many clients:
    * the events to send first, and the sequence after which the workflow's log continues (none
    * when the workflow is already finished: `first` then ends with `done`).
    */
-  readonly followStart: (user: User, id: string, lastEventId?: number) => Effect.Effect<FollowStart, NotFound | StorageError>
+  readonly followStart: (user: User, id: string, lastEventId?: number) => Effect.Effect<FollowStart, WorkflowNotFound | StorageError>
 }>()("@wes/core/WorkflowService") {
   static Live: Layer.Layer<
     WorkflowService,

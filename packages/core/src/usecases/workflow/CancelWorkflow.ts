@@ -11,7 +11,7 @@ import { transition } from "../Lifecycle.js"
 import { Scheduler } from "../Scheduler.js"
 import { RunnerGateway } from "../../ports/RunnerGateway.js"
 import { BlobStore } from "../../ports/BlobStore.js"
-import { Conflict, NotFound } from "../../domain/Errors.js"
+import { Conflict, WorkflowNotFound } from "../../domain/Errors.js"
 import { isUuid } from "../../domain/Ids.js"
 import { runnerOf } from "../../domain/Workflow.js"
 import { WorkflowRepository } from "../../ports/WorkflowRepository.js"
@@ -28,9 +28,9 @@ export const makeCancelWorkflow = Effect.gen(function*() {
 
   const cancel = (user: User, id: string) =>
     Effect.gen(function*() {
-      if (!isUuid(id)) return yield* Effect.fail(NotFound.workflow())
+      if (!isUuid(id)) return yield* Effect.fail(new WorkflowNotFound())
       const outcome = yield* transition(id, [WorkflowTransition.Cancelled()], { owner: user.id })
-      if (outcome._tag === "Missing") return yield* Effect.fail(NotFound.workflow())
+      if (outcome._tag === "Missing") return yield* Effect.fail(new WorkflowNotFound())
       if (outcome._tag === "Refused") return yield* Effect.fail(new Conflict({ message: `Workflow is already ${outcome.status}` }))
       const w = outcome.workflow
       // A prompt may be on the runner once it was claimed for submission (submitted_at) or queued.

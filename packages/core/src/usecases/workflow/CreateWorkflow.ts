@@ -18,7 +18,7 @@ import { needsOf } from "../../domain/Needs.js"
 import { Scheduler } from "../Scheduler.js"
 import type { RunnerTarget } from "../../domain/Runner.js"
 import { BlobStore, inputBlobKey } from "../../ports/BlobStore.js"
-import { NotFound, type StorageError, TierLimitExceeded, ValidationError } from "../../domain/Errors.js"
+import { type StorageError, TierLimitExceeded, ValidationError, WorkflowNotFound } from "../../domain/Errors.js"
 import { IdGenerator, isUuid, type WorkflowId } from "../../domain/Ids.js"
 import type { JsonObject } from "../../domain/Json.js"
 import { MAX_TAGS, normalizeTags, parseTagList } from "../../domain/Tags.js"
@@ -52,7 +52,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
 
   const findOwned = (user: User, id: string) =>
     (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(new WorkflowNotFound()), onSome: Effect.succeed }))
     )
 
   const checkIdempotencyKey = (key: string | undefined) =>

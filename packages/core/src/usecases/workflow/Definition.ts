@@ -2,7 +2,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { User } from "../../domain/Account.js"
-import { NotFound, ValidationError } from "../../domain/Errors.js"
+import { TemplateNotFound, ValidationError } from "../../domain/Errors.js"
 import { isUuid } from "../../domain/Ids.js"
 import type { TemplateRepository } from "../../ports/TemplateRepository.js"
 import { validateWorkflowJson } from "../../domain/WorkflowJson.js"
@@ -22,7 +22,7 @@ export const definitionOf = (
     const definition = hasJson
       ? input.workflow_json
       : yield* (isUuid(templateId) ? templates.findForUser(user.id, templateId) : Effect.succeedNone).pipe(
-        Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.template()), onSome: (t) => Effect.succeed(t.body) }))
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new TemplateNotFound()), onSome: (t) => Effect.succeed(t.body) }))
       )
     return yield* Effect.fromResult(validateWorkflowJson(definition))
   })

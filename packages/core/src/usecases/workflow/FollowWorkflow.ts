@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { User } from "../../domain/Account.js"
-import { NotFound } from "../../domain/Errors.js"
+import { WorkflowNotFound } from "../../domain/Errors.js"
 import { isUuid } from "../../domain/Ids.js"
 import { isTerminal } from "../../domain/Workflow.js"
 import { summaryData, type WorkflowEvent, WorkflowEventBus } from "../../ports/WorkflowEvents.js"
@@ -25,7 +25,7 @@ export const makeFollowWorkflow = Effect.gen(function*() {
 
   const findHead = (user: User, id: string) =>
     (isUuid(id) ? repo.findHeadForUser(user.id, id) : Effect.succeedNone).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed }))
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(new WorkflowNotFound()), onSome: Effect.succeed }))
     )
 
   const followStart = (user: User, id: string, lastEventId?: number) =>

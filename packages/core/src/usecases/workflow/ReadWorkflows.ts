@@ -5,7 +5,7 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { User } from "../../domain/Account.js"
 import { BlobStore } from "../../ports/BlobStore.js"
-import { NotFound, type StorageError, ValidationError } from "../../domain/Errors.js"
+import { OutputNotFound, type StorageError, ValidationError, WorkflowNotFound } from "../../domain/Errors.js"
 import { isUuid } from "../../domain/Ids.js"
 import { pageOf } from "../../domain/Pagination.js"
 import { normalizeTag } from "../../domain/Tags.js"
@@ -24,7 +24,7 @@ export const makeReadWorkflows = Effect.gen(function*() {
   /** One workflow, with its place on its runner while it waits (QueueEstimate.ts). */
   const get = (user: User, id: string) =>
     (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
-      Effect.flatMap(Option.match({ onNone: () => Effect.fail(NotFound.workflow()), onSome: Effect.succeed })),
+      Effect.flatMap(Option.match({ onNone: () => Effect.fail(new WorkflowNotFound()), onSome: Effect.succeed })),
       Effect.flatMap((w) =>
         Effect.map(estimateOf(w, sources), (estimate): WorkflowView => ({ ...w, ...estimate }))
       )
@@ -53,17 +53,17 @@ export const makeReadWorkflows = Effect.gen(function*() {
   const outputs = (user: User, id: string) =>
     (isUuid(id) ? repo.findHeadForUser(user.id, id) : Effect.succeedNone).pipe(
       Effect.flatMap(Option.match({
-        onNone: () => Effect.fail(NotFound.workflow()),
-        onSome: (w): Effect.Effect<ReadonlyArray<WorkflowOutput>, NotFound | StorageError> => repo.listOutputs(w.id)
+        onNone: () => Effect.fail(new WorkflowNotFound()),
+        onSome: (w): Effect.Effect<ReadonlyArray<WorkflowOutput>, WorkflowNotFound | StorageError> => repo.listOutputs(w.id)
       }))
     )
 
   const openOutput = (user: User, id: string, outputId: string) =>
     Effect.gen(function*() {
       const output = (yield* outputs(user, id)).find((o) => o.id === outputId)
-      if (output === undefined) return yield* Effect.fail(NotFound.output())
+      if (output === undefined) return yield* Effect.fail(new OutputNotFound())
       const blob = yield* blobs.get(output.blob_key)
-      if (Option.isNone(blob)) return yield* Effect.fail(NotFound.output())
+      if (Option.isNone(blob)) return yield* Effect.fail(new OutputNotFound())
       return { output, blob: blob.value }
     })
 
