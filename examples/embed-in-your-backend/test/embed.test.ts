@@ -144,11 +144,11 @@ describe("a host application on Effect 4", () => {
       expect(wes!.status._tag).toBe("Ended")
       await comfyui.waitUntil(() => comfyui.connectedClients.length === 0, 5_000, "WES's WebSocket closed")
       // No more dispatch: the held prompt finishes on the runner, and nothing comes to follow it
-      // up (no history, no output download).
+      // up (no history, no output download); with no fiber of WES left, nothing can come later.
       const requests = comfyui.requests.length
       comfyui.release()
       await comfyui.whenFinished(held.id)
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(fibers.started - fibers.ended).toBe(0)
       expect(comfyui.requests.slice(requests)).toEqual([])
       expect(comfyui.submissions).toHaveLength(2)
     } finally {

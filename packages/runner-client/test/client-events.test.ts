@@ -7,7 +7,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import { gatewayLayer, runnerFor, testGatewayOptions, uuid } from "./harness.js"
+import { gatewayLayer, runnerFor, testGatewayOptions, uuid, waitUntil } from "./harness.js"
 
 type Tag = RunnerEvent["_tag"]
 
@@ -184,14 +184,17 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       const fake = yield* FakeComfyUI.scoped({ requiredHeaders: { "x-api-key": "k1" } })
       const gateway = yield* RunnerGateway
       const events = yield* watch(gateway.events(runnerFor(fake), "wes-r"))
-      yield* Effect.sleep("600 millis")
-      const attempts = fake.requests.filter((r) => r.path.startsWith("/ws")).length
-      expect(attempts).toBeGreaterThanOrEqual(2)
-      // Backoff: 600 ms at a 50-300 ms doubling delay is a handful of attempts, not hundreds.
-      expect(attempts).toBeLessThan(15)
-      expect(events.seen).toEqual([])
+      const attempts = () => fake.requests.filter((r) => r.path.startsWith("/ws")).map((r) => r.at)
+      yield* waitUntil(() => attempts().length >= 4, "four refused upgrades")
+      // Backoff: the n-th wait is at least half of 50 ms doubled n times (jittered to [d/2, d]).
+      const at = attempts()
+      for (let n = 0; n < 3; n++) expect(at[n + 1]! - at[n]!).toBeGreaterThanOrEqual(25 * 2 ** n - 1)
       fake.requireHeaders({})
-      yield* events.until(is("Connected"))
+      const connected = yield* events.until(is("Connected"))
+      expect(connected).toEqual({ _tag: "Connected" })
+      // Each refused attempt was said, and nothing else came before the connection.
+      expect(events.seen.slice(0, -1).every(is("Disconnected"))).toBe(true)
+      expect(events.seen.length).toBeGreaterThanOrEqual(5)
     }))
 
   it.effect("reconnects after the runner drops the socket: Disconnected, then Connected, and events flow again", () =>
@@ -233,8 +236,8 @@ layer(gatewayLayer(), { excludeTestServices: true })("RunnerGateway events", (it
       const gateway = yield* RunnerGateway
       yield* Effect.promise(() => fake.refuseConnections())
       const events = yield* watch(gateway.events(runnerFor(fake), "wes-x"))
-      yield* Effect.sleep("200 millis")
-      expect(events.seen).toEqual([])
+      // A connection attempt failed while the runner was down.
+      expect(yield* events.until(() => true)).toMatchObject({ _tag: "Disconnected" })
       yield* Effect.promise(() => fake.acceptConnections())
       yield* events.until(is("Connected"))
 
@@ -303,7 +306,7 @@ layer(gatewayLayer(), { excludeTestServices: true })("runner event buffering", (
       for (let i = 0; i < 200; i++) {
         fake.sendRaw(JSON.stringify({ type: "status", data: { status: { exec_info: { queue_remaining: i } } } }), "wes-o")
       }
-      yield* Effect.sleep("300 millis")
+      yield* Effect.promise(() => fake.waitUntil(() => !fake.connectedClients.includes("wes-o"), 5_000, "the flooded socket to drop"))
       const drained: Array<RunnerEvent> = []
       while (!drained.some(is("Connected"))) drained.push(...(yield* next))
       const lost = drained.find(is("Disconnected"))

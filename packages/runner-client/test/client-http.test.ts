@@ -2,7 +2,8 @@
 import * as http from "node:http"
 import type * as net from "node:net"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { type Download, inputReference, isBlobBytes, RunnerGateway, StorageError } from "@wes/core"
+import { type Download, isBlobBytes, RunnerGateway, StorageError } from "@wes/core"
+import { inputReference } from "@wes/core/testing"
 import {
   audioWorkflow,
   FakeComfyUI,

@@ -1,6 +1,7 @@
 /** `RunnerGateway.objectInfo` against the fake: what it serves, its own timeout and size bound, and the fake's node sets. */
 import { describe, expect, it, layer } from "@effect/vitest"
-import { RunnerGateway, summarize } from "@wes/core"
+import { RunnerGateway } from "@wes/core"
+import { summarize } from "@wes/core/testing"
 import { FakeComfyUI, saveImageWorkflow } from "@wes/runner-client/testing"
 import * as Effect from "effect/Effect"
 import { gatewayLayer, http, runnerFor, uuid } from "./harness.js"

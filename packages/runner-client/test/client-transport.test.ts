@@ -8,12 +8,11 @@ import type * as net from "node:net"
 import { describe, expect, it } from "@effect/vitest"
 import { isBlobBytes, RunnerGateway, type RunnerTarget } from "@wes/core"
 import { FakeComfyUI, solidPng } from "@wes/runner-client/testing"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { gatewayLayer, runnerFor, uuid } from "./harness.js"
+import { gatewayLayer, runnerFor, uuid, waitUntil } from "./harness.js"
 
 interface RawServer {
   readonly server: http.Server
@@ -64,13 +63,6 @@ const shortDownload = (cut = false) =>
     })
   })
 
-/** Waits (polling) until `condition` holds; fails after `within`. */
-const waitUntil = (condition: () => boolean, within: Duration.Input = "5 seconds") =>
-  Effect.suspend(() => condition() ? Effect.void : Effect.fail("not yet" as const)).pipe(
-    Effect.retry(Schedule.spaced("10 millis")),
-    Effect.timeoutOrElse({ duration: within, orElse: () => Effect.fail(new Error(`condition not met within ${Duration.format(Duration.fromInputUnsafe(within))}`)) })
-  )
-
 const queueJson = JSON.stringify({ queue_running: [], queue_pending: [] })
 const answerQueue: http.RequestListener = (_, res) => {
   res.writeHead(200, { "content-type": "application/json" })
@@ -90,7 +82,7 @@ describe("RunnerGateway transport", () => {
         expect(stats.connections).toBeLessThanOrEqual(2)
         expect(stats.open).toBe(stats.connections)
       }).pipe(Effect.provide(gatewayLayer()))
-      yield* waitUntil(() => stats.open === 0)
+      yield* waitUntil(() => stats.open === 0, "every connection to close")
     }))
 
   it.live("aborts the request of an interrupted call", () =>
@@ -100,9 +92,9 @@ describe("RunnerGateway transport", () => {
       })
       const gateway = yield* RunnerGateway
       const call = yield* Effect.forkChild(gateway.queue(runner))
-      yield* waitUntil(() => stats.requests === 1)
+      yield* waitUntil(() => stats.requests === 1, "the request to arrive")
       yield* Fiber.interrupt(call)
-      yield* waitUntil(() => stats.open === 0)
+      yield* waitUntil(() => stats.open === 0, "every connection to close")
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute" }))))
 
   it.live("asks a post's fence once its connection is open, right before writing: withheld, the runner receives nothing", () =>
@@ -141,9 +133,9 @@ describe("RunnerGateway transport", () => {
       const { runner, stats } = yield* shortDownload()
       const gateway = yield* RunnerGateway
       const call = yield* Effect.forkChild(gateway.download(runner, anOutput))
-      yield* waitUntil(() => stats.requests === 1)
+      yield* waitUntil(() => stats.requests === 1, "the request to arrive")
       yield* Fiber.interrupt(call)
-      yield* waitUntil(() => stats.open === 0)
+      yield* waitUntil(() => stats.open === 0, "every connection to close")
     }).pipe(Effect.provide(gatewayLayer({ requestTimeout: "1 minute", downloadIdleTimeout: "1 minute" }))))
 
   it.live("reports an answer whose body breaks off", () =>

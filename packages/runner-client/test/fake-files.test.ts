@@ -3,7 +3,7 @@ import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { inspectImage, loadImageWorkflow, saveImageWorkflow, solidPng } from "@wes/runner-client/testing"
 import { describe, expect, it } from "vitest"
-import { http, settle, useFake, uuid, WsClient } from "./harness.js"
+import { http, useFake, uuid, WsClient } from "./harness.js"
 
 type History = Record<string, { outputs: Record<string, { images: Array<{ filename: string; subfolder: string; type: string }> }> }>
 
@@ -274,7 +274,6 @@ describe("fake ComfyUI: other routes and HTTP behaviour", () => {
     await fake.refuseConnections("reset")
     await expect(fetch(`${fake.url}/queue`)).rejects.toThrow()
     await fake.acceptConnections()
-    await settle(10)
     expect((await http(fake).get("/queue")).status).toBe(200)
   })
 })

@@ -3,7 +3,7 @@ import { layer } from "@effect/vitest"
 import { FakeComfyUIServer, saveImageWorkflow, slowWorkflow, textWorkflow } from "@wes/runner-client/testing"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
-import { http, useFake, uuid } from "./harness.js"
+import { http, useFake, uuid, WsClient } from "./harness.js"
 
 type QueueItem = [number, string, Record<string, unknown>, Record<string, unknown>, Array<string>]
 type Queue = { queue_running: Array<QueueItem>; queue_pending: Array<QueueItem> }
@@ -118,11 +118,11 @@ describe("fake ComfyUI: queue", () => {
   it("lands an interrupt at a progress step of a long node", async () => {
     const fake = await useFake()
     const api = http(fake)
+    const watcher = await WsClient.connect(fake.wsUrl("watcher"))
     const id = uuid()
     await api.post("/prompt", { prompt: slowWorkflow({ seconds: 30, steps: 300 }), prompt_id: id })
-    await fake.whenRunning(id)
-    await fake.waitUntil(() => fake.state.running === id)
-    await new Promise((r) => setTimeout(r, 100))
+    // progress_state is broadcast: the long node has reached its first progress step.
+    await watcher.waitForType("progress_state", (m) => ((m.data.nodes as Record<string, { value: number }>)["2"]?.value ?? 0) >= 1)
     await api.post("/interrupt", {})
     await fake.whenFinished(id, 5_000)
     const messages = (await api.get(`/history/${id}`)).json<History>()[id]!.status.messages
@@ -298,8 +298,8 @@ describe("fake ComfyUI: restart", () => {
 
   it("refuses connections during the downtime and answers again afterwards on the same port", async () => {
     const fake = await useFake()
+    // The fake stops listening before `restart` first awaits anything; 300 ms is its simulated downtime.
     const restarting = fake.restart({ downtimeMs: 300 })
-    await new Promise((r) => setTimeout(r, 50))
     await expect(fetch(`${fake.url}/system_stats`)).rejects.toThrow()
     await restarting
     expect((await http(fake).get("/system_stats")).status).toBe(200)

@@ -1,7 +1,7 @@
 /** The fake's WebSocket: handshake, message order for a prompt, routing, binary previews, reconnects. */
 import { saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
 import { describe, expect, it } from "vitest"
-import { http, settle, useFake, uuid, WsClient } from "./harness.js"
+import { http, useFake, uuid, WsClient } from "./harness.js"
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47])
 
@@ -34,7 +34,7 @@ describe("fake ComfyUI: WebSocket", () => {
     const late = await WsClient.connect(fake.wsUrl("f2"))
     late.send({ type: "hello", data: {} })
     late.send({ type: "feature_flags", data: {} })
-    await settle()
+    await late.flush()
     expect(late.types).not.toContain("feature_flags")
   })
 
@@ -45,7 +45,7 @@ describe("fake ComfyUI: WebSocket", () => {
     const id = uuid()
     await http(fake).post("/prompt", { prompt: saveImageWorkflow({ prefix: "order/run" }), prompt_id: id, client_id: "c1" })
     await ws.waitForType("executing", (m) => m.data.node === null)
-    await settle(50)
+    await ws.flush()
 
     expect(ws.types).toEqual([
       "status", // on connect
@@ -93,7 +93,7 @@ describe("fake ComfyUI: WebSocket", () => {
     const id = uuid()
     await http(fake).post("/prompt", { prompt: saveImageWorkflow(), prompt_id: id, client_id: "a" })
     await a.waitForType("executing", (m) => m.data.node === null)
-    await settle(50)
+    await b.flush()
     expect(a.types).toContain("execution_success")
     expect(b.types).toEqual(["status", "status", "status", "status"])
   })
@@ -105,7 +105,7 @@ describe("fake ComfyUI: WebSocket", () => {
     const id = uuid()
     await http(fake).post("/prompt", { prompt: saveImageWorkflow(), prompt_id: id })
     await fake.whenFinished(id)
-    await settle(50)
+    await Promise.all([a.flush(), b.flush()])
     for (const c of [a, b]) {
       expect(new Set(c.types)).toEqual(new Set(["status", "progress_state"]))
       expect(c.types.filter((t) => t === "progress_state")).toHaveLength(6)
@@ -129,7 +129,7 @@ describe("fake ComfyUI: WebSocket", () => {
     await http(fake).post("/interrupt", { prompt_id: owned })
     await a.waitForType("execution_interrupted", (m) => m.data.prompt_id === owned)
     await a.waitForType("executing", (m) => m.data.node === null && m.data.prompt_id === owned)
-    await settle(50)
+    await b.flush()
     expect(b.messages.filter((m) => m.type === "execution_interrupted").map((m) => m.data.prompt_id)).toEqual([anonymous])
   })
 
@@ -208,7 +208,7 @@ describe("fake ComfyUI: WebSocket", () => {
     await http(fake).post("/prompt", { prompt: saveImageWorkflow(), prompt_id: id, client_id: "away" })
     await fake.whenFinished(id)
     const late = await WsClient.connect(fake.wsUrl("away"))
-    await settle()
+    await late.flush()
     expect(late.types).toEqual(["status"])
   })
 
@@ -218,12 +218,11 @@ describe("fake ComfyUI: WebSocket", () => {
     const fresh = await WsClient.connect(fake.wsUrl("dup"))
     await fresh.waitForType("status")
     await old.close()
-    await settle(50)
-    expect(fake.connectedClients).not.toContain("dup")
+    await fake.waitUntil(() => !fake.connectedClients.includes("dup"), 5_000, "dup to be unregistered")
     const id = uuid()
     await http(fake).post("/prompt", { prompt: saveImageWorkflow(), prompt_id: id, client_id: "dup" })
     await fake.whenFinished(id)
-    await settle(50)
+    await fresh.flush()
     expect(fresh.types).toEqual(["status"])
   })
 
@@ -232,17 +231,20 @@ describe("fake ComfyUI: WebSocket", () => {
     const ws = await WsClient.connect(fake.wsUrl("s"))
     let pongs = 0
     ws.ws.on("pong", () => pongs++)
-    ws.ws.ping()
-    await settle(50)
+    await ws.flush()
     expect(pongs).toBe(1)
     fake.silenceWebSockets()
     ws.ws.ping()
-    await http(fake).post("/prompt", { prompt: saveImageWorkflow() })
-    await settle(100)
+    const id = uuid()
+    await http(fake).post("/prompt", { prompt: saveImageWorkflow(), prompt_id: id })
+    await fake.whenFinished(id)
+    // The fake reads the close after the ping, and would have answered the ping before its close frame.
+    await ws.close()
     expect(pongs).toBe(1)
     expect(ws.types).toEqual(["status"])
 
-    const closed = new Promise<number>((resolve) => ws.ws.once("close", (code) => resolve(code)))
+    const other = await WsClient.connect(fake.wsUrl("t"))
+    const closed = new Promise<number>((resolve) => other.ws.once("close", (code) => resolve(code)))
     fake.dropWebSockets()
     expect(await closed).toBe(1006)
   })

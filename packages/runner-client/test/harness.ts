@@ -5,6 +5,9 @@
 import { type RunnerTarget } from "@wes/core"
 import { RunnerGatewayNode, type RunnerGatewayOptions } from "@wes/runner-client"
 import { FakeComfyUI, type FakeComfyUIOptions } from "@wes/runner-client/testing"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import { afterEach } from "vitest"
 import { WebSocket } from "ws"
 
@@ -112,6 +115,27 @@ export class WsClient {
     return this.waitFor((c) => c.messages.some((m) => m.type === type && where(m)), timeoutMs)
   }
 
+  /**
+   * Resolves once the fake answers a ping sent now. The fake reads this socket's frames in order
+   * and sends in order on one TCP stream, so whatever it sent before reading the ping has arrived
+   * by then: how a test asserts that nothing more came, without sleeping. A silenced socket
+   * answers no ping.
+   */
+  flush(timeoutMs = 5_000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const answered = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+      const timer = setTimeout(() => {
+        this.ws.off("pong", answered)
+        reject(new Error(`no pong within ${timeoutMs} ms; got ${JSON.stringify(this.types)}`))
+      }, timeoutMs)
+      this.ws.once("pong", answered)
+      this.ws.ping()
+    })
+  }
+
   close(): Promise<void> {
     return new Promise((resolve) => {
       if (this.ws.readyState === WebSocket.CLOSED) return resolve()
@@ -121,8 +145,19 @@ export class WsClient {
   }
 }
 
-/** A short pause that lets in-flight frames arrive (used only to assert that nothing more comes). */
-export const settle = (ms = 150): Promise<void> => new Promise((r) => setTimeout(r, ms))
+/**
+ * Waits until `condition` holds, checking every 10 ms on the fiber's clock (a live clock: under a
+ * TestClock it never moves on); fails after `within`, saying what it waited for.
+ */
+export const waitUntil = (condition: () => boolean, what: string, within: Duration.Input = "5 seconds") =>
+  Effect.suspend(() => condition() ? Effect.void : Effect.fail("not yet" as const)).pipe(
+    Effect.retry(Schedule.spaced("10 millis")),
+    Effect.timeoutOrElse({
+      duration: within,
+      orElse: () => Effect.fail(new Error(`timed out after ${Duration.format(Duration.fromInputUnsafe(within))} waiting for ${what}`))
+    }),
+    Effect.orDie
+  )
 
 /** A runner target pointing at `fake`. */
 export const runnerFor = (fake: FakeComfyUI, headers: Record<string, string> = {}): RunnerTarget => ({

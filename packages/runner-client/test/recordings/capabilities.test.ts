@@ -5,7 +5,7 @@
  * then lacks on such a runner. The recorded installs have no models, so their loader lists are
  * empty; "installing" a file is adding it to the recorded list.
  */
-import { indexSummary, missingOn, summarize, workflowNeeds } from "@wes/core"
+import { indexSummary, missingOn, summarize, workflowNeeds } from "@wes/core/testing"
 import { describe, expect, it } from "vitest"
 import { readRecording, RECORDED_VERSIONS } from "./stored.js"
 

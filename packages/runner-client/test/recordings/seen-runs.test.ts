@@ -5,7 +5,8 @@
  * outcome, outputs (in the same order), timestamps and error as `/history/{id}`. This is what lets
  * the driver skip the history read for a run it saw whole.
  */
-import { type PromptHistory, type SeenRun, seenHistory, seeRun, startRun } from "@wes/core"
+import { type PromptHistory } from "@wes/core"
+import { type SeenRun, seenHistory, seeRun, startRun } from "@wes/core/testing"
 import * as Schema from "effect/Schema"
 import { describe, expect, it } from "vitest"
 import { HistoryEntry, toPromptHistory } from "../../src/ComfyResponses.js"

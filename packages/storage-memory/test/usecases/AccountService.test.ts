@@ -120,7 +120,7 @@ describe("AccountService users and tokens", () => {
       expect(listed.map((t) => t.id)).toEqual([issued.id])
       expect(JSON.stringify(listed)).not.toContain(issued.token)
       expect(Object.keys(listed[0]!).sort()).toEqual(["created_at", "expires_at", "id", "last_used_at", "name", "user_id"])
-      expect(yield* Effect.flip(accounts.issueToken(crypto.randomUUID(), { name: "x" }))).toMatchObject({ _tag: "NotFound" })
+      expect(yield* Effect.flip(accounts.issueToken(crypto.randomUUID(), { name: "x" }))).toMatchObject({ _tag: "UserNotFound" })
       expect(yield* Effect.flip(accounts.issueToken(user.id, { name: "" }))).toMatchObject({ _tag: "ValidationError" })
     }).pipe(Effect.provide(layer)))
 })

@@ -7,7 +7,6 @@ import {
   Conflict,
   createWes,
   NoEligibleRunner,
-  NotFound,
   type PromptHistory,
   type RunnerEvent,
   RunnerGateway,
@@ -19,7 +18,8 @@ import {
   AccountService,
   ValidationError,
   type Wes,
-  type WesWorkflowEvent
+  type WesWorkflowEvent,
+  WorkflowNotFound
 } from "@wes/core"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Effect from "effect/Effect"
@@ -61,7 +61,8 @@ const makeInstantRunner = () => {
           completed_at: null,
           error: null
         })
-        // After the driver has recorded the submission (reconciliation would find it anyway).
+        // real time: the fake runner's run time (never zero on a real one), so its events come after
+        // the driver recorded the submission, as they do in production; reconciliation would find it anyway.
         yield* PubSub.publishAll(hub, [
           { _tag: "ExecutionStart", prompt_id: id, timestamp: null },
           { _tag: "Executing", prompt_id: id, node: "1" },
@@ -185,13 +186,13 @@ describe("createWes", () => {
     expect(missingParam).toMatchObject({ _tag: "ValidationError", message: expect.stringContaining("Parameter validation failed") })
     const badRunner = await rejection(wes.registerRunner(user, { name: "r", endpoint: "ftp://example.com" }))
     expect(badRunner).toBeInstanceOf(ValidationError)
-    expect(await rejection(wes.getWorkflow(user, crypto.randomUUID()))).toMatchObject({ _tag: "NotFound", resource: "workflow" })
-    expect(await rejection(wes.getUser(crypto.randomUUID()))).toMatchObject({ _tag: "NotFound", resource: "user" })
+    expect(await rejection(wes.getWorkflow(user, crypto.randomUUID()))).toMatchObject({ _tag: "WorkflowNotFound", message: "Workflow not found" })
+    expect(await rejection(wes.getUser(crypto.randomUUID()))).toMatchObject({ _tag: "UserNotFound", message: "User not found" })
     expect(await rejection(wes.authenticate("Bearer nope"))).toMatchObject({ _tag: "InvalidToken" })
     const followMissing = (async () => {
       for await (const _ of wes.follow(user, crypto.randomUUID())) throw new Error("no events expected")
     })()
-    expect(await rejection(followMissing)).toBeInstanceOf(NotFound)
+    expect(await rejection(followMissing)).toBeInstanceOf(WorkflowNotFound)
 
     const w = await wes.createWorkflow(user, { name: "a", workflow_json: smoke() })
     expect((await wes.waitForWorkflow(user, w.id)).status).toBe("completed")

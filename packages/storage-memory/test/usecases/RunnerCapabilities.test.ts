@@ -18,6 +18,7 @@ import {
   WorkflowService
 } from "@wes/core"
 import { MemoryStoreLive } from "@wes/storage-memory"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -52,8 +53,19 @@ const layerWith = (
   )
 }
 
-/** Lets the refresh fiber run after the clock moved. */
-const settle = Effect.repeat(Effect.yieldNow, { times: 50 })
+/**
+ * Polls `condition` on the live clock (the TestClock stays put) until it holds; dies after 5
+ * seconds naming `what`. A read that found capabilities stores them after hashing them (a
+ * promise), which `TestClock.adjust` does not wait for; everything else it runs to the end.
+ */
+const eventually = <E, R>(what: string, condition: Effect.Effect<boolean, E, R>) =>
+  TestClock.withLive(Effect.gen(function*() {
+    const deadline = (yield* Clock.currentTimeMillis) + 5_000
+    while (!(yield* condition)) {
+      if ((yield* Clock.currentTimeMillis) > deadline) return yield* Effect.die(new Error(`timed out after 5 s waiting for ${what}`))
+      yield* Effect.sleep("1 millis")
+    }
+  }))
 
 describe("reading runners' capabilities", () => {
   it.effect("registers a runner whose /object_info fails as unknown, reads it again every refresh interval, then routes by it", () =>
@@ -74,22 +86,18 @@ describe("reading runners' capabilities", () => {
         // The runner now answers, without ImageInvert: nothing reads it before the interval is up.
         yield* Ref.set(answer, Option.some({ EmptyImage: node, SaveImage: node }))
         yield* TestClock.adjust("4 minutes")
-        yield* settle
         expect((yield* runners.get(user, runner.id)).capabilities).toBeNull()
         yield* TestClock.adjust("1 minute")
-        yield* settle
+        yield* eventually("the refresh to store what it read", Effect.map(runners.get(user, runner.id), (r) => r.capabilities?.node_classes === 2))
         expect(yield* Ref.get(reads)).toBe(2)
-        expect((yield* runners.get(user, runner.id)).capabilities?.node_classes).toBe(2)
         const refused = yield* Effect.flip(workflows.create(user, { name: "b", workflow_json: smoke() }))
         expect(refused).toMatchObject({ _tag: "MissingCapabilities", runners: [{ runner_id: runner.id, node_classes: ["ImageInvert"] }] })
 
         // Read at the last tick: the next one leaves it alone; a failed read after that keeps what was known.
         yield* Ref.set(answer, Option.none())
         yield* TestClock.adjust("5 minutes")
-        yield* settle
         expect(yield* Ref.get(reads)).toBe(2)
         yield* TestClock.adjust("5 minutes")
-        yield* settle
         expect(yield* Ref.get(reads)).toBe(3)
         expect((yield* runners.get(user, runner.id)).capabilities?.node_classes).toBe(2)
       }).pipe(Effect.provide(context))
@@ -114,7 +122,6 @@ describe("probing runners again", () => {
         // Both reinstalled with an old ComfyUI: seen at the next read (the refresh; a reconnection reads too).
         calls.comfyui = { ...COMFYUI_0_3_64, version: "0.3.40" }
         yield* TestClock.adjust("5 minutes")
-        yield* settle
         const seen = yield* runners.get(user, runner.id)
         expect(seen).toMatchObject({ comfyui: calls.comfyui, warning: expect.stringContaining("gets no work until it is upgraded") })
         expect(seen.updated_at).toEqual(runner.updated_at)
@@ -127,7 +134,6 @@ describe("probing runners again", () => {
         // Upgraded, with the jobs API: seen, and eligible again.
         calls.comfyui = { ...COMFYUI_0_3_64, version: "0.38.1", jobs_api: true }
         yield* TestClock.adjust("5 minutes")
-        yield* settle
         expect(yield* runners.get(user, runner.id)).toMatchObject({ comfyui: calls.comfyui, warning: null })
         yield* workflows.create(user, { name: "b", workflow_json: smoke() })
       }).pipe(Effect.provide(context))

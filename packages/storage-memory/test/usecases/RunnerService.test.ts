@@ -85,7 +85,7 @@ describe("RunnerService", () => {
       const runners = yield* RunnerService
       const r = yield* newRunner(owner)
       for (const e of yield* errorsOf([runners.get(other, r.id), runners.update(other, r.id, { name: "x" }), runners.delete(other, r.id), runners.history(other, r.id)])) {
-        expect(e).toMatchObject({ _tag: "NotFound", message: "Runner not found" })
+        expect(e).toMatchObject({ _tag: "RunnerNotFound", message: "Runner not found" })
       }
     }).pipe(Effect.provide(layer)))
 
@@ -103,7 +103,7 @@ describe("RunnerService", () => {
       expect(yield* Effect.flip(runners.delete(user, r.id))).toMatchObject({ _tag: "Conflict" })
       yield* Effect.forEach(made, (id) => workflows.cancel(user, id))
       yield* runners.delete(user, r.id)
-      expect(yield* Effect.flip(runners.get(user, r.id))).toMatchObject({ _tag: "NotFound" })
+      expect(yield* Effect.flip(runners.get(user, r.id))).toMatchObject({ _tag: "RunnerNotFound" })
     }).pipe(Effect.provide(layer)))
 })
 
@@ -132,8 +132,8 @@ describe("ManagedRunnerService", () => {
       const workflows = yield* WorkflowService
       const plusBox = yield* managed.adminCreate({ name: "plus-2", runner_type: "plus", endpoint: "http://10.0.0.4:8188", tags: ["p2"] })
       const proUser = yield* newUser("pro")
-      expect(yield* Effect.flip(managed.history(proUser, plusBox.id))).toMatchObject({ _tag: "NotFound", message: "Managed runner not found" })
-      expect(yield* Effect.flip(managed.history(proUser, crypto.randomUUID()))).toMatchObject({ _tag: "NotFound" })
+      expect(yield* Effect.flip(managed.history(proUser, plusBox.id))).toMatchObject({ _tag: "ManagedRunnerNotFound", message: "Managed runner not found" })
+      expect(yield* Effect.flip(managed.history(proUser, crypto.randomUUID()))).toMatchObject({ _tag: "ManagedRunnerNotFound" })
       const plusUser = yield* newUser("plus")
       const other = yield* newUser("plus")
       const w = yield* workflows.create(plusUser, { name: "on managed", workflow_json: smoke(), tags: "p2" })
@@ -149,7 +149,7 @@ describe("ManagedRunnerService", () => {
       const updated = yield* managed.adminUpdate(r.id, { status: "disabled", tags: ["X"] })
       expect([updated.status, updated.tags, updated.endpoint]).toEqual(["disabled", ["x"], "http://10.0.0.5:8188"])
       yield* managed.adminDelete(r.id)
-      expect(yield* Effect.flip(managed.adminGet(r.id))).toMatchObject({ _tag: "NotFound" })
+      expect(yield* Effect.flip(managed.adminGet(r.id))).toMatchObject({ _tag: "ManagedRunnerNotFound" })
     }).pipe(Effect.provide(layer)))
 })
 

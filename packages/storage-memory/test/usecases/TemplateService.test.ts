@@ -18,7 +18,7 @@ describe("TemplateService", () => {
       const rebodied = yield* templates.update(user, t.id, { body: smoke({ width: 128 }) })
       expect(rebodied.body).toEqual(smoke({ width: 128 }))
       yield* templates.delete(user, t.id)
-      expect(yield* Effect.flip(templates.get(user, t.id))).toMatchObject({ _tag: "NotFound", message: "Template not found" })
+      expect(yield* Effect.flip(templates.get(user, t.id))).toMatchObject({ _tag: "TemplateNotFound", message: "Template not found" })
     }).pipe(Effect.provide(layer)))
 
   it.effect("checks name (1-100) and description (1-500) at and past their bounds", () =>
@@ -54,7 +54,7 @@ describe("TemplateService", () => {
       const templates = yield* TemplateService
       const t = yield* templates.create(owner, { name: "n", description: "d", body: smoke() })
       for (const e of yield* errorsOf([templates.get(other, t.id), templates.update(other, t.id, { name: "x" }), templates.delete(other, t.id)])) {
-        expect(e).toMatchObject({ _tag: "NotFound" })
+        expect(e).toMatchObject({ _tag: "TemplateNotFound" })
       }
       expect((yield* templates.list(other, {})).total).toBe(0)
       expect((yield* templates.get(owner, t.id)).name).toBe("n")

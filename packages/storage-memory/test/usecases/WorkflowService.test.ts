@@ -1,14 +1,7 @@
 import { it } from "@effect/vitest"
-import {
-  BlobStore,
-  ManagedRunnerService,
-  RunnerService,
-  TemplateService,
-  type User,
-  WorkflowService,
-  WorkflowTransition,
-  Lifecycle
-} from "@wes/core"
+import { BlobStore, ManagedRunnerService, RunnerService, TemplateService, type User, WorkflowService, WorkflowTransition } from "@wes/core"
+import { Lifecycle } from "@wes/core/testing"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
@@ -193,7 +186,7 @@ describe("WorkflowService.create", () => {
       const workflows = yield* WorkflowService
       const w = yield* workflows.create(user, { name: "from tpl", template_id: t.id })
       expect((yield* workflows.get(user, w.id)).workflow_json).toEqual(smoke())
-      expect(yield* Effect.flip(workflows.create(user, { name: "x", template_id: theirs.id }))).toMatchObject({ _tag: "NotFound", message: "Template not found" })
+      expect(yield* Effect.flip(workflows.create(user, { name: "x", template_id: theirs.id }))).toMatchObject({ _tag: "TemplateNotFound", message: "Template not found" })
     }).pipe(Effect.provide(layer)))
 
   it.effect("returns the original workflow for a repeated Idempotency-Key", () =>
@@ -248,8 +241,8 @@ describe("WorkflowService.rerun", () => {
     Effect.gen(function*() {
       const { original, user, workflows } = yield* setup
       const other = yield* newUser("pro")
-      expect(yield* Effect.flip(workflows.rerun(other, original.id, {}))).toMatchObject({ _tag: "NotFound" })
-      expect(yield* Effect.flip(workflows.rerun(user, crypto.randomUUID(), {}))).toMatchObject({ _tag: "NotFound" })
+      expect(yield* Effect.flip(workflows.rerun(other, original.id, {}))).toMatchObject({ _tag: "WorkflowNotFound" })
+      expect(yield* Effect.flip(workflows.rerun(user, crypto.randomUUID(), {}))).toMatchObject({ _tag: "WorkflowNotFound" })
       expect(yield* Effect.flip(workflows.rerun(user, original.id, { params: [text("$nope", "x")] }))).toMatchObject({ _tag: "ValidationError" })
     }).pipe(Effect.provide(layer)))
 })
@@ -265,7 +258,7 @@ describe("WorkflowService get, list and cancel", () => {
       const w = yield* workflows.create(user, { name: "mine", workflow_json: smoke() })
       const other = yield* newUser()
       for (const e of yield* errorsOf([workflows.get(other, w.id), workflows.get(user, "nope"), workflows.cancel(other, w.id), workflows.outputs(other, w.id), workflows.follow(other, w.id)])) {
-        expect(e).toMatchObject({ _tag: "NotFound", message: "Workflow not found" })
+        expect(e).toMatchObject({ _tag: "WorkflowNotFound", message: "Workflow not found" })
       }
     }).pipe(Effect.provide(layer)))
 
@@ -317,19 +310,28 @@ describe("WorkflowService get, list and cancel", () => {
 describe("WorkflowService.follow", () => {
   const { layer } = makeTestLayer()
 
-  const collect = (user: User, id: string, last?: number) =>
+  const collect = (user: User, id: string, last?: number, started?: Deferred.Deferred<void>) =>
     Effect.flatMap(WorkflowService, (s) => s.follow(user, id, last)).pipe(
+      Effect.map(Stream.tap(() => started === undefined ? Effect.void : Deferred.succeed(started, undefined))),
       Effect.flatMap(Stream.runCollect),
       Effect.map((events) => events.map((e) => [e.seq, e.type, (e.data as { status?: string }).status ?? null]))
     )
+
+  /** Follows in a fiber, once its first event (the current status) has come. */
+  const following = (user: User, id: string, last?: number) =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const fiber = yield* Effect.forkChild(collect(user, id, last, started))
+      yield* Deferred.await(started)
+      return fiber
+    })
 
   it.live("starts with the current status, follows transitions and ends after done", () =>
     Effect.gen(function*() {
       const user = yield* newUser()
       yield* newRunner(user)
       const w = yield* (yield* WorkflowService).create(user, { name: "f", workflow_json: smoke() })
-      const fiber = yield* Effect.forkChild(collect(user, w.id))
-      yield* Effect.sleep("20 millis")
+      const fiber = yield* following(user, w.id)
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 2 })])
       yield* Lifecycle.transition(w.id, [WorkflowTransition.QueueMoved({ queue_number: 1 })])
@@ -354,8 +356,7 @@ describe("WorkflowService.follow", () => {
       const w = yield* workflows.create(user, { name: "f", workflow_json: smoke() })
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Uploaded()])
       yield* Lifecycle.transition(w.id, [WorkflowTransition.Queued({ prompt_id: w.id, queue_number: 1 })])
-      const fiber = yield* Effect.forkChild(collect(user, w.id, 1))
-      yield* Effect.sleep("20 millis")
+      const fiber = yield* following(user, w.id, 1)
       yield* workflows.cancel(user, w.id)
       expect(yield* Fiber.join(fiber)).toEqual([
         [1, "status", "queued"],
