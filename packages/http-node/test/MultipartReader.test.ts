@@ -17,6 +17,7 @@ import { PassThrough } from "node:stream"
 import { describe, expect } from "vitest"
 import { FormFile } from "@wes/api"
 import { type MultipartLimits, MultipartReader } from "../src/MultipartReader.js"
+import { eventually } from "./polling.js"
 
 const BOUNDARY = "reader-test"
 const MiB = 1024 * 1024
@@ -40,6 +41,11 @@ const body = (parts: ReadonlyArray<PartSpec>, close = true): Buffer =>
 /** A request as node hands it over: a readable body with headers. */
 const request = (headers: Record<string, string> = { "content-type": `multipart/form-data; boundary=${BOUNDARY}` }) =>
   Object.assign(new PassThrough(), { headers }) as PassThrough & IncomingMessage
+
+/** Until the reader has taken every byte written to `req` so far. */
+const taken = (req: PassThrough) =>
+  eventually(() => `the reader to take what was written (${req.writableLength + req.readableLength} bytes left)`, Effect.sync(() =>
+    req.writableLength === 0 && req.readableLength === 0))
 
 const bytes = (n: number, seed = 7) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff)
 
@@ -94,7 +100,7 @@ describe("MultipartReader", () => {
       const sent = body([{ name: "name", value: "slow" }, { name: "$f", filename: "f.bin", bytes: bytes(5_000) }])
       const reading = yield* Effect.forkChild(multipart.read(req))
       req.write(sent.subarray(0, 3_000))
-      yield* Effect.sleep("30 millis")
+      yield* taken(req)
       expect(reading.pollUnsafe()).toBeUndefined()
       req.end(sent.subarray(3_000))
       const form = yield* Fiber.join(reading)
@@ -166,7 +172,8 @@ describe("MultipartReader", () => {
       while (written < sent.length && reading.pollUnsafe() === undefined) {
         req.write(sent.subarray(written, written + 16 * 1024))
         written += 16 * 1024
-        yield* Effect.sleep("1 millis")
+        yield* eventually("the reader to take the step or refuse", Effect.sync(() =>
+          (req.writableLength === 0 && req.readableLength === 0) || reading.pollUnsafe() !== undefined))
       }
       const error = yield* Fiber.join(reading)
       expect(written).toBeLessThan(1.2 * MiB)

@@ -1,6 +1,7 @@
 import * as Result from "effect/Result"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { makeRateLimiter, parseRateLimit, parseTrustProxy } from "../src/RateLimit.js"
+import { movableClock } from "./clock.js"
 import { startServer, type TestServer } from "./harness.js"
 
 const settings = { limit: 40, windowMs: 10_000, cooldownMs: 10_000, maxEntries: 100_000 }
@@ -60,9 +61,10 @@ describe("rate limiter", () => {
 describe("rate limit over HTTP", () => {
   let server: TestServer
   let proxied: TestServer
+  const clock = movableClock()
   beforeAll(async () => {
-    const rateLimit = { limit: 40, windowMs: 2_000, cooldownMs: 2_000, maxEntries: 1_000 }
-    server = await startServer({ http: { rateLimit } })
+    const rateLimit = { limit: 40, windowMs: 10_000, cooldownMs: 10_000, maxEntries: 1_000 }
+    server = await startServer({ http: { rateLimit }, clock: clock.layer })
     proxied = await startServer({ http: { rateLimit, trustedProxies: 1 } })
   })
   afterAll(async () => {
@@ -77,10 +79,13 @@ describe("rate limit over HTTP", () => {
     const limited = await server.fetch("/v1/user", { headers: u.auth })
     expect(limited.status).toBe(429)
     expect(await limited.json()).toEqual({ status: 429, message: "Rate limit exceeded" })
-    expect(Number(limited.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+    expect(Number(limited.headers.get("retry-after"))).toBe(10)
     expect((await server.fetch("/v1/workflow", { headers: u.auth })).status).toBe(429)
     expect((await server.fetch("/healthz")).status).toBe(200)
-    await new Promise((resolve) => setTimeout(resolve, 2_100))
+    clock.advance("9 seconds")
+    const late = await server.fetch("/v1/user", { headers: u.auth })
+    expect([late.status, late.headers.get("retry-after")]).toEqual([429, "1"])
+    clock.advance("1 second")
     expect((await server.fetch("/v1/user", { headers: u.auth })).status).toBe(200)
   })
 

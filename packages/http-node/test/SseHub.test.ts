@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import { PassThrough } from "node:stream"
 import { describe, expect } from "vitest"
 import { SseHub, type SseHubOptions } from "../src/SseHub.js"
+import { eventually, until } from "./polling.js"
 
 const hub = (options: Partial<SseHubOptions> = {}) => SseHub.layer({ keepAlive: "1 hour", ...options }).pipe(Layer.provideMerge(MemoryEventBus))
 
@@ -39,8 +40,13 @@ const publish = (id: string, n: number, type: WorkflowEvent["type"] = "progress"
   Effect.flatMap(WorkflowEventBus, (bus) =>
     Effect.forEach(Array.from({ length: n }, (_, i) => i), (i) => bus.publish(id, [{ type, data: { node: "1", value: i, max: n } }]), { discard: true }))
 
-/** Lets stream callbacks and forked fibers run. */
-const settle = Effect.promise(() => new Promise<void>((r) => setTimeout(r, 20)))
+/** Until `c` has read the events numbered `seqs` (and, with `ended`, its stream ended). */
+const read = (c: ReturnType<typeof client>, seqs: ReadonlyArray<number>, ended = false) =>
+  eventually(() => `ids ${seqs.join(",")}${ended ? " and the end" : ""}; read ${ids(c.seen.value).join(",")}`, Effect.sync(() =>
+    ids(c.seen.value).join(",") === seqs.join(",") && (!ended || c.seen.ended)))
+
+/** The numbers from `from` to `to`. */
+const seq = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
 
 describe("SseHub", () => {
   it.effect("fans one log subscription out to every client, in order, and ends them all after done", () =>
@@ -51,12 +57,8 @@ describe("SseHub", () => {
       expect(yield* sse.stats).toEqual({ clients: 50, workflows: 1 })
       yield* publish("w1", 20)
       yield* publish("w1", 1, "done")
-      yield* settle
-      for (const c of clients) {
-        expect(ids(c.seen.value)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1))
-        expect(c.seen.ended).toBe(true)
-      }
-      expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
+      for (const c of clients) yield* read(c, seq(1, 21), true)
+      yield* eventually("the hub to let go of the ended streams", Effect.map(sse.stats, (s) => s.clients === 0 && s.workflows === 0))
     }).pipe(Effect.provide(hub())))
 
   it.effect("encodes each event once: every client is written the very same bytes", () =>
@@ -64,9 +66,9 @@ describe("SseHub", () => {
       const sse = yield* SseHub
       const clients = Array.from({ length: 3 }, () => client())
       for (const c of clients) sse.attach(c.out, "w7", live(0))
-      for (let i = 0; i < 5; i++) {
+      for (let i = 1; i <= 5; i++) {
         yield* publish("w7", 1)
-        yield* settle
+        for (const c of clients) yield* read(c, seq(1, i))
       }
       const [first, ...others] = clients.map((c) => c.seen.writes)
       expect(first).toHaveLength(5)
@@ -84,13 +86,12 @@ describe("SseHub", () => {
       // One publish of five events, then five publishes before the feed runs: two writes each.
       yield* Effect.flatMap(WorkflowEventBus, (bus) =>
         bus.publish("w8", Array.from({ length: 5 }, (_, i) => ({ type: "progress" as const, data: { node: "1", value: i, max: 5 } }))))
-      yield* settle
+      for (const c of clients) yield* read(c, seq(1, 5))
       yield* publish("w8", 5)
-      yield* settle
+      for (const c of clients) yield* read(c, seq(1, 10))
       const [first, ...others] = clients.map((c) => c.seen.writes)
       expect(first).toHaveLength(2)
       for (const writes of others) writes.forEach((bytes, i) => expect(bytes).toBe(first![i]))
-      for (const c of clients) expect(ids(c.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
     }).pipe(Effect.provide(hub())))
 
   it.effect("a client joining behind reads its gap from the log, then follows live without gaps or repeats", () =>
@@ -99,18 +100,17 @@ describe("SseHub", () => {
       const first = client()
       sse.attach(first.out, "w2", live(0))
       yield* publish("w2", 30)
-      yield* settle
+      yield* read(first, seq(1, 30))
       const late = client()
       const upToDate = client()
       sse.attach(late.out, "w2", live(5))
       sse.attach(upToDate.out, "w2", live(30))
       yield* publish("w2", 10)
-      yield* settle
-      expect(ids(first.seen.value)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1))
-      expect(ids(late.seen.value)).toEqual(Array.from({ length: 35 }, (_, i) => i + 6))
+      yield* read(first, seq(1, 40))
+      yield* read(late, seq(6, 40))
+      yield* read(upToDate, seq(31, 40))
       // Its gap came as one read of the log, and went out as one write.
-      expect(ids(late.seen.writes[0]!.toString())).toEqual(Array.from({ length: 25 }, (_, i) => i + 6))
-      expect(ids(upToDate.seen.value)).toEqual(Array.from({ length: 10 }, (_, i) => i + 31))
+      expect(ids(late.seen.writes[0]!.toString())).toEqual(seq(6, 30))
     }).pipe(Effect.provide(hub())))
 
   it.effect("writes the first events of a finished workflow and ends without following", () =>
@@ -120,9 +120,8 @@ describe("SseHub", () => {
       const event = (seq: number, type: WorkflowEvent["type"]): WorkflowEvent => ({ workflow_id: "w3", seq, type, data: {}, created_at: now })
       const c = client()
       sse.attach(c.out, "w3", { first: [event(4, "status"), event(4, "done")], after: Option.none() })
-      yield* settle
+      yield* eventually("the stream to end", Effect.sync(() => c.seen.ended))
       expect(c.seen.value).toBe("id: 4\nevent: status\ndata: {}\n\nid: 4\nevent: done\ndata: {}\n\n")
-      expect(c.seen.ended).toBe(true)
       expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
     }).pipe(Effect.provide(hub())))
 
@@ -133,9 +132,9 @@ describe("SseHub", () => {
       const reader = client()
       sse.attach(stuck.out, "w4", live(0))
       sse.attach(reader.out, "w4", live(0))
-      for (let i = 0; i < 40; i++) {
+      for (let i = 1; i <= 40; i++) {
         yield* publish("w4", 10)
-        yield* settle
+        yield* read(reader, seq(1, 10 * i))
       }
       // Nothing was written past the limit (what crossed it, at most one publish of ten events,
       // and the last comment).
@@ -144,8 +143,7 @@ describe("SseHub", () => {
       expect(stuck.seen.writes.at(-1)!.toString()).toBe(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")
       expect(stuck.out.writableEnded).toBe(true)
       // It never drained: its connection is destroyed after the grace.
-      expect(stuck.seen.closed).toBe(true)
-      expect(ids(reader.seen.value)).toHaveLength(400)
+      yield* eventually("the stuck connection to be destroyed", Effect.sync(() => stuck.seen.closed))
       expect(yield* sse.stats).toEqual({ clients: 1, workflows: 1 })
     }).pipe(Effect.provide(hub({ maxBufferedBytes: 2_000, dropGrace: "50 millis" }))))
 
@@ -156,12 +154,12 @@ describe("SseHub", () => {
       const b = client()
       sse.attach(a.out, "w5", live(0))
       sse.attach(b.out, "w5", live(0))
+      const statsAre = (clients: number, workflows: number) =>
+        eventually(`${clients} clients of ${workflows} workflows`, Effect.map(sse.stats, (s) => s.clients === clients && s.workflows === workflows))
       a.out.destroy()
-      yield* settle
-      expect(yield* sse.stats).toEqual({ clients: 1, workflows: 1 })
+      yield* statsAre(1, 1)
       b.out.destroy()
-      yield* settle
-      expect(yield* sse.stats).toEqual({ clients: 0, workflows: 0 })
+      yield* statsAre(0, 0)
     }).pipe(Effect.provide(hub())))
 
   it("ends every stream when the server stops", async () => {
@@ -171,8 +169,7 @@ describe("SseHub", () => {
       sse.attach(c.out, "w6", live(0))
       return sse.stats
     })))
-    await new Promise((r) => setTimeout(r, 20))
-    expect(c.seen.ended).toBe(true)
+    await until("the stream to end", () => c.seen.ended)
     expect(await Effect.runPromise(stats)).toEqual({ clients: 0, workflows: 0 })
   })
 })

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { movableClock } from "./clock.js"
 import {
   ADMIN_TOKEN,
   type CurrentUserJson,
@@ -15,7 +16,8 @@ import {
 
 describe("authentication", () => {
   let server: TestServer
-  beforeAll(async () => { server = await startServer() })
+  const clock = movableClock()
+  beforeAll(async () => { server = await startServer({ clock: clock.layer }) })
   afterAll(async () => { await server.close() })
 
   const get = (headers: Record<string, string>) => server.fetch("/v1/user", { headers })
@@ -38,10 +40,10 @@ describe("authentication", () => {
 
   it("answers 401 'Token has expired' for an expired token", async () => {
     const user = await server.fetch("/admin/v1/users", json({ tier: "free" }, { authorization: `Bearer ${ADMIN_TOKEN}` })).then((r) => readJson<UserJson>(r))
-    const soon = new Date(Date.now() + 1000).toISOString()
-    const issued = await server.fetch(`/admin/v1/users/${user.id}/tokens`, json({ name: "old", expires_at: soon }, { authorization: `Bearer ${ADMIN_TOKEN}` })).then((r) => readJson<IssuedTokenJson>(r))
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString()
+    const issued = await server.fetch(`/admin/v1/users/${user.id}/tokens`, json({ name: "old", expires_at: inAnHour }, { authorization: `Bearer ${ADMIN_TOKEN}` })).then((r) => readJson<IssuedTokenJson>(r))
     expect((await get({ authorization: `Bearer ${issued.token}` })).status).toBe(200)
-    await new Promise((r) => setTimeout(r, 1100))
+    clock.advance("61 minutes")
     const res = await get({ authorization: `Bearer ${issued.token}` })
     expect([res.status, await res.json()]).toEqual([401, { status: 401, message: "Token has expired" }])
   })

@@ -21,6 +21,7 @@ import {
   workflowForm,
   type WorkflowSummaryJson
 } from "./harness.js"
+import { poll } from "./polling.js"
 
 /** Every class of the fake's catalogue. */
 const CATALOGUE = [
@@ -84,19 +85,8 @@ const assigned = async (u: User, w: WorkflowSummaryJson) => (await detail(u, w.i
 
 const runner = async (u: User, id: string) => readJson<RunnerJson>(await server.fetch(`/v1/runner/${id}`, { headers: u.auth }))
 
-/** Polls until `check` gives a value. */
-const until = async <A>(what: string, check: () => Promise<A | undefined>, timeoutMs = 15_000): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
-}
-
 const finished = (u: User, id: string) =>
-  until(`workflow ${id} to end`, async () => {
+  poll(`workflow ${id} to end`, async () => {
     const w = await detail(u, id)
     return ["completed", "failed", "invalid", "cancelled"].includes(w.status) ? w : undefined
   })
@@ -212,10 +202,10 @@ describe("routing by capabilities", () => {
     expect((await create(u, smokeWorkflow())).status).toBe(400)
     // Work the runner can do, so its driver connects; then ComfyUI restarts with the node installed.
     const busy = await created(u, slowWorkflow({ seconds: 5, steps: 50 }))
-    await until("the runner to run it", async () => (f.submissions.length > 0 ? true : undefined))
+    await poll("the runner to run it", async () => (f.submissions.length > 0 ? true : undefined))
     f.setObjectInfo({})
     await f.restart()
-    const after = await until("capabilities read again", async () => {
+    const after = await poll("capabilities read again", async () => {
       const now = (await runner(u, r.id)).capabilities
       return now !== null && now.hash !== r.capabilities!.hash ? now : undefined
     })

@@ -9,7 +9,8 @@ import { promisify } from "node:util"
 import type { FakeComfyUI } from "@wes/runner-client/testing"
 import type { ErrorBody, WorkflowSummaryJson } from "./harness.js"
 import { workflowForm } from "./harness.js"
-import { countSubmissions, DATABASE_URL, type Instance, poll, sleep, TERMINAL, TestDatabase, type TestUser } from "./instances.js"
+import { countSubmissions, DATABASE_URL, type Instance, sleep, TERMINAL, TestDatabase, type TestUser } from "./instances.js"
+import { poll } from "./polling.js"
 
 /** Runs `f` over `items` with at most `concurrency` at a time, keeping the order of results. */
 export const mapLimit = async <A, B>(items: ReadonlyArray<A>, concurrency: number, f: (a: A, i: number) => Promise<B>): Promise<Array<B>> => {
@@ -78,6 +79,7 @@ export const submitUntilAcknowledged = async (
     }, options.deadlineMs ?? 20_000)
     if (answer.status === 201) return JSON.parse(answer.body) as WorkflowSummaryJson
     failures.push(`${instance.name}:${answer.status}`)
+    // real time: a careful client's pause before it tries again (the instance may be down or restarting).
     await sleep(250)
   }
   throw new Error(`workflow ${key} was never acknowledged: ${failures.join(", ")}`)

@@ -8,6 +8,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, describe, expect, it } from "vitest"
 import { readJson, type WorkflowDetailJson, type WorkflowSummaryJson } from "./harness.js"
+import { poll } from "./polling.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, "../../..")
@@ -20,6 +21,7 @@ const children: Array<ChildProcess> = []
 afterEach(async () => {
   await Promise.all(children.splice(0).map((c) =>
     c.exitCode !== null || c.signalCode !== null ? undefined : new Promise<void>((resolve) => {
+      // real time: a deadline, not a wait; a server still up 5 s after SIGTERM is killed.
       const force = setTimeout(() => c.kill("SIGKILL"), 5_000)
       c.once("exit", () => {
         clearTimeout(force)
@@ -50,16 +52,13 @@ const wes = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
   child.stdout!.on("data", (d: Buffer) => (out.stdout += d.toString()))
   child.stderr!.on("data", (d: Buffer) => (out.stderr += d.toString()))
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-  const waitFor = async (pattern: RegExp, timeoutMs = 30_000) => {
-    const deadline = Date.now() + timeoutMs
-    while (!pattern.test(out.stdout)) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; stdout: ${out.stdout}\nstderr: ${out.stderr}`)
+  /** Until `pattern` is printed: its match. */
+  const printed = (pattern: RegExp, timeoutMs = 30_000) =>
+    poll(() => `${pattern}; stdout: ${out.stdout}\nstderr: ${out.stderr}`, () => {
       if (child.exitCode !== null) throw new Error(`wes exited (${child.exitCode}): ${out.stderr}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-    return pattern.exec(out.stdout)!
-  }
-  return { child, out, exited, waitFor }
+      return pattern.exec(out.stdout) ?? undefined
+    }, timeoutMs, 50)
+  return { child, out, exited, printed }
 }
 
 describe("the wes command", () => {
@@ -81,7 +80,7 @@ describe("the wes command", () => {
   it("logs \"wes serve listening\" with its port only once that port accepts connections", async () => {
     const port = await freePort()
     const run = wes(["serve"], { WES_PORT: String(port) })
-    const [line] = await run.waitFor(/\{[^\n]*"msg":"wes serve listening"[^\n]*\}/)
+    const [line] = await run.printed(/\{[^\n]*"msg":"wes serve listening"[^\n]*\}/)
     // No retry: the port is bound when the line is written.
     const health = await fetch(`http://127.0.0.1:${port}/healthz`)
     expect(health.status).toBe(200)
@@ -94,7 +93,7 @@ describe("the wes command", () => {
   it("in dev mode prints a working token and runs a workflow to an output file", async () => {
     const port = await freePort()
     const run = wes(["serve"], { WES_DEV: "1", WES_PORT: String(port) })
-    const [, token] = await run.waitFor(/Demo token: (wes_[0-9A-Za-z]{42})/)
+    const [, token] = await run.printed(/Demo token: (wes_[0-9A-Za-z]{42})/)
     const auth = { authorization: `Bearer ${token}` }
     const base = `http://127.0.0.1:${port}`
     // The workflow the banner writes to /tmp/wes-demo.json.
@@ -103,13 +102,11 @@ describe("the wes command", () => {
     form.append("name", "demo")
     form.append("workflow_json", new Blob([demo]), "wes-demo.json")
     const created = await readJson<WorkflowSummaryJson>(await fetch(`${base}/v1/workflow`, { method: "POST", headers: auth, body: form }))
-    let w: WorkflowDetailJson
-    const deadline = Date.now() + 20_000
-    do {
-      await new Promise((r) => setTimeout(r, 100))
-      w = await readJson<WorkflowDetailJson>(await fetch(`${base}/v1/workflow/${created.id}`, { headers: auth }))
-    } while (w.status !== "completed" && Date.now() < deadline)
-    expect(w.status).toBe("completed")
+    let status = ""
+    await poll(() => `the demo workflow to complete (is ${status})`, async () => {
+      status = (await readJson<WorkflowDetailJson>(await fetch(`${base}/v1/workflow/${created.id}`, { headers: auth }))).status
+      return status === "completed" ? true : undefined
+    }, 20_000, 100)
     const { outputs } = await readJson<{ outputs: Array<{ id: string }> }>(await fetch(`${base}/v1/workflow/${created.id}/outputs`, { headers: auth }))
     const file = await fetch(`${base}/v1/workflow/${created.id}/outputs/${outputs[0]!.id}`, { headers: auth })
     expect(Array.from(new Uint8Array(await file.arrayBuffer()).slice(1, 4))).toEqual([80, 78, 71])
@@ -120,7 +117,7 @@ describe("the wes command", () => {
   it("shuts down gracefully on SIGTERM: event streams end, in-flight requests finish, then it exits", async () => {
     const port = await freePort()
     const run = wes(["serve"], { WES_DEV: "1", WES_PORT: String(port), WES_SHUTDOWN_GRACE: "10 seconds" })
-    const [, token] = await run.waitFor(/Demo token: (wes_[0-9A-Za-z]{42})/)
+    const [, token] = await run.printed(/Demo token: (wes_[0-9A-Za-z]{42})/)
     const auth = { authorization: `Bearer ${token}` }
     const base = `http://127.0.0.1:${port}`
     const demo = /echo '(\{.*\})' > \/tmp\/wes-demo\.json/.exec(run.out.stdout)![1]!.replace('"seconds":2', '"seconds":20')
@@ -150,14 +147,15 @@ describe("the wes command", () => {
       body,
       duplex: "half"
     } as RequestInit)
+    // real time: a child process; nothing it prints or serves says that the upload's headers reached it.
     await new Promise((r) => setTimeout(r, 300))
 
     const signalled = Date.now()
     run.child.kill("SIGTERM")
-    await new Promise((r) => setTimeout(r, 300))
+    // Event streams end first: the server is stopping, and the upload still in flight.
+    await sseText
     release()
     expect((await inFlight).status).toBe(201)
-    await sseText
     const code = await run.exited
     expect(code).toBe(0)
     expect(Date.now() - signalled).toBeLessThan(8_000)

@@ -6,20 +6,20 @@
  *
  * Prints one `[crash]` line with its figures.
  */
-import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
+import { slowWorkflow } from "@wes/runner-client/testing"
+import { describe, expect, it } from "vitest"
 import { checkRun, explainSubmissions, mapLimit, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
 import {
   addRunner,
   createUser,
   type Instance,
-  killAll,
   type LeaseRow,
-  poll,
   sleep,
   startInstance,
-  TestDatabase
+  type TestDatabase
 } from "./instances.js"
+import { poll } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 
 const WORKFLOWS = 500
 const RUNNERS = 25
@@ -27,15 +27,7 @@ const LEASE_MS = 3_000
 /** The issue's bound for orphaned work to be picked up by a survivor. */
 const PICKUP_WITHIN_MS = 30_000
 
-let db: TestDatabase | undefined
-const fakes: Array<FakeComfyUI> = []
-
-afterEach(async () => {
-  await killAll()
-  await Promise.all(fakes.splice(0).map((f) => f.close()))
-  await db?.drop()
-  db = undefined
-})
+const suite = processSuite()
 
 /** Runners whose live lease `instance` holds. */
 const leasesOf = (rows: ReadonlyArray<LeaseRow>, instance: Instance) => rows.filter((r) => r.live && instance.owns(r.owner))
@@ -56,10 +48,10 @@ const awaitTakeover = (database: TestDatabase, gone: Instance, runnerIds: Readon
 
 describe("crash and pause", () => {
   it("500 workflows over 3 instances: one killed with SIGKILL, one frozen for twice the lease; every acknowledged workflow completes exactly once, none is submitted twice", async () => {
-    const database = (db = await TestDatabase.create())
+    const database = await suite.database()
     const env = { WES_LEASE: `${LEASE_MS / 1000} seconds`, WES_TIER_LIMITS: JSON.stringify({ plus: { active_workflows: 2_000 } }) }
     const instances = await Promise.all(["A", "B", "C"].map((n) => startInstance(n, database.url(), env)))
-    fakes.push(...await Promise.all(range(RUNNERS).map(() => FakeComfyUI.start({ cache: false }))))
+    const fakes = await suite.fakes(RUNNERS)
     const user = await createUser(instances[0]!)
     for (const [i, f] of fakes.entries()) await addRunner(instances[i % 3]!, user, `r${i}`, f.url)
 
@@ -101,6 +93,7 @@ describe("crash and pause", () => {
     paused.child.kill("SIGSTOP")
     const pausedAt = Date.now()
     const pausedTakeoverAt = await awaitTakeover(database, paused, pausedRunners, "the other survivor to take the frozen instance's runners over")
+    // real time: the frozen process must stay frozen for twice its lease, whatever happened meanwhile.
     await sleep(Math.max(0, 2 * LEASE_MS - (Date.now() - pausedAt)))
     paused.child.kill("SIGCONT")
     const resumedAt = Date.now()

@@ -4,8 +4,8 @@
  * (no hang, no crash) and recovers by itself when the database is back. The machine's PostgreSQL is shared with other test files, so the instance reaches it
  * through a TCP proxy that this test cuts and restores.
  */
-import { FakeComfyUI, saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
+import { saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
+import { describe, expect, it } from "vitest"
 import { type ErrorBody, readJson, type WorkflowDetailJson, workflowForm } from "./harness.js"
 import {
   addRunner,
@@ -13,29 +13,16 @@ import {
   createWorkflow,
   DATABASE_URL,
   type Instance,
-  killAll,
-  poll,
   sleep,
   startInstance,
   subscribe,
-  TestDatabase,
   type TestUser
 } from "./instances.js"
+import { poll, within } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 import { type CutMode, TcpProxy } from "./tcp-proxy.js"
 
-let db: TestDatabase | undefined
-let proxy: TcpProxy | undefined
-let fake: FakeComfyUI | undefined
-
-afterEach(async () => {
-  await killAll()
-  await proxy?.close()
-  await fake?.close()
-  await db?.drop()
-  db = undefined
-  proxy = undefined
-  fake = undefined
-})
+const suite = processSuite()
 
 /** Generous bound for one request while the database is gone: the pool's connect timeout is 5 s, the silence timeout 2 s. */
 const ANSWER_WITHIN_MS = 10_000
@@ -78,13 +65,13 @@ const awaitStatus = (instance: Instance, user: TestUser, id: string, statuses: R
 
 describe("database connection loss", () => {
   it("answers 503 quickly while PostgreSQL is unreachable, keeps running, and recovers by itself", async () => {
-    db = await TestDatabase.create()
+    const db = await suite.database()
     const target = new URL(DATABASE_URL)
-    proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port || "5432") })
+    const proxy = suite.closeAfter(await TcpProxy.start({ host: target.hostname, port: Number(target.port || "5432") }))
     // A short silence timeout: in `silence` mode the connections already open stop carrying
     // anything (a partition), and a statement on one must fail after this long instead of hanging.
     const wes = await startInstance("W", db.url({ port: proxy.port }), { WES_DB_SILENCE_TIMEOUT: "2 seconds" })
-    fake = await FakeComfyUI.start({ cache: false })
+    const fake = (await suite.fakes(1))[0]!
     const user = await createUser(wes)
     await addRunner(wes, user, "r", fake.url)
     const before = await createWorkflow(wes, user, saveImageWorkflow())
@@ -113,6 +100,7 @@ describe("database connection loss", () => {
           timed(wes, `burst GET /v1/workflow/{id} #${i}`, `/v1/workflow/${before.id}`, { headers: user.auth }))
       ])
       // Longer than the runner lease (3 s): the driver loses its lease while the database is gone.
+      // real time: the outage must last that long, whatever the instance does meanwhile.
       await sleep(Math.max(0, 4_000 - (Date.now() - cutAt)))
       answers.push(await timed(wes, "GET /v1/user (later)", "/v1/user", { headers: user.auth }))
       const healthz = await timed(wes, "GET /healthz", "/healthz")
@@ -143,8 +131,8 @@ describe("database connection loss", () => {
       const stream = await subscribe(wes, user, after.id)
       await stream.until("the workflow to run", (e) => e.event === "status" && e.data["status"] === "running")
       fake.release()
-      const events = await Promise.race([stream.ended, sleep(20_000).then(() => undefined)])
-      expect(events?.at(-1)).toMatchObject({ event: "done", data: { status: "completed" } })
+      const events = await within("the event stream to end", stream.ended, 20_000)
+      expect(events.at(-1)).toMatchObject({ event: "done", data: { status: "completed" } })
       const afterDone = await getWorkflow(wes, user, after.id)
       expect(afterDone.status).toBe("completed")
 

@@ -7,28 +7,20 @@
  *
  * Prints one `[db-restart]` line with its figures.
  */
-import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
-import { type Answer, awaitPostgres, checkRun, isContract503, range, restartPostgres, timedFetch } from "./chaos.js"
+import { slowWorkflow } from "@wes/runner-client/testing"
+import { describe, expect, it } from "vitest"
+import { type Answer, checkRun, isContract503, restartPostgres, timedFetch } from "./chaos.js"
 import { workflowForm, type WorkflowSummaryJson } from "./harness.js"
-import { addRunner, createUser, killAll, poll, sleep, startInstance, TestDatabase } from "./instances.js"
+import { addRunner, createUser, sleep, startInstance } from "./instances.js"
+import { poll } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 
 /** Generous bound for any one answer while the database is gone (the pool's connect timeout is 5 s). */
 const ANSWER_WITHIN_MS = 10_000
 /** How long the server may take to serve again once PostgreSQL is back, without being restarted. */
 const RECOVER_WITHIN_MS = 30_000
 
-let db: TestDatabase | undefined
-const fakes: Array<FakeComfyUI> = []
-
-afterEach(async () => {
-  // Whatever happened, later suites must find PostgreSQL up.
-  await awaitPostgres()
-  await killAll()
-  await Promise.all(fakes.splice(0).map((f) => f.close()))
-  await db?.drop()
-  db = undefined
-})
+const suite = processSuite({ waitForPostgres: true })
 
 interface Seen extends Answer {
   readonly what: string
@@ -39,9 +31,9 @@ const median = (xs: ReadonlyArray<number>) => [...xs].sort((a, b) => a - b)[Math
 
 describe("database faults", () => {
   it("PostgreSQL restarted under load: 503 fast while it is down, recovery without a restart, nothing acknowledged lost", async () => {
-    const database = (db = await TestDatabase.create())
+    const database = await suite.database()
     const wes = await startInstance("W", database.url(), { WES_TIER_LIMITS: JSON.stringify({ plus: { active_workflows: 2_000 } }) })
-    fakes.push(...await Promise.all(range(4).map(() => FakeComfyUI.start({ cache: false }))))
+    const fakes = await suite.fakes(4)
     const user = await createUser(wes)
     for (const [i, f] of fakes.entries()) await addRunner(wes, user, `r${i}`, f.url)
 
@@ -63,6 +55,7 @@ describe("database faults", () => {
           body: workflowForm({ name: `restart-${i}` }, slowWorkflow({ seconds: 0.2 + (i % 4) * 0.1, steps: 2, prefix: `restart/${i}` }))
         })
         if (answer.status === 201) acknowledged.add((JSON.parse(answer.body) as WorkflowSummaryJson).id)
+        // real time: the load's pace while PostgreSQL restarts.
         await sleep(answer.status === 201 ? 100 : 50)
       }
     }
@@ -74,6 +67,7 @@ describe("database faults", () => {
           ? request("GET /v1/user", "/v1/user", { headers: user.auth })
           : request("GET /v1/workflow/{id}", `/v1/workflow/${id}`, { headers: user.auth }))
         await request("GET /v1/workflow", "/v1/workflow?per_page=5", { headers: user.auth })
+        // real time: the load's pace while PostgreSQL restarts.
         await sleep(50)
       }
     }

@@ -16,6 +16,7 @@ import {
   workflowForm,
   type WorkflowSummaryJson
 } from "./harness.js"
+import { poll } from "./polling.js"
 
 let server: TestServer
 const fakes: Array<FakeComfyUI> = []
@@ -51,14 +52,23 @@ const get = async (u: User, id: string) => readJson<WorkflowDetailJson>(await se
 const TERMINAL = ["completed", "failed", "invalid", "cancelled"]
 
 /** Polls the workflow until its status is one of `statuses`. */
-const waitFor = async (u: User, id: string, statuses: ReadonlyArray<string> = TERMINAL, timeoutMs = 15_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
+const untilStatus = (u: User, id: string, statuses: ReadonlyArray<string> = TERMINAL, timeoutMs = 15_000) => {
+  let last = ""
+  return poll(() => `workflow ${id} to be ${statuses.join("|")} (is ${last})`, async () => {
     const w = await get(u, id)
-    if (statuses.includes(w.status)) return w
-    if (Date.now() > deadline) throw new Error(`workflow ${id} stayed ${w.status}, expected ${statuses.join("|")}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
+    last = w.status
+    return statuses.includes(w.status) ? w : undefined
+  }, timeoutMs)
+}
+
+/**
+ * Runs one more workflow on the user's one runner to its end. The runner takes prompts in order
+ * and WES reads its events in order: once this one completed, whatever was still to come for an
+ * earlier workflow has come.
+ */
+const runAnother = async (u: User) => {
+  const marker = await submit(u, saveImageWorkflow({ prefix: "marker" }))
+  expect((await untilStatus(u, marker.id)).status).toBe("completed")
 }
 
 interface Event {
@@ -136,7 +146,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, saveImageWorkflow())
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done).toMatchObject({ status: "failed", error_node: "2", exception_type: "torch.OutOfMemoryError", exception_message: "CUDA out of memory" })
     expect(done.completed_at).not.toBeNull()
   })
@@ -149,7 +159,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, { ...saveImageWorkflow(), "1": { class_type: "NoSuchNode", inputs: {} } })
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done.status).toBe("invalid")
     expect(done.exception_type).toBe("invalid_prompt")
     expect(done.exception_message).toContain("NoSuchNode")
@@ -170,7 +180,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, partlyInvalid)
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done).toMatchObject({ status: "invalid", error_node: "3", exception_type: "prompt_outputs_failed_validation" })
     expect(done.exception_message).toContain("Required input is missing: images")
     // The runner did run the valid part before it answered.
@@ -186,7 +196,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, partlyInvalid)
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done).toMatchObject({ status: "invalid", error_node: "3", exception_type: "prompt_outputs_failed_validation" })
     // WES interrupted what the runner had started.
     await f.whenFinished(w.id)
@@ -203,7 +213,7 @@ describe("running workflows", () => {
     const wf = { ...saveImageWorkflow(), "1": { class_type: "LoadImage", inputs: { image: "$file(photo)" } } }
     const png = solidPng(8, 8, 0x00ff00)
     const w = await submit(u, wf, { $photo: [new Uint8Array(png), "cat.png"] as const })
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done.status).toBe("completed")
     expect(f.uploads).toHaveLength(1)
     const sent = f.submissions.find((s) => s.prompt_id === w.id)!.body as { prompt: Record<string, { inputs: { image?: string } }> }
@@ -228,7 +238,7 @@ describe("running workflows", () => {
     // Past the server's 1 MiB in-memory budget, with a pattern that shows any lost or moved byte.
     const large = new Uint8Array(3 * 1024 * 1024 + 17).map((_, i) => (i * 7 + (i >> 13)) & 0xff)
     const w = await submit(u, wf, { $small: [small, "small.png"] as const, $large: [large, "large.bin"] as const })
-    expect((await waitFor(u, w.id)).status).toBe("completed")
+    expect((await untilStatus(u, w.id)).status).toBe("completed")
     const received = async (suffix: string) => {
       const upload = f.uploads.find((up) => up.name?.endsWith(suffix))!
       const res = await fetch(`${f.url}/view?filename=${encodeURIComponent(upload.name!)}&subfolder=${upload.subfolder}&type=input`)
@@ -244,13 +254,13 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, saveImageWorkflow())
-    await waitFor(u, w.id, ["queued"])
+    await untilStatus(u, w.id, ["queued"])
     expect(f.state.pending).toContain(w.id)
     const res = await server.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
     expect(res.status).toBe(200)
     expect(f.state.pending).not.toContain(w.id)
     f.resumeQueue()
-    await new Promise((r) => setTimeout(r, 500))
+    await runAnother(u)
     expect((await get(u, w.id)).status).toBe("cancelled")
     expect(f.state.history).not.toContain(w.id)
   })
@@ -260,7 +270,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, slowWorkflow({ seconds: 2, steps: 20 }))
-    await waitFor(u, w.id, ["running"])
+    await untilStatus(u, w.id, ["running"])
     const cancelledAt = Date.now()
     await server.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
     await f.whenFinished(w.id)
@@ -268,7 +278,7 @@ describe("running workflows", () => {
     expect(Date.now() - cancelledAt).toBeLessThan(1500)
     const history = await readJson<Record<string, { status: { messages: Array<[string, unknown]> } }>>(await fetch(`${f.url}/history/${w.id}`))
     expect(history[w.id]!.status.messages.at(-1)![0]).toBe("execution_interrupted")
-    await new Promise((r) => setTimeout(r, 500))
+    await runAnother(u)
     expect((await get(u, w.id)).status).toBe("cancelled")
   })
 
@@ -277,9 +287,9 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, slowWorkflow({ seconds: 0.8, steps: 8 }))
-    await waitFor(u, w.id, ["running"])
+    await untilStatus(u, w.id, ["running"])
     f.dropWebSockets()
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done.status).toBe("completed")
     expect(f.submissions.filter((s) => s.prompt_id === w.id)).toHaveLength(1)
   })
@@ -289,9 +299,9 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, slowWorkflow({ seconds: 0.5, steps: 5 }))
-    await waitFor(u, w.id, ["running"])
+    await untilStatus(u, w.id, ["running"])
     f.silenceWebSockets()
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done.status).toBe("completed")
   })
 
@@ -300,9 +310,9 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, slowWorkflow({ seconds: 5, steps: 50 }))
-    await waitFor(u, w.id, ["running"])
+    await untilStatus(u, w.id, ["running"])
     await f.restart()
-    const done = await waitFor(u, w.id)
+    const done = await untilStatus(u, w.id)
     expect(done).toMatchObject({ status: "failed", exception_type: "RunnerLost" })
   })
 
@@ -315,13 +325,13 @@ describe("running workflows", () => {
     const moved: Array<string> = []
     for (let i = 0; i < 2; i++) moved.push((await submit(u, saveImageWorkflow(), { tags: "pool" })).id)
     for (const id of moved) {
-      const done = await waitFor(u, id)
+      const done = await untilStatus(u, id)
       expect(done).toMatchObject({ status: "completed", user_runner_id: rb.id })
     }
     expect(a.submissions).toHaveLength(0)
     b.refuseConnections()
     const stuck = await submit(u, saveImageWorkflow(), { tags: "pool" })
-    const failed = await waitFor(u, stuck.id)
+    const failed = await untilStatus(u, stuck.id)
     expect(failed).toMatchObject({ status: "failed", exception_type: "RunnerUnavailable" })
     expect(failed.exception_message).toContain("No runner could take the workflow")
     expect([ra.id, rb.id]).toContain(failed.user_runner_id)
@@ -335,7 +345,7 @@ describe("running workflows", () => {
     await addRunner(u, ab, ["red", "blue"], "ab")
     const both = await submit(u, saveImageWorkflow(), { tags: "red,blue" })
     const red = await submit(u, saveImageWorkflow(), { tags: "blue" })
-    for (const w of [both, red]) expect((await waitFor(u, w.id)).status).toBe("completed")
+    for (const w of [both, red]) expect((await untilStatus(u, w.id)).status).toBe("completed")
     expect(ab.submissions.map((s) => s.prompt_id)).toContain(both.id)
     expect([...a.submissions, ...b.submissions].map((s) => s.prompt_id)).not.toContain(both.id)
     expect(a.submissions.map((s) => s.prompt_id)).not.toContain(red.id)
@@ -351,13 +361,13 @@ describe("running workflows", () => {
     const ids: Array<string> = []
     // Eight: each runner holds at most concurrencyPerRunner (4) prompts at once.
     for (let i = 0; i < 8; i++) ids.push((await submit(u, saveImageWorkflow({ color: i }))).id)
-    await Promise.all(ids.map((id) => waitFor(u, id, ["queued"])))
+    await Promise.all(ids.map((id) => untilStatus(u, id, ["queued"])))
     expect([a.state.pending.length, b.state.pending.length]).toEqual([4, 4])
     const positions = (await Promise.all(ids.map((id) => get(u, id)))).map((w) => w.queue_number).sort()
     expect(positions).toEqual([1, 1, 2, 2, 3, 3, 4, 4])
     a.resumeQueue()
     b.resumeQueue()
-    for (const id of ids) expect((await waitFor(u, id)).status).toBe("completed")
+    for (const id of ids) expect((await untilStatus(u, id)).status).toBe("completed")
   })
 
   it("reruns with changed parameters: the runner receives the new value", async () => {
@@ -366,11 +376,11 @@ describe("running workflows", () => {
     await addRunner(u, f)
     const wf = saveImageWorkflow({ prefix: "$text(prefix, first)" })
     const original = await submit(u, wf)
-    await waitFor(u, original.id)
+    await untilStatus(u, original.id)
     const form = new FormData()
     form.append("$prefix", "second")
     const rerun = await readJson<WorkflowSummaryJson>(await server.fetch(`/v1/workflow/${original.id}/rerun`, { method: "POST", headers: u.auth, body: form }))
-    expect((await waitFor(u, rerun.id)).status).toBe("completed")
+    expect((await untilStatus(u, rerun.id)).status).toBe("completed")
     const bodies = f.submissions.map((s) => (s.body as { prompt: Record<string, { inputs: Record<string, unknown> }> }).prompt["3"]!.inputs["filename_prefix"])
     expect(bodies).toEqual(["first", "second"])
   })
@@ -380,7 +390,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     for (const [i, f] of runners.entries()) await addRunner(u, f, [], `r${i}`)
     const ids = await Promise.all(Array.from({ length: 100 }, (_, i) => submit(u, saveImageWorkflow({ color: i }))).map((p) => p.then((w) => w.id)))
-    const results = await Promise.all(ids.map((id) => waitFor(u, id, TERMINAL, 60_000)))
+    const results = await Promise.all(ids.map((id) => untilStatus(u, id, TERMINAL, 60_000)))
     expect(results.every((w) => w.status === "completed")).toBe(true)
     const submitted = runners.flatMap((f) => f.submissions.map((s) => s.prompt_id))
     expect(submitted).toHaveLength(100)
@@ -393,7 +403,7 @@ describe("running workflows", () => {
     const u = await server.user("pro")
     await addRunner(u, f)
     const w = await submit(u, slowWorkflow({ seconds: 0.6, steps: 3 }))
-    await waitFor(u, w.id, ["running"])
+    await untilStatus(u, w.id, ["running"])
     const replayed = await follow(u, w.id, "2")
     expect(replayed[0]!.event).toBe("status")
     expect(replayed.slice(1).map((e) => Number(e.id))).toEqual(replayed.slice(1).map((_, i) => i + 3))

@@ -5,7 +5,7 @@
  * error schemas, and what a handler gets wrong answered as a 500.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { NotFound } from "@wes/core"
+import { WorkflowNotFound } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as HttpServer from "effect/http/HttpServer"
 import * as HttpApi from "effect/http-api/HttpApi"
@@ -45,7 +45,7 @@ const items = HttpApiBuilder.group(ToyApi, "items", (handlers) =>
     handlers
       .handleRaw("create", withPayload(read)(({ payload }) => Effect.succeed(new Item({ id: "new", n: payload.n }))))
       .handle("list", ({ query }) => Effect.succeed({ tags: query.tag ?? [] }))
-      .handle("get", ({ params }) => (params.id === "missing" ? Effect.fail(NotFound.workflow()) : Effect.succeed(new Item({ id: params.id, n: 1 }))))
+      .handle("get", ({ params }) => (params.id === "missing" ? Effect.fail(new WorkflowNotFound()) : Effect.succeed(new Item({ id: params.id, n: 1 }))))
       .handle("remove", () => Effect.void)
       // An answer its own success schema refuses, and a defect: the server's faults, not the client's.
       .handle("broken", () => Effect.succeed({ n: -1 }))

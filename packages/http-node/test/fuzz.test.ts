@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import * as http from "node:http"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { movableClock } from "./clock.js"
 import { type Contract, makeContract, type Operation, type SpecDocument } from "./contract.js"
 import { ADMIN_TOKEN, json, readJson, smokeWorkflow, startServer, type TestServer, workflowForm } from "./harness.js"
 import { integer, weighted } from "./arbitraries.js"
@@ -365,14 +366,16 @@ describe("fuzzing every public operation from the OpenAPI document (suite 4)", (
   const tokens: Record<"own" | "other" | "expired", string> = { own: "", other: "", expired: "" }
   const pools: Pools = { own: { workflow: [], template: [], runner: [], any: [] }, other: { workflow: [], template: [], runner: [], any: [] } }
 
+  const clock = movableClock()
+
   beforeAll(async () => {
-    server = await startServer()
+    server = await startServer({ clock: clock.layer })
     contract = makeContract(await readJson<SpecDocument>(await server.fetch("/v1/openapi.json")))
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
     // A token that expires during setup.
     const expiring = await readJson<{ id: string }>(await server.fetch("/admin/v1/users", json({ tier: "plus" }, admin)))
-    const soon = new Date(Date.now() + 1_000).toISOString()
-    tokens.expired = (await readJson<{ token: string }>(await server.fetch(`/admin/v1/users/${expiring.id}/tokens`, json({ name: "x", expires_at: soon }, admin)))).token
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString()
+    tokens.expired = (await readJson<{ token: string }>(await server.fetch(`/admin/v1/users/${expiring.id}/tokens`, json({ name: "x", expires_at: inAnHour }, admin)))).token
     const seed = async (who: "own" | "other") => {
       const u = await server.user("plus")
       tokens[who] = u.token
@@ -397,7 +400,7 @@ describe("fuzzing every public operation from the OpenAPI document (suite 4)", (
     }
     await seed("own")
     await seed("other")
-    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(soon) + 50 - Date.now())))
+    clock.advance("61 minutes")
   })
   afterAll(async () => { await server.close() })
 

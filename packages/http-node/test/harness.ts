@@ -6,7 +6,6 @@
 import * as HttpServer from "effect/http/HttpServer"
 import {
   AccountService,
-  Dispatcher,
   type DispatcherOptions,
   type ApiTokenView,
   type CapabilitiesOptions,
@@ -113,6 +112,8 @@ export const startServer = async (options: {
   readonly capabilities?: Partial<CapabilitiesOptions>
   /** Runs the webhook delivery pool with these options (and allows private webhook URLs unless they deny them). */
   readonly webhooks?: WebhookDeliveryOptions
+  /** The server's clock (default: the real one); a test moves a `movableClock` instead of waiting. */
+  readonly clock?: Layer.Layer<never>
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
@@ -124,7 +125,7 @@ export const startServer = async (options: {
   const useCasesOptions = options.capabilities === undefined ? {} : { capabilities: options.capabilities }
   const useCases = options.dispatcher === undefined
     ? useCasesLayer(useCasesOptions)
-    : Dispatcher.layer(options.dispatcher).pipe(Layer.provideMerge(useCasesLayer(useCasesOptions)))
+    : useCasesLayer({ ...useCasesOptions, dispatcher: options.dispatcher })
   const core = useCases.pipe(
     Layer.provideMerge(Layer.mergeAll(
       options.store ?? MemoryStoreLive,
@@ -148,7 +149,8 @@ export const startServer = async (options: {
   const delivery = options.webhooks === undefined ? Layer.empty : webhookDeliveryLayer(options.webhooks)
   const runtime = ManagedRuntime.make(Layer.merge(http, delivery).pipe(
     Layer.provideMerge(core),
-    Layer.provide(jsonLoggerLayer((line) => logs.push(line)))
+    Layer.provide(jsonLoggerLayer((line) => logs.push(line))),
+    Layer.provide(options.clock ?? Layer.empty)
   ))
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address

@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Redacted from "effect/Redacted"
 import { json, readJson, type RunnerJson, workflowForm, type WorkflowSummaryJson } from "./harness.js"
+import { poll } from "./polling.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.resolve(here, "../../..")
@@ -24,6 +25,10 @@ export const DATABASE_URL = process.env["DATABASE_URL"] ?? "postgres://postgres@
 export const ADMIN_TOKEN = "multi-instance-admin-token-0123456789abcdef"
 export const TERMINAL: ReadonlyArray<string> = ["completed", "failed", "invalid", "cancelled"]
 
+/**
+ * Real time, for what a real process does over time: a load's pace, a fault's length. Never to
+ * wait for something to happen (that is `poll`, polling.ts); each use says why with `// real time:`.
+ */
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 export const freePort = () =>
@@ -33,22 +38,6 @@ export const freePort = () =>
       s.close(() => resolve(port))
     })
   })
-
-/** Polls `check` every `everyMs` until it returns a value other than undefined; fails after `timeoutMs` with `what`. */
-export const poll = async <A>(
-  what: string | (() => string),
-  check: () => Promise<A | undefined> | A | undefined,
-  timeoutMs: number,
-  everyMs = 100
-): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === "string" ? what : what()}`)
-    await sleep(everyMs)
-  }
-}
 
 /** The database URL with `search_path` set to `schema`, optionally through another host:port (a proxy). */
 export const urlFor = (schema: string, via?: { readonly port: number }): string => {
@@ -301,6 +290,7 @@ export const watchLeases = (db: TestDatabase, everyMs = 200) => {
   const loop = (async () => {
     while (!stopped) {
       record(await db.leases())
+      // real time: a sampling interval (a lease lives for seconds; every epoch is seen).
       await sleep(everyMs)
     }
   })()

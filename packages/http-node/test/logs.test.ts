@@ -7,6 +7,7 @@ import { Socket } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { jsonLoggerLayer, requestLog } from "../src/Logging.js"
 import { json, startServer, type TestServer } from "./harness.js"
+import { until } from "./polling.js"
 
 describe("request logs", () => {
   let server: TestServer
@@ -68,8 +69,7 @@ describe("request ids, user ids, refusals (issue 18, item 3)", () => {
     expect(statuses.slice(-1)).toEqual([429])
     const tooLarge = await server.fetch(`/v1/user?q=${"x".repeat(20_000)}`)
     expect(tooLarge.status).toBe(431)
-    const deadline = Date.now() + 5_000
-    while (!requests().some((l) => l["status"] === 431) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    await until("the 431 to be logged", () => requests().some((l) => l["status"] === 431))
     const after = requests().slice(before)
     expect(after.filter((l) => l["status"] === 429).length).toBeGreaterThanOrEqual(1)
     expect(after.filter((l) => l["status"] === 431)).toHaveLength(1)

@@ -8,23 +8,13 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { fastDispatch, json, readJson, startServer, type TestServer, type WorkflowDetailJson, workflowForm } from "./harness.js"
+import { poll } from "./polling.js"
 import { seriesValue, workGauges } from "./prometheus.js"
 
 /** The value of one series (`name{labels}`) in a Prometheus text answer. */
 const valueOf = (text: string, series: string): number | undefined => {
   const line = text.split("\n").find((l) => l.startsWith(series + " "))
   return line === undefined ? undefined : Number(line.slice(series.length + 1))
-}
-
-/** Polls `f` until it returns a value (not undefined), or fails with `what` after `ms`. */
-const until = async <A>(what: () => string, f: () => Promise<A | undefined>, ms = 15_000): Promise<A> => {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const value = await f()
-    if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
 }
 
 describe("GET /metrics", () => {
@@ -53,13 +43,12 @@ describe("GET /metrics", () => {
     const created = await server.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "m" }, saveImageWorkflow({})) })
     expect(created.status).toBe(201)
     const { id } = await readJson<{ id: string }>(created)
-    let w: WorkflowDetailJson
-    const deadline = Date.now() + 15_000
-    do {
-      await new Promise((r) => setTimeout(r, 50))
-      w = await readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: u.auth }))
-    } while (w.status !== "completed" && Date.now() < deadline)
-    expect(w.status).toBe("completed")
+    let status = ""
+    const w = await poll(() => `workflow ${id} to complete (is ${status})`, async () => {
+      const d = await readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: u.auth }))
+      status = d.status
+      return d.status === "completed" ? d : undefined
+    })
     // The detail says how long it waited and ran.
     expect(w.queue_ms).toEqual(expect.any(Number))
     expect(w.run_ms).toEqual(expect.any(Number))
@@ -105,7 +94,7 @@ describe("GET /metrics", () => {
       // One prompt runs (held), the other waits behind it on the runner.
       let last: unknown
       const expected = { accepted: 0, uploaded: 0, queued: 1, running: 1, in_flight: 2 }
-      await until(() => `gauges ${JSON.stringify(expected)}, last ${JSON.stringify(last)}`, async () => {
+      await poll(() => `gauges ${JSON.stringify(expected)}, last ${JSON.stringify(last)}`, async () => {
         last = workGauges(await scrape(), runner.id)
         return JSON.stringify(last) === JSON.stringify(expected) ? true : undefined
       })
@@ -114,7 +103,7 @@ describe("GET /metrics", () => {
 
       held.release()
       for (const id of ids) {
-        const w = await until(() => `${id} to complete`, async () => {
+        const w = await poll(() => `${id} to complete`, async () => {
           const d = await detail(id)
           return d.status === "completed" ? d : undefined
         })
@@ -124,7 +113,7 @@ describe("GET /metrics", () => {
         expect(outputs.length).toBeGreaterThanOrEqual(1)
       }
       const done = { accepted: 0, uploaded: 0, queued: 0, running: 0, in_flight: 0 }
-      await until(() => `gauges ${JSON.stringify(done)}, last ${JSON.stringify(last)}`, async () => {
+      await poll(() => `gauges ${JSON.stringify(done)}, last ${JSON.stringify(last)}`, async () => {
         last = workGauges(await scrape(), runner.id)
         return JSON.stringify(last) === JSON.stringify(done) ? true : undefined
       })

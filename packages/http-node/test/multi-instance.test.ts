@@ -6,8 +6,9 @@
  *
  * Each test prints one `[issue5:...]` line with its figures.
  */
-import { FakeComfyUI, saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
+import { type FakeComfyUI, saveImageWorkflow, slowWorkflow } from "@wes/runner-client/testing"
+import { describe, expect, it } from "vitest"
+import { mapLimit, range } from "./chaos.js"
 import { readJson, type RunnerJson, type WorkflowDetailJson } from "./harness.js"
 import {
   addRunner,
@@ -15,55 +16,20 @@ import {
   createUser,
   createWorkflow,
   type Instance,
-  killAll,
   type LeaseRow,
-  poll,
-  sleep,
   type SseEvent,
   startInstance,
   subscribe,
   TERMINAL,
-  TestDatabase,
+  type TestDatabase,
   type TestUser,
   watchLeases
 } from "./instances.js"
+import { poll, within } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 
-let db: TestDatabase | undefined
-const fakes: Array<FakeComfyUI> = []
-
-afterEach(async () => {
-  await killAll()
-  await Promise.all(fakes.splice(0).map((f) => f.close()))
-  await db?.drop()
-  db = undefined
-})
-
-const freshDatabase = async () => {
-  db = await TestDatabase.create()
-  return db
-}
-
-/** Fake runners without the cross-prompt cache, so that every FakeSleep really takes its time. */
-const startFakes = async (n: number) => {
-  const started = await Promise.all(Array.from({ length: n }, () => FakeComfyUI.start({ cache: false })))
-  fakes.push(...started)
-  return started
-}
-
-/** Runs `f` over `items` with at most `concurrency` at a time, keeping the order of results. */
-const mapLimit = async <A, B>(items: ReadonlyArray<A>, concurrency: number, f: (a: A, i: number) => Promise<B>): Promise<Array<B>> => {
-  const results: Array<B> = new Array<B>(items.length)
-  let next = 0
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) {
-      const i = next++
-      results[i] = await f(items[i]!, i)
-    }
-  }))
-  return results
-}
-
-const range = (n: number) => Array.from({ length: n }, (_, i) => i)
+/** Its fake runners have no cross-prompt cache (the suite's default): every FakeSleep really takes its time. */
+const suite = processSuite()
 
 /** Waits until `total` workflows completed; fails at once when one ends otherwise. Returns when it saw them all. */
 const awaitAllCompleted = async (database: TestDatabase, total: number, timeoutMs: number): Promise<number> => {
@@ -103,9 +69,9 @@ const statusesOf = (events: ReadonlyArray<SseEvent>) => events.filter((e) => e.e
 
 describe("several wes serve instances on one database", () => {
   it("two instances, 200 workflows over 4 runners: every workflow completes and every prompt reaches a runner exactly once", async () => {
-    const database = await freshDatabase()
+    const database = await suite.database()
     const [a, b] = await Promise.all([startInstance("A", database.url()), startInstance("B", database.url())])
-    const runnerFakes = await startFakes(4)
+    const runnerFakes = await suite.fakes(4)
     const user = await createUser(a)
     for (const [i, f] of runnerFakes.entries()) await addRunner(i % 2 === 0 ? a : b, user, `r${i}`, f.url)
     const leases = watchLeases(database)
@@ -147,9 +113,9 @@ describe("several wes serve instances on one database", () => {
   }, 180_000)
 
   it("an instance killed with SIGKILL mid-flight: the survivor finishes all of its work, nothing is submitted twice", async () => {
-    const database = await freshDatabase()
+    const database = await suite.database()
     const [a, b] = await Promise.all([startInstance("A", database.url()), startInstance("B", database.url())])
-    const runnerFakes = await startFakes(4)
+    const runnerFakes = await suite.fakes(4)
     const user = await createUser(a)
     const runners: Array<RunnerJson> = []
     for (const [i, f] of runnerFakes.entries()) runners.push(await addRunner(i % 2 === 0 ? a : b, user, `r${i}`, f.url, ["pool", `r${i}`]))
@@ -237,15 +203,15 @@ describe("several wes serve instances on one database", () => {
   }, 180_000)
 
   it("SSE across instances: a client of one instance follows a workflow created and driven by the other, and replays from Last-Event-ID", async () => {
-    const database = await freshDatabase()
+    const database = await suite.database()
     const [a, b] = await Promise.all([startInstance("A", database.url()), startInstance("B", database.url())])
-    const [f] = await startFakes(1)
+    const [f] = await suite.fakes(1)
     const user = await createUser(a)
     const runner = await addRunner(a, user, "r", f!.url)
 
     // A first workflow: whichever instance takes the runner keeps driving it (idle drivers stay 30 s).
     await createWorkflow(a, user, saveImageWorkflow())
-    await poll("the warm-up workflow to complete", async () => ((await database.statusCounts())["completed"] === 1 ? true : undefined), 20_000)
+    await poll("the warm-up workflow to complete", async () => ((await database.statusCounts())["completed"] === 1 ? true : undefined), 20_000, 100)
     const lease = (await database.leases()).find((l) => l.runner_id === runner.id && l.live)!
     const driver = a.owns(lease.owner) ? a : b
     const other = driver === a ? b : a
@@ -266,9 +232,11 @@ describe("several wes serve instances on one database", () => {
     f!.release()
 
     const streams = Promise.all([live.ended, replay.ended, onDriver.ended])
-    const ended = await Promise.race([streams, sleep(30_000).then(() => undefined)])
-    if (ended === undefined) throw new Error(`the event streams did not end; on ${other.name}: ${JSON.stringify(live.events.map((e) => [e.id, e.event]))}`)
-    const [events, replayed, driverEvents] = ended
+    const [events, replayed, driverEvents] = await within(
+      () => `the event streams to end; on ${other.name}: ${JSON.stringify(live.events.map((e) => [e.id, e.event]))}`,
+      streams,
+      30_000
+    )
     const [current, ...sequence] = events
     expect(current).toMatchObject({ id: "0", event: "status" })
     expect(sequence.map((e) => Number(e.id))).toEqual(sequence.map((_, i) => i + 1))
@@ -300,9 +268,9 @@ describe("several wes serve instances on one database", () => {
   }, 120_000)
 
   it("the whole server restarted mid-flight (SIGTERM, then a new instance): all work completes, prompts queued on the runners are reconciled, not resubmitted", async () => {
-    const database = await freshDatabase()
+    const database = await suite.database()
     const first = await startInstance("first", database.url())
-    const runnerFakes = await startFakes(2)
+    const runnerFakes = await suite.fakes(2)
     const user = await createUser(first)
     for (const [i, f] of runnerFakes.entries()) await addRunner(first, user, `r${i}`, f.url)
 

@@ -5,26 +5,16 @@
  * completing transition), null before; a store failure seen over HTTP (503) is counted in
  * `wes_store_errors_total` by operation, and the scrape itself still answers while the store is down.
  */
-import { FakeComfyUI, saveImageWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
+import { saveImageWorkflow } from "@wes/runner-client/testing"
+import { describe, expect, it } from "vitest"
 import { readJson, type WorkflowDetailJson } from "./harness.js"
-import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, TestDatabase } from "./instances.js"
+import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, startInstance } from "./instances.js"
+import { poll } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 import { workGauges } from "./prometheus.js"
 import { TcpProxy } from "./tcp-proxy.js"
 
-let db: TestDatabase | undefined
-let proxy: TcpProxy | undefined
-let fake: FakeComfyUI | undefined
-
-afterEach(async () => {
-  await killAll()
-  await proxy?.close()
-  await fake?.close()
-  await db?.drop()
-  db = undefined
-  proxy = undefined
-  fake = undefined
-})
+const suite = processSuite()
 
 const scrape = async (wes: Instance) => {
   const res = await wes.fetch("/metrics")
@@ -43,11 +33,11 @@ const storeErrors = (text: string): Record<string, number> =>
 
 describe("operations on PostgreSQL", () => {
   it("gauges follow the work, transfer_ms is stored, and store failures are counted by operation", async () => {
-    db = await TestDatabase.create()
+    const db = await suite.database()
     const target = new URL(DATABASE_URL)
-    proxy = await TcpProxy.start({ host: target.hostname, port: Number(target.port || "5432") })
+    const proxy = suite.closeAfter(await TcpProxy.start({ host: target.hostname, port: Number(target.port || "5432") }))
     const wes = await startInstance("W", db.url({ port: proxy.port }))
-    fake = await FakeComfyUI.start({ cache: false })
+    const fake = (await suite.fakes(1))[0]!
     fake.hold()
     const user = await createUser(wes)
     const runner = await addRunner(wes, user, "r", fake.url)

@@ -19,7 +19,8 @@ import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { mapLimit, range } from "./chaos.js"
 import { fastDispatch, json, readJson, type RunnerJson, startServer, type TestServer, type WorkflowDetailJson, workflowForm, type WorkflowSummaryJson } from "./harness.js"
-import { countSubmissions, poll, sleep, TERMINAL } from "./instances.js"
+import { countSubmissions, sleep, TERMINAL } from "./instances.js"
+import { poll } from "./polling.js"
 
 let server: TestServer
 const fakes: Array<FakeComfyUI> = []
@@ -82,6 +83,7 @@ describe("runner faults at scale", () => {
     const dropping = (async () => {
       let drops = 0
       while ((await completedIn(u, g0)) < g0.length && drops < 20) {
+        // real time: the fault's schedule, a dropped WebSocket every second while r0 works.
         await sleep(1_000)
         f0.dropWebSockets()
         drops++

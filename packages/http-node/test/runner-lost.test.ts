@@ -7,7 +7,7 @@
 import { FakeComfyUI, saveImageWorkflow } from "@wes/runner-client/testing"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { fastDispatch, json, readJson, type RunnerJson, startServer, type TestServer, type WorkflowDetailJson, workflowForm, type WorkflowSummaryJson } from "./harness.js"
-import { poll } from "./instances.js"
+import { poll } from "./polling.js"
 
 const LOST_AFTER_MS = 1500
 

@@ -18,6 +18,7 @@ import {
   workflowForm,
   type WorkflowSummaryJson
 } from "./harness.js"
+import { poll, until } from "./polling.js"
 
 const CONCURRENCY = 2
 let server: TestServer
@@ -53,31 +54,22 @@ const submit = async (u: User, fields: Record<string, string> = {}) => {
 
 const get = async (u: User, id: string) => readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: u.auth }))
 
-const waitAll = async (u: User, ids: ReadonlyArray<string>) => {
-  for (const id of ids) {
-    for (let w = await get(u, id); w.status !== "completed"; w = await get(u, id)) {
-      if (["failed", "invalid", "cancelled"].includes(w.status)) throw new Error(`workflow ${id} ended ${w.status}`)
-      await new Promise((r) => setTimeout(r, 25))
+/** Waits until WES shows the workflow in one of `statuses`; fails at once when it ended otherwise. */
+const untilStatus = (u: User, id: string, statuses: ReadonlyArray<string>) => {
+  let last = ""
+  return poll(() => `workflow ${id} to be ${statuses.join("|")} (is ${last})`, async () => {
+    const w = await get(u, id)
+    last = w.status
+    if (!statuses.includes(w.status) && ["completed", "failed", "invalid", "cancelled"].includes(w.status)) {
+      throw new Error(`workflow ${id} ended ${w.status}: ${w.exception_type}`)
     }
-  }
+    return statuses.includes(w.status) ? w : undefined
+  })
 }
 
-/** Waits for `condition` (the fake records a submission after its queue-change notice: polled). */
-const until = async (condition: () => boolean, what: string, timeoutMs = 10_000) => {
-  const deadline = Date.now() + timeoutMs
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
-
-/** Waits until WES shows the workflow in one of `statuses`. */
-const untilStatus = async (u: User, id: string, statuses: ReadonlyArray<string>) => {
-  const deadline = Date.now() + 10_000
-  for (let w = await get(u, id); !statuses.includes(w.status); w = await get(u, id)) {
-    if (Date.now() > deadline) throw new Error(`workflow ${id} stayed ${w.status}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
+/** Waits until every workflow of `ids` completed. */
+const waitAll = async (u: User, ids: ReadonlyArray<string>) => {
+  for (const id of ids) await untilStatus(u, id, ["completed"])
 }
 
 /** The order prompts were posted to `f`, each checked to be posted exactly once. */
@@ -113,7 +105,7 @@ describe("scheduling", () => {
     f.hold()
     expect((await server.fetch("/v1/runner", json({ name: "r", endpoint: f.url }, u.auth))).status).toBe(201)
     const first = [await submit(u), await submit(u)]
-    await until(() => postedOnce(f).length === CONCURRENCY, "the runner's slots filled")
+    await until("the runner's slots filled", () => postedOnce(f).length === CONCURRENCY)
     const normal = await submit(u)
     const low = await submit(u, { priority: "low" })
     const high = await submit(u, { priority: "high" })
@@ -139,7 +131,7 @@ describe("scheduling", () => {
     const [a, b] = [await server.user("pro"), await server.user("pro")]
     const burst: Array<WorkflowSummaryJson> = []
     for (let i = 0; i < 40; i++) burst.push(await submit(a, { tags: "shared" }))
-    await until(() => postedOnce(f).length === CONCURRENCY, "the runner's slots filled")
+    await until("the runner's slots filled", () => postedOnce(f).length === CONCURRENCY)
     const single = await submit(b, { tags: "shared" })
     f.release()
     await waitAll(b, [single.id])
@@ -161,7 +153,7 @@ describe("scheduling", () => {
     const first = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "small", endpoint: small.url }, u.auth)))
     const w = await submit(u)
     const stream = server.fetch(`/v1/workflow/${w.id}/subscribe`, { headers: u.auth }).then((r) => r.text())
-    await until(() => postedOnce(small).length === 1, "the prompt on the first runner")
+    await until("the prompt on the first runner", () => postedOnce(small).length === 1)
     const second = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "big", endpoint: big.url }, u.auth)))
     small.release()
     await waitAll(u, [w.id])
@@ -181,7 +173,7 @@ describe("scheduling", () => {
     flaky.hold()
     const first = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "flaky", endpoint: flaky.url }, u.auth)))
     const w = await submit(u)
-    await until(() => postedOnce(flaky).length === 1, "the prompt on the first runner")
+    await until("the prompt on the first runner", () => postedOnce(flaky).length === 1)
     await server.fetch("/v1/runner", json({ name: "steady", endpoint: steady.url }, u.auth))
     await untilStatus(u, w.id, ["running"])
     await flaky.restart()
@@ -197,14 +189,8 @@ describe("scheduling", () => {
     const v = await submit(alone)
     await untilStatus(alone, v.id, ["running"])
     await only.restart()
-    for (let d = await get(alone, v.id); ; d = await get(alone, v.id)) {
-      if (d.status === "failed") {
-        expect([d.exception_type, d.attempts]).toEqual(["RunnerLost", []])
-        break
-      }
-      if (d.status === "completed") throw new Error("a lost run completed without a runner to retry on")
-      await new Promise((r) => setTimeout(r, 25))
-    }
+    const lost = await untilStatus(alone, v.id, ["failed"])
+    expect([lost.exception_type, lost.attempts]).toEqual(["RunnerLost", []])
   })
 
   it("a waiting workflow's detail estimates its start from the runner's recent run times", async () => {

@@ -22,6 +22,7 @@ import * as path from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FsBlobStoreLive } from "../src/FsBlobStore.js"
 import { denyPrivateGateway, isPrivateAddress, type Resolver } from "../src/RunnerAddressPolicy.js"
+import { movableClock } from "./clock.js"
 import { makeContract, type SpecDocument } from "./contract.js"
 import {
   ADMIN_TOKEN,
@@ -36,6 +37,7 @@ import {
   workflowForm
 } from "./harness.js"
 import { TestDatabase } from "./instances.js"
+import { poll } from "./polling.js"
 
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
@@ -50,26 +52,23 @@ const walk = async (dir: string): Promise<Array<string>> => {
   return out
 }
 
-const waitTerminal = async (server: TestServer, auth: Record<string, string>, id: string): Promise<WorkflowDetailJson> => {
-  const deadline = Date.now() + 30_000
-  for (;;) {
+const waitTerminal = (server: TestServer, auth: Record<string, string>, id: string): Promise<WorkflowDetailJson> =>
+  poll(`workflow ${id} to end`, async () => {
     const w = await readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: auth }))
-    if (["completed", "failed", "invalid", "cancelled"].includes(w.status)) return w
-    if (Date.now() > deadline) throw new Error(`workflow ${id} stayed ${w.status}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+    return ["completed", "failed", "invalid", "cancelled"].includes(w.status) ? w : undefined
+  }, 30_000)
 
 describe("files, outputs, expired tokens and logs (suite 7)", () => {
   let sandbox: string
   let fake: FakeComfyUI
   let server: TestServer
+  const clock = movableClock()
   beforeAll(async () => {
     // Blobs and the runner's ComfyUI directories side by side in one sandbox: nothing may appear elsewhere in it.
     sandbox = await fs.mkdtemp(path.join(os.tmpdir(), "wes-security-"))
     fake = await FakeComfyUI.start({ rootDir: path.join(sandbox, "comfy") })
     const store = Layer.merge(MemoryStoreLive, FsBlobStoreLive(path.join(sandbox, "blobs")).pipe(Layer.provide(NodeServices.layer)))
-    server = await startServer({ dispatcher: fastDispatch, store })
+    server = await startServer({ dispatcher: fastDispatch, store, clock: clock.layer })
   })
   afterAll(async () => {
     await server.close()
@@ -135,13 +134,13 @@ describe("files, outputs, expired tokens and logs (suite 7)", () => {
   it("refuses an expired token on every authenticated operation with 401 'Token has expired'", async () => {
     const contract = makeContract(await readJson<SpecDocument>(await server.fetch("/v1/openapi.json")))
     const user = await readJson<{ id: string }>(await server.fetch("/admin/v1/users", json({ tier: "plus" }, admin)))
-    const soon = new Date(Date.now() + 1_000).toISOString()
+    const soon = new Date(Date.now() + 10_000).toISOString()
     const { token } = await readJson<{ token: string }>(await server.fetch(`/admin/v1/users/${user.id}/tokens`, json({ name: "old", expires_at: soon }, admin)))
     const auth = { authorization: `Bearer ${token}` }
     // While valid, it owns a runner and a workflow, so the paths below name real resources.
     const runner = await readJson<RunnerJson>(await server.fetch("/v1/runner", json({ name: "r", endpoint: fake.url }, auth)))
     const workflow = await readJson<{ id: string }>(await server.fetch("/v1/workflow", { method: "POST", headers: auth, body: workflowForm({ name: "w" }) }))
-    await new Promise((r) => setTimeout(r, Math.max(0, Date.parse(soon) + 50 - Date.now())))
+    clock.advance("11 seconds")
     const secured = contract.operations.filter((o) => (o.spec.security ?? []).length > 0)
     expect(secured.length).toBeGreaterThanOrEqual(23)
     for (const o of secured) {

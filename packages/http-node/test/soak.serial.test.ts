@@ -7,10 +7,11 @@
  *
  * Prints one `[soak]` line with its figures.
  */
-import { FakeComfyUI, slowWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
-import { awaitAllTerminal, awaitPostgres, checkRun, isContract503, localPortsOf, mapLimit, processFigures, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
-import { addRunner, createUser, killAll, sleep, startInstance, subscribe, TestDatabase } from "./instances.js"
+import { slowWorkflow } from "@wes/runner-client/testing"
+import { describe, expect, it } from "vitest"
+import { awaitAllTerminal, checkRun, isContract503, localPortsOf, mapLimit, processFigures, range, submitUntilAcknowledged, timedFetch } from "./chaos.js"
+import { addRunner, createUser, sleep, startInstance, subscribe } from "./instances.js"
+import { processSuite } from "./process-suite.js"
 
 const LOAD_MS = 120_000
 const FAULT_EVERY_MS = 10_000
@@ -19,22 +20,13 @@ const SUBMIT_EVERY_MS = 250
 const RSS_GROWTH_MB = 150
 const FD_GROWTH = 16
 
-let db: TestDatabase | undefined
-const fakes: Array<FakeComfyUI> = []
-
-afterEach(async () => {
-  await awaitPostgres()
-  await killAll()
-  await Promise.all(fakes.splice(0).map((f) => f.close()))
-  await db?.drop()
-  db = undefined
-})
+const suite = processSuite({ waitForPostgres: true })
 
 describe("soak", () => {
   it("two minutes of steady load with runner restarts, WebSocket drops and killed database connections: no leak, nothing lost or run twice", async () => {
-    const database = (db = await TestDatabase.create())
+    const database = await suite.database()
     const wes = await startInstance("S", database.url(), { WES_TIER_LIMITS: JSON.stringify({ plus: { active_workflows: 2_000, workflows_per_day: 50_000 } }) })
-    fakes.push(...await Promise.all(range(4).map(() => FakeComfyUI.start({ cache: false }))))
+    const fakes = await suite.fakes(4)
     const user = await createUser(wes)
     for (const [i, f] of fakes.entries()) await addRunner(wes, user, `r${i}`, f.url)
     const workflow = (i: number) => slowWorkflow({ seconds: 0.2 + (i % 4) * 0.1, steps: 2, prefix: `soak/${i}` })
@@ -48,6 +40,7 @@ describe("soak", () => {
     // Warm-up: enough concurrent work to open the pool and every runner connection.
     await mapLimit(range(40), 10, (i) => submit(i))
     await awaitAllTerminal(database, 40, 60_000)
+    // real time: the process settles (timers, pools, GC) before its first RSS and descriptor figures.
     await sleep(2_000)
     const start = processFigures(wes.pid)
 
@@ -63,6 +56,7 @@ describe("soak", () => {
         // Every tenth workflow is followed to its end over SSE, like a UI would.
         // (A stream cut by the faults ends its read; a UI would reconnect with Last-Event-ID.)
         if (i % 10 === 0) void subscribe(wes, user, w.id).then((s) => s.ended.catch(() => undefined), () => undefined)
+        // real time: the steady submission rate the soak measures under.
         await sleep(SUBMIT_EVERY_MS)
       }
     })()
@@ -75,10 +69,12 @@ describe("soak", () => {
         reads++
         if (answer.status === 503 && isContract503(answer)) reads503++
         else expect(answer.status).toBe(200)
+        // real time: the readers' pace.
         await sleep(100)
       }
     })()
     for (let k = 0; Date.now() - loadStarted < LOAD_MS; k++) {
+      // real time: a fault every FAULT_EVERY_MS for LOAD_MS, the soak's schedule.
       await sleep(Math.min(FAULT_EVERY_MS, Math.max(0, LOAD_MS - (Date.now() - loadStarted))))
       if (Date.now() - loadStarted >= LOAD_MS) break
       peakRss = Math.max(peakRss, processFigures(wes.pid).rssMb)
@@ -106,6 +102,7 @@ describe("soak", () => {
 
     const total = acknowledged.size
     await awaitAllTerminal(database, total, 90_000)
+    // real time: the process settles after the load before its last RSS and descriptor figures.
     await sleep(5_000)
     const end = processFigures(wes.pid)
 

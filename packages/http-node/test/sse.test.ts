@@ -40,6 +40,22 @@ const readEvents = async (res: Response, until: (events: ReadonlyArray<SseEvent>
   return events
 }
 
+/**
+ * Reads a stream in the background: `connected` once its first event (the current status) came,
+ * when the server follows the workflow for it; `events` once the stream ended.
+ */
+const follow = (res: Response) => {
+  let connected!: () => void
+  const first = new Promise<void>((resolve) => (connected = resolve))
+  const events = readEvents(res, (es) => {
+    if (es.length > 0) connected()
+    return false
+  })
+  // A stream that ends without an event: the assertions on its events say so.
+  void events.then(() => connected(), () => connected())
+  return { connected: first, events }
+}
+
 describe("SSE", () => {
   let server: TestServer
   beforeAll(async () => { server = await startServer({ http: { sseKeepAlive: "100 millis" } }) })
@@ -56,10 +72,10 @@ describe("SSE", () => {
     const { u, w } = await setup()
     const res = await server.fetch(`/v1/workflow/${w.id}/subscribe`, { headers: u.auth })
     expect(res.headers.get("content-type")).toContain("text/event-stream")
-    const reading = readEvents(res)
-    await new Promise((r) => setTimeout(r, 250))
+    const stream = follow(res)
+    await stream.connected
     await server.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
-    const events = (await reading).filter((e) => e.event !== undefined)
+    const events = (await stream.events).filter((e) => e.event !== undefined)
     expect(events.map((e) => [e.id, e.event, JSON.parse(e.data!).status])).toEqual([
       ["1", "status", "accepted"],
       ["2", "status", "cancelled"],
@@ -88,32 +104,19 @@ describe("SSE", () => {
   it("reads a Last-Event-ID beyond the latest event as up to date, and still ends with done", async () => {
     const { u, w } = await setup()
     const res = await server.fetch(`/v1/workflow/${w.id}/subscribe`, { headers: { ...u.auth, "last-event-id": "999" } })
-    const reading = readEvents(res)
-    await new Promise((r) => setTimeout(r, 250))
+    const stream = follow(res)
+    await stream.connected
     await server.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
-    const events = (await reading).filter((e) => e.event !== undefined)
+    const events = (await stream.events).filter((e) => e.event !== undefined)
     expect(events.map((e) => [e.id, e.event])).toEqual([["1", "status"], ["2", "status"], ["3", "done"]])
   })
 
   it("gives many subscribers every event, in order", async () => {
     const { u, w } = await setup()
-    let connected = 0
-    let allConnected!: () => void
-    const ready = new Promise<void>((resolve) => (allConnected = resolve))
-    // Each subscriber counts as connected once its first event (the current status) arrived.
-    const streams = Array.from({ length: 20 }, async () => {
-      let counted = false
-      return readEvents(await server.fetch(`/v1/workflow/${w.id}/subscribe`, { headers: u.auth }), (events) => {
-        if (!counted && events.length > 0) {
-          counted = true
-          if (++connected === 20) allConnected()
-        }
-        return false
-      })
-    })
-    await ready
+    const streams = await Promise.all(Array.from({ length: 20 }, async () => follow(await server.fetch(`/v1/workflow/${w.id}/subscribe`, { headers: u.auth }))))
+    await Promise.all(streams.map((s) => s.connected))
     await server.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
-    for (const events of await Promise.all(streams)) {
+    for (const events of await Promise.all(streams.map((s) => s.events))) {
       expect(events.filter((e) => e.event).map((e) => [e.id, e.event])).toEqual([["1", "status"], ["2", "status"], ["3", "done"]])
     }
   })

@@ -10,6 +10,7 @@ import { createServer, type Server } from "node:net"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterEach, beforeAll, describe, expect, it } from "vitest"
+import { until } from "./polling.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const bin = path.join(here, "..", "dist", "bin.js")
@@ -36,15 +37,13 @@ const wes = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
   child.stdout!.on("data", (d: Buffer) => (out.stdout += d.toString()))
   child.stderr!.on("data", (d: Buffer) => (out.stderr += d.toString()))
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-  const waitFor = async (pattern: RegExp, timeoutMs = 20_000) => {
-    const deadline = Date.now() + timeoutMs
-    while (!pattern.test(out.stdout)) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern}; stdout: ${out.stdout}\nstderr: ${out.stderr}`)
+  /** Until `pattern` is printed. */
+  const printed = (pattern: RegExp, timeoutMs = 20_000) =>
+    until(() => `${pattern}; stdout: ${out.stdout}\nstderr: ${out.stderr}`, () => {
       if (child.exitCode !== null) throw new Error(`wes exited (${child.exitCode}): ${out.stdout} ${out.stderr}`)
-      await new Promise((r) => setTimeout(r, 50))
-    }
-  }
-  return { child, out, exited, waitFor }
+      return pattern.test(out.stdout)
+    }, timeoutMs, 50)
+  return { child, out, exited, printed }
 }
 
 /** Everything printed is JSON lines; the one fatal line, parsed. */
@@ -125,7 +124,7 @@ describe("the built wes command", () => {
   it("treats an empty variable as unset, logs stopping and stopped on SIGTERM, exits 0", async () => {
     const port = await freePort()
     const run = wes(["serve"], { WES_PORT: String(port), WES_DEV: "", WES_RATE_LIMIT: "", WES_STORAGE: "", DATABASE_URL: "" })
-    await run.waitFor(/"msg":"wes serve listening"/)
+    await run.printed(/"msg":"wes serve listening"/)
     run.child.kill("SIGTERM")
     expect(await run.exited).toBe(0)
     const messages = run.out.stdout.split("\n").filter((l) => l !== "").map((l) => (JSON.parse(l) as { msg: string }).msg)

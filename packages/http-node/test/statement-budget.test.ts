@@ -11,7 +11,6 @@ import * as net from "node:net"
 import type { Duplex } from "node:stream"
 import {
   AccountService,
-  Dispatcher,
   PlatformLive,
   RunnerProbe,
   RunnerService,
@@ -28,7 +27,8 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Redacted from "effect/Redacted"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { poll, TestDatabase } from "./instances.js"
+import { TestDatabase } from "./instances.js"
+import { poll } from "./polling.js"
 
 /** What the budget asks: most statements per workflow. */
 const ONE_BY_ONE_BUDGET = 8
@@ -109,15 +109,16 @@ describe("statements per workflow on PostgreSQL", () => {
       runnerLeases: { leaseTime: far, renewInterval: "30 minutes" }
     })
     const gateway = RunnerGatewayNode()
-    const core = Dispatcher.layer({
-      scanInterval: far,
-      claimInterval: far,
-      reconcileInterval: far,
-      claimLease: far,
-      idleAfter: far,
-      runnerRefreshInterval: far
+    const core = useCasesLayer({
+      dispatcher: {
+        scanInterval: far,
+        claimInterval: far,
+        reconcileInterval: far,
+        claimLease: far,
+        idleAfter: far,
+        runnerRefreshInterval: far
+      }
     }).pipe(
-      Layer.provideMerge(useCasesLayer()),
       Layer.provideMerge(Layer.mergeAll(store, gateway, RunnerProbe.Off, TierPolicy.layer({}), PlatformLive))
     )
     runtime = ManagedRuntime.make(core)

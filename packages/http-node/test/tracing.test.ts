@@ -12,9 +12,11 @@ import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { TracingConfig } from "../src/Tracing.js"
-import { addRunner, createUser, killAll, poll, startInstance, TestDatabase } from "./instances.js"
+import { addRunner, createUser, startInstance } from "./instances.js"
+import { poll } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 
 interface OtlpValue {
   readonly stringValue?: string
@@ -63,18 +65,7 @@ const startReceiver = async () => {
   }
 }
 
-let receiver: Awaited<ReturnType<typeof startReceiver>> | undefined
-let fake: FakeComfyUI | undefined
-let db: TestDatabase | undefined
-afterEach(async () => {
-  await killAll()
-  await receiver?.close()
-  await fake?.close()
-  await db?.drop()
-  receiver = undefined
-  fake = undefined
-  db = undefined
-})
+const suite = processSuite()
 
 const read = (env: Record<string, string>) =>
   Effect.runSync(Effect.result(Effect.provideService(TracingConfig, ConfigProvider.ConfigProvider, ConfigProvider.fromEnvRecord(env))))
@@ -110,8 +101,8 @@ describe("OpenTelemetry tracing", () => {
   })
 
   it("exports a span per request, named by method and route, to the OTLP endpoint", async () => {
-    receiver = await startReceiver()
-    db = await TestDatabase.create()
+    const receiver = suite.closeAfter(await startReceiver())
+    const db = await suite.database()
     const wes = await startInstance("traced", db.url(), {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
@@ -119,12 +110,12 @@ describe("OpenTelemetry tracing", () => {
     })
     const user = await createUser(wes)
     // A runner: its driver works in the background (connects, reads, claims), untraced.
-    fake = await FakeComfyUI.start()
+    const fake = suite.closeAfter(await FakeComfyUI.start())
     await addRunner(wes, user, "r", fake.url)
     expect((await wes.fetch("/v1/user", { headers: user.auth })).status).toBe(200)
     expect((await wes.fetch("/healthz")).status).toBe(200)
-    const span = await poll(() => `a span "GET /v1/user" (got ${JSON.stringify(receiver!.spans().map((s) => s.name))})`, async () =>
-      receiver!.spans().find((s) => s.name === "GET /v1/user"), 20_000, 100)
+    const span = await poll(() => `a span "GET /v1/user" (got ${JSON.stringify(receiver.spans().map((s) => s.name))})`, async () =>
+      receiver.spans().find((s) => s.name === "GET /v1/user"), 20_000, 100)
     expect(span.traceId).toMatch(/^[0-9a-f]{32}$/)
     expect(span.attributes).toContainEqual({ key: "http.route", value: { stringValue: "/v1/user" } })
     expect(receiver.serviceNames()).toContain("wes-under-test")

@@ -7,6 +7,7 @@
 import { FakeComfyUI } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ErrorBody, fastDispatch, json, readJson, startServer, type TestServer, type WorkflowDetailJson, workflowForm, type WorkflowSummaryJson } from "./harness.js"
+import { poll } from "./polling.js"
 
 let server: TestServer
 let comfy: FakeComfyUI
@@ -33,15 +34,11 @@ const booleanWorkflow = {
 const create = (fields: Record<string, string>) =>
   server.fetch("/v1/workflow", { method: "POST", headers: user.auth, body: workflowForm({ name: "typed", ...fields }, booleanWorkflow) })
 
-const finished = async (id: string): Promise<WorkflowDetailJson> => {
-  const deadline = Date.now() + 15_000
-  for (;;) {
+const finished = (id: string): Promise<WorkflowDetailJson> =>
+  poll(`workflow ${id} to end`, async () => {
     const w = await readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: user.auth }))
-    if (["completed", "failed", "invalid", "cancelled"].includes(w.status)) return w
-    if (Date.now() > deadline) throw new Error(`workflow ${id} is still ${w.status}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+    return ["completed", "failed", "invalid", "cancelled"].includes(w.status) ? w : undefined
+  })
 
 describe("parameters typed by the input they fill", () => {
   it("posts false and true to a BOOLEAN input as JSON booleans, and the same text to a STRING input as text", async () => {

@@ -21,7 +21,7 @@ import {
   workflowForm,
   type WorkflowSummaryJson
 } from "./harness.js"
-import { poll } from "./instances.js"
+import { poll } from "./polling.js"
 import { seriesValue } from "./prometheus.js"
 
 let server: TestServer
@@ -51,10 +51,8 @@ const created = async (u: User, workflow: unknown) => {
 }
 const detail = async (u: User, id: string) => readJson<WorkflowDetailJson>(await server.fetch(`/v1/workflow/${id}`, { headers: u.auth }))
 
-/** Polls until `check` gives a value. */
-const until = <A>(what: string, check: () => Promise<A | undefined>) => poll(what, check, 15_000, 25)
 const ended = (u: User, id: string) =>
-  until(`workflow ${id} to end`, async () => {
+  poll(`workflow ${id} to end`, async () => {
     const w = await detail(u, id)
     return ["completed", "failed", "invalid", "cancelled"].includes(w.status) ? w : undefined
   })
@@ -94,10 +92,10 @@ describe("ComfyUI versions", () => {
     const f = await fake({})
     const r = await readJson<RunnerJson>(await register(u, f))
     const busy = await created(u, slowWorkflow({ seconds: 1, steps: 10 }))
-    await until("the runner to run it", async () => (f.submissions.length > 0 ? true : undefined))
+    await poll("the runner to run it", async () => (f.submissions.length > 0 ? true : undefined))
     f.setVersion({ version: "0.3.40" })
     await f.restart()
-    const seen = await until("the version seen again", async () => {
+    const seen = await poll("the version seen again", async () => {
       const now = await runner(u, r.id)
       return now.comfyui?.version === "0.3.40" ? now : undefined
     })
@@ -122,10 +120,10 @@ describe("cancel and status through the jobs API", () => {
     const f = await fake(options)
     const r = await readJson<RunnerJson>(await register(u, f))
     const w = await created(u, slowWorkflow({ seconds: 30, steps: 300 }))
-    await until("it to run", async () => ((await detail(u, w.id)).status === "running" ? true : undefined))
+    await poll("it to run", async () => ((await detail(u, w.id)).status === "running" ? true : undefined))
     const from = f.requests.length
     expect((await server.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })).status).toBe(200)
-    await until("the runner to stop it", async () => (f.state.running === null ? true : undefined))
+    await poll("the runner to stop it", async () => (f.state.running === null ? true : undefined))
     // What was posted (reconciliation may cancel a second time, the same way, while it still sees the prompt).
     return { runner: r, posted: new Set(f.requests.slice(from).filter((q) => q.method === "POST").map((q) => q.path)), id: w.id }
   }

@@ -4,23 +4,16 @@
  * instance killed with deliveries pending leaves them to another, which delivers them all.
  */
 import { FakeComfyUI, saveImageWorkflow } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { verifyWebhook } from "../src/WebhookSigning.js"
 import { mapLimit, range } from "./chaos.js"
 import { json, readJson } from "./harness.js"
-import { addRunner, createUser, createWorkflow, type Instance, killAll, poll, startInstance, TestDatabase, type TestUser } from "./instances.js"
+import { addRunner, createUser, createWorkflow, type Instance, startInstance, type TestDatabase, type TestUser } from "./instances.js"
+import { poll } from "./polling.js"
+import { processSuite } from "./process-suite.js"
 import { type Receiver, startReceiver } from "./webhook-receiver.js"
 
-let db: TestDatabase | undefined
-const fakes: Array<FakeComfyUI> = []
-const receivers: Array<Receiver> = []
-
-afterEach(async () => {
-  await killAll()
-  await Promise.all([...fakes.splice(0).map((f) => f.close()), ...receivers.splice(0).map((r) => r.close())])
-  await db?.drop()
-  db = undefined
-})
+const suite = processSuite()
 
 const ENV = {
   WES_WEBHOOK_ALLOW_PRIVATE: "true",
@@ -31,15 +24,13 @@ const ENV = {
 const TERMINAL_TYPES = ["workflow.completed", "workflow.failed", "workflow.invalid", "workflow.cancelled"]
 
 const setUp = async (instance: Instance, runners: number) => {
-  const receiver = await startReceiver()
-  receivers.push(receiver)
+  const receiver = suite.closeAfter(await startReceiver())
   const user = await createUser(instance)
   const put = await instance.fetch("/v1/webhook", { ...json({ url: receiver.url }, user.auth), method: "PUT" })
   expect(put.status).toBe(200)
   const { secret } = await readJson<{ secret: string }>(put)
   for (const i of range(runners)) {
-    const f = await FakeComfyUI.start()
-    fakes.push(f)
+    const f = suite.closeAfter(await FakeComfyUI.start())
     await addRunner(instance, user, `r${i}`, f.url)
   }
   return { receiver, secret, user }
@@ -62,7 +53,7 @@ const pendingDeliveries = async (database: TestDatabase) =>
 
 describe("webhooks on several instances", () => {
   it("1,000 workflows over two instances: 1,000 terminal deliveries, none lost, none twice, in order per workflow", async () => {
-    const database = (db = await TestDatabase.create())
+    const database = await suite.database()
     const [a, b] = await Promise.all([startInstance("A", database.url(), ENV), startInstance("B", database.url(), ENV)])
     const { receiver, secret, user } = await setUp(a, 4)
     const instances = [a, b]
@@ -76,11 +67,11 @@ describe("webhooks on several instances", () => {
     const orders = new Set(created.map((w) => byWorkflow.get(w.id)!.join(",")))
     expect([...orders]).toEqual(["workflow.queued,workflow.running,workflow.completed"])
     expect(new Set(receiver.received.map((r) => r.headers["webhook-id"])).size).toBe(receiver.received.length)
-    expect(await poll("no pending delivery", async () => ((await pendingDeliveries(database)) === 0 ? true : undefined), 10_000)).toBe(true)
+    expect(await poll("no pending delivery", async () => ((await pendingDeliveries(database)) === 0 ? true : undefined), 10_000, 100)).toBe(true)
   }, 240_000)
 
   it("an instance killed with deliveries pending: another delivers every one of them", async () => {
-    const database = (db = await TestDatabase.create())
+    const database = await suite.database()
     const a = await startInstance("A", database.url(), ENV)
     const { receiver, secret, user } = await setUp(a, 2)
     receiver.answer = () => 503
@@ -89,14 +80,14 @@ describe("webhooks on several instances", () => {
     // Every workflow completed, and its first delivery (queued) was tried and failed: the later
     // ones wait behind it (order per workflow), all pending.
     await receiver.until((rs) => new Set(rs.filter((r) => r.body.includes("workflow.queued")).map((r) => r.headers["webhook-id"])).size >= 20, 60_000)
-    await poll("all 20 completed", async () => ((await database.statusCounts())["completed"] === 20 ? true : undefined), 60_000)
+    await poll("all 20 completed", async () => ((await database.statusCounts())["completed"] === 20 ? true : undefined), 60_000, 100)
     a.child.kill("SIGKILL")
     await a.exited
     expect(await pendingDeliveries(database)).toBe(60)
     receiver.answer = () => 200
     const before = receiver.received.length
     await startInstance("B", database.url(), ENV)
-    await poll("every delivery delivered by B", async () => ((await pendingDeliveries(database)) === 0 ? true : undefined), 60_000)
+    await poll("every delivery delivered by B", async () => ((await pendingDeliveries(database)) === 0 ? true : undefined), 60_000, 100)
     const delivered = receiver.received.slice(before)
     const byWorkflow = new Map<string, Array<string>>()
     for (const r of delivered) {

@@ -9,6 +9,7 @@ import { Webhook } from "standardwebhooks"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
 import { verifyWebhook } from "../src/WebhookSigning.js"
 import { fastDispatch, json, readJson, startServer, type TestServer, workflowForm, type WorkflowSummaryJson } from "./harness.js"
+import { poll } from "./polling.js"
 import { type Receiver, startReceiver } from "./webhook-receiver.js"
 
 interface WebhookJson {
@@ -77,21 +78,19 @@ const createThenCancel = async (u: User, fields: Record<string, string> = {}) =>
   return w
 }
 
-const deliveries = async (u: User, id: string) => {
-  const res = await server.fetch(`/v1/workflow/${id}/deliveries`, { headers: u.auth })
+const deliveries = async (u: User, id: string, on: TestServer = server) => {
+  const res = await on.fetch(`/v1/workflow/${id}/deliveries`, { headers: u.auth })
   expect(res.status).toBe(200)
   return (await readJson<{ deliveries: ReadonlyArray<DeliveryJson> }>(res)).deliveries
 }
 
-/** Polls the delivery log until `done` holds for it. */
-const logUntil = async (u: User, id: string, done: (ds: ReadonlyArray<DeliveryJson>) => boolean, timeoutMs = 15_000) => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const ds = await deliveries(u, id)
-    if (done(ds)) return ds
-    if (Date.now() > deadline) throw new Error(`delivery log never matched: ${JSON.stringify(ds)}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
+/** Polls the delivery log of `server` until `done` holds for it. */
+const logUntil = (u: User, id: string, done: (ds: ReadonlyArray<DeliveryJson>) => boolean, on: TestServer = server) => {
+  let last: ReadonlyArray<DeliveryJson> = []
+  return poll(() => `the delivery log to match; it is ${JSON.stringify(last)}`, async () => {
+    last = await deliveries(u, id, on)
+    return done(last) ? last : undefined
+  })
 }
 
 describe("the webhook endpoint", () => {
@@ -157,13 +156,7 @@ describe("the address policy at send time", () => {
       const created = await strict.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "x" }) })
       const w = await readJson<WorkflowSummaryJson>(created)
       await strict.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
-      const deadline = Date.now() + 10_000
-      let ds: ReadonlyArray<DeliveryJson> = []
-      while (ds[0]?.status !== "failed" && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 25))
-        ds = (await readJson<{ deliveries: ReadonlyArray<DeliveryJson> }>(await strict.fetch(`/v1/workflow/${w.id}/deliveries`, { headers: u.auth }))).deliveries
-      }
-      expect(ds[0]!.status).toBe("failed")
+      const ds = await logUntil(u, w.id, (log) => log[0]?.status === "failed", strict)
       expect(ds[0]!.attempts).toHaveLength(1)
       expect(ds[0]!.attempts[0]!.status_code).toBeNull()
       expect(ds[0]!.attempts[0]!.error).toContain("WES_WEBHOOK_ALLOW_PRIVATE")

@@ -5,27 +5,18 @@
  * every POST /prompt). PostgreSQL itself keeps running: only WES restarts.
  */
 import { RealComfyUI } from "@wes/runner-client/testing"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { readJson } from "../harness.js"
-import { addRunner, createUser, createWorkflow, type Instance, killAll, startInstance, TestDatabase, type TestUser } from "../instances.js"
+import { addRunner, createUser, createWorkflow, type Instance, startInstance, type TestUser } from "../instances.js"
+import { processSuite } from "../process-suite.js"
 import { blurChain, comfyHistory, comfyMessages, onComfyUI, setup, unique, waitStatus } from "./suite.js"
 
-let db: TestDatabase | undefined
-let comfy: RealComfyUI | undefined
-
-afterEach(async () => {
-  await killAll()
-  await comfy?.close()
-  await db?.drop()
-  db = undefined
-  comfy = undefined
-})
+const suite = processSuite()
 
 describe.skipIf(setup === undefined)(onComfyUI("WES restarted while ComfyUI runs its prompt"), () => {
   it("a graceful restart and a crash of the only instance: each prompt ends completed, posted to ComfyUI once", async () => {
-    const database = (db = await TestDatabase.create())
-    const [real, first] = await Promise.all([RealComfyUI.start(setup!), startInstance("A", database.url())])
-    comfy = real
+    const database = await suite.database()
+    const [real, first] = await Promise.all([RealComfyUI.start(setup!).then(suite.closeAfter), startInstance("A", database.url())])
     const user = await createUser(first)
     await addRunner(first, user, "comfyui", real.url)
     const { token, color } = unique()

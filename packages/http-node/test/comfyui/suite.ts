@@ -12,7 +12,8 @@ import * as path from "node:path"
 import type { ComfyUISetup, RealComfyUI } from "@wes/runner-client/testing"
 import { comfyUISetup, onComfyUI } from "../../../runner-client/test/comfyui/context.js"
 import { readJson, type WorkflowDetailJson } from "../harness.js"
-import { type Instance, poll, TERMINAL, type TestUser } from "../instances.js"
+import { type Instance, TERMINAL, type TestUser } from "../instances.js"
+import { poll } from "../polling.js"
 
 /** The ComfyUI setup of this run; undefined when the machine has none (the suites skip). */
 export const setup: ComfyUISetup | undefined = comfyUISetup()

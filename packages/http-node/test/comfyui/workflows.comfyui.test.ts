@@ -9,7 +9,8 @@
 import { RealComfyUI, solidPng, WEBSOCKET_IMAGE_SAVE } from "@wes/runner-client/testing"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { json, readJson, workflowForm } from "../harness.js"
-import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, poll, startInstance, subscribe, type TestUser } from "../instances.js"
+import { addRunner, createUser, createWorkflow, DATABASE_URL, type Instance, killAll, startInstance, subscribe, type TestUser } from "../instances.js"
+import { poll } from "../polling.js"
 import { blurChain, comfyHistory, comfyMessages, comfyQueue, detail, imageColours, onComfyUI, setup, SLOW, smoke, unique, waitStatus } from "./suite.js"
 
 interface OutputJson {
@@ -208,14 +209,14 @@ describe.skipIf(setup === undefined)(onComfyUI("WES over its HTTP API on a real 
     await poll("both others in ComfyUI's queue", async () => {
       const q = await comfyQueue(comfy)
       return q.pending.includes(queued.id) && q.pending.includes(after.id) ? true : undefined
-    }, SLOW)
+    }, SLOW, 100)
 
     expect((await readJson<{ status: string }>(await wes.fetch(`/v1/workflow/${queued.id}/cancel`, json({}, user.auth)))).status).toBe("cancelled")
-    await poll("the cancelled prompt to leave ComfyUI's queue", async () => (await comfyQueue(comfy)).pending.includes(queued.id) ? undefined : true, SLOW)
+    await poll("the cancelled prompt to leave ComfyUI's queue", async () => (await comfyQueue(comfy)).pending.includes(queued.id) ? undefined : true, SLOW, 100)
     expect((await comfyQueue(comfy)).running).toEqual([running.id])
 
     expect((await readJson<{ status: string }>(await wes.fetch(`/v1/workflow/${running.id}/cancel`, json({}, user.auth)))).status).toBe("cancelled")
-    const interrupted = await poll("ComfyUI to record the interrupt", () => comfyHistory(comfy, running.id), SLOW)
+    const interrupted = await poll("ComfyUI to record the interrupt", () => comfyHistory(comfy, running.id), SLOW, 100)
     expect(comfyMessages(interrupted).at(-1)).toBe("execution_interrupted")
 
     expect((await waitStatus(wes, user, after.id)).status).toBe("completed")
