@@ -18,8 +18,14 @@ describe("tier policy", () => {
       runners: 2,
       workflow_params: 10,
       max_priority: "normal",
-      retries: 1
+      retries: 1,
+      max_upload_bytes: 50 * 1024 * 1024,
+      max_output_bytes: 1024 * 1024 * 1024,
+      retention_days: 7
     })
+    // The contract's upload limit for every tier; retention grows with the tier.
+    expect([defaultTierTable.pro.max_upload_bytes, defaultTierTable.plus.max_upload_bytes]).toEqual([50 * 1024 * 1024, 50 * 1024 * 1024])
+    expect([defaultTierTable.pro.retention_days, defaultTierTable.plus.retention_days]).toEqual([30, 90])
     expect(defaultTierTable.pro.max_priority).toBe("high")
     expect(defaultTierTable.pro.workflows_per_day).toBe(5_000)
     expect(defaultTierTable.plus.workflow_params).toBe(200)

@@ -43,17 +43,38 @@ export const TierLimits = Schema.Struct({
   /** The highest priority a workflow may ask for. */
   max_priority: Priority,
   /** Automatic retries of a workflow that failed with RunnerLost or out of memory, each on another runner. */
-  retries: Limit
+  retries: Limit,
+  /** Bytes of one create or rerun request's files (a URL input counts its fetched bytes); the contract's 50 MB by default. */
+  max_upload_bytes: Limit,
+  /** Bytes of one output file taken from a runner; a larger file fails the workflow, naming the limit. */
+  max_output_bytes: Limit,
+  /** Days a finished workflow's inputs and outputs are kept; then the retention sweeper deletes them (410 after). */
+  retention_days: Limit
 })
 export interface TierLimits extends Schema.Schema.Type<typeof TierLimits> {}
 
 export type TierTable = { readonly [T in Tier]: TierLimits }
 
-/** design.md section 5. */
+const MiB = 1024 * 1024
+const GiB = 1024 * MiB
+
+/** The contract's upload limit: 50 MB per request (service-interface.md, "Upload size"). */
+export const CONTRACT_UPLOAD_BYTES = 50 * MiB
+
+/** design.md section 5, with the media limits of docs/decisions.md ("Media"). */
 export const defaultTierTable: TierTable = {
-  free: { active_workflows: 5, workflows_per_day: 100, templates: 10, runners: 2, workflow_params: 10, max_priority: "normal", retries: 1 },
-  pro: { active_workflows: 50, workflows_per_day: 5_000, templates: 200, runners: 20, workflow_params: 50, max_priority: "high", retries: 1 },
-  plus: { active_workflows: 500, workflows_per_day: 50_000, templates: 2_000, runners: 200, workflow_params: 200, max_priority: "high", retries: 1 }
+  free: {
+    active_workflows: 5, workflows_per_day: 100, templates: 10, runners: 2, workflow_params: 10, max_priority: "normal", retries: 1,
+    max_upload_bytes: CONTRACT_UPLOAD_BYTES, max_output_bytes: 1 * GiB, retention_days: 7
+  },
+  pro: {
+    active_workflows: 50, workflows_per_day: 5_000, templates: 200, runners: 20, workflow_params: 50, max_priority: "high", retries: 1,
+    max_upload_bytes: CONTRACT_UPLOAD_BYTES, max_output_bytes: 4 * GiB, retention_days: 30
+  },
+  plus: {
+    active_workflows: 500, workflows_per_day: 50_000, templates: 2_000, runners: 200, workflow_params: 200, max_priority: "high", retries: 1,
+    max_upload_bytes: CONTRACT_UPLOAD_BYTES, max_output_bytes: 16 * GiB, retention_days: 90
+  }
 }
 
 /** Shape of `WES_TIER_LIMITS`: any tier, any subset of its limits. */
