@@ -14,6 +14,8 @@ export const shared: ViteUserConfig = {
       { find: /^@wes\/api$/, replacement: src("api") },
       { find: /^@wes\/storage-memory$/, replacement: src("storage-memory") },
       { find: /^@wes\/storage-pg$/, replacement: src("storage-pg") },
+      { find: /^@wes\/storage-s3\/testing$/, replacement: src("storage-s3", "testing.ts") },
+      { find: /^@wes\/storage-s3$/, replacement: src("storage-s3") },
       { find: /^@wes\/runner-client\/testing$/, replacement: src("runner-client", "testing.ts") },
       { find: /^@wes\/runner-client$/, replacement: src("runner-client") },
       { find: /^@wes\/http-node$/, replacement: src("http-node") }

@@ -1,51 +1,34 @@
 /**
- * Blobs as files under one directory (`WES_BLOB_DIR`). A blob's file is named by the SHA-256 of
- * its key, in one of 256 shard directories made at start: a put creates no directory (making
- * per-workflow directories cost about 2 ms of kernel time per upload on ext4, and deleting blobs
- * left them behind; a shard removed meanwhile is made again), and no key can name a path outside
- * the directory. A file starts with one header line that holds the blob's content type
+ * Blobs as files under one directory (`WES_BLOB_DIR`). A blob's file is named by hashes of its
+ * key (FsBlobNames.ts), in one of 256 shard directories made at start: a put creates no directory
+ * (making per-workflow directories cost about 2 ms of kernel time per upload on ext4, and deleting
+ * blobs left them behind; a shard removed meanwhile is made again), and no key can name a path
+ * outside the directory. A file starts with one header line that holds the blob's content type
  * (`WESBLOB1 "image/png"\n`), then its bytes: one file per blob. Writes go to a temporary name
  * and are renamed into place once complete, so a reader never sees half a blob.
  *
- * Files written before the header existed (the type in a `<hash>.type` file beside the data) are
- * still read, copied and deleted as they are.
+ * Files written before the header existed (the type in a `<hash>.type` file beside the data), and
+ * files named by the key's hash alone, are still read, copied and deleted as they are.
  *
  * A put is the upload path (B4): it calls node's file system directly (open, a `writev` per batch
  * of chunks, close, rename), not through effect's FileSystem, whose every call costs a
- * dozen steps of Effect's runtime. Reads stream through FileSystem (with an offset past the header).
+ * dozen steps of Effect's runtime. Reads stream through FileSystem (with an offset past the header,
+ * and for a range its start and length). `deletePrefix` lists the prefix's shard (FsBlobDelete.ts).
  */
-import { BlobStore, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
+import { BlobStore, isBlobBytes, isSafeBlobKey, isSafeBlobPrefix, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Path from "effect/Path"
 import * as Stream from "effect/Stream"
-import { createHash } from "node:crypto"
 import * as nodeFs from "node:fs/promises"
-
-const SHARDS = 256
-const MAGIC = "WESBLOB1 "
-/** Longest header read back (a content type is far shorter). */
-const HEADER_MAX = 1024
+import { deleteUnder } from "./FsBlobDelete.js"
+import { blobName, legacyName, SHARDS } from "./FsBlobNames.js"
+import { HEADER_MAX, header, isNotFound, parseHeader } from "./FsBlobHeader.js"
 
 /** A unique temporary name beside `file`, renamed into place once complete. */
 const partOf = (file: string) => `${file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
-
-const header = (contentType: string) => Buffer.from(`${MAGIC}${JSON.stringify(contentType)}\n`)
-
-/** The content type and the header's length of a file's first bytes; none for a file without one. */
-const parseHeader = (first: Buffer): { readonly contentType: string; readonly length: number } | undefined => {
-  if (first.toString("latin1", 0, MAGIC.length) !== MAGIC) return undefined
-  const end = first.indexOf(10)
-  if (end === -1) return undefined
-  try {
-    const contentType: unknown = JSON.parse(first.toString("utf8", MAGIC.length, end))
-    return typeof contentType === "string" ? { contentType, length: end + 1 } : undefined
-  } catch {
-    return undefined
-  }
-}
 
 /** Writes every byte of `chunks` at the file's position: one `writev`, more only if the system wrote part. */
 const writeAll = async (handle: nodeFs.FileHandle, chunks: ReadonlyArray<Uint8Array>): Promise<void> => {
@@ -66,8 +49,6 @@ const writeAll = async (handle: nodeFs.FileHandle, chunks: ReadonlyArray<Uint8Ar
   }
 }
 
-const isNotFound = (e: unknown) => typeof e === "object" && e !== null && "code" in e && e.code === "ENOENT"
-
 export const makeFsBlobStore = (root: string) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
@@ -83,12 +64,26 @@ export const makeFsBlobStore = (root: string) =>
     )
     yield* makeShards
 
+    const invalid = (key: string) => new StorageError({ message: `invalid blob key ${JSON.stringify(key)}` })
+    /** The key's file (and, for a blob written before the present layout, its file then). */
     const locate = (key: string) => {
-      if (!isSafeBlobKey(key)) return Effect.fail(new StorageError({ message: `invalid blob key ${JSON.stringify(key)}` }))
-      const hash = createHash("sha256").update(key).digest("hex")
-      const file = path.join(base, hash.slice(0, 2), hash)
-      return Effect.succeed({ file, meta: `${file}.type` })
+      if (!isSafeBlobKey(key)) return Effect.fail(invalid(key))
+      const at = ({ name, shard }: { readonly shard: string; readonly name: string }) => {
+        const file = path.join(base, shard, name)
+        return { file, meta: `${file}.type` }
+      }
+      return Effect.succeed({ ...at(blobName(key)), legacy: at(legacyName(key)) })
     }
+    /** Opens the key's file, or the file a blob of the key had before the present layout; none when neither exists. */
+    const openExisting = (key: string) =>
+      Effect.flatMap(locate(key), (located) =>
+        io("read", async () => {
+          for (const { file, meta } of [located, located.legacy]) {
+            const handle = await nodeFs.open(file, "r").catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e)))
+            if (handle !== undefined) return { handle, file, meta }
+          }
+          return undefined
+        }))
     // Made at start; made again if someone emptied the directory meanwhile (an existing one costs nothing).
     const makeShard = (file: string) => nodeFs.mkdir(path.dirname(file), { recursive: true })
     const ensureShard = (file: string) => io("create a directory", () => makeShard(file))
@@ -123,11 +118,11 @@ export const makeFsBlobStore = (root: string) =>
               Effect.tapError(() => remove(temp))
             )
           })),
-      get: (key) =>
+      get: (key, options) =>
         Effect.gen(function*() {
-          const { file, meta } = yield* locate(key)
-          const opened = yield* io("read", () => nodeFs.open(file, "r").catch((e: unknown) => (isNotFound(e) ? undefined : Promise.reject(e))))
-          if (opened === undefined) return Option.none()
+          const found = yield* openExisting(key)
+          if (found === undefined) return Option.none()
+          const { file, handle: opened, meta } = found
           const { first, size } = yield* io("read", async () => {
             try {
               const buffer = Buffer.alloc(HEADER_MAX)
@@ -137,20 +132,27 @@ export const makeFsBlobStore = (root: string) =>
               await opened.close()
             }
           })
-          const found = parseHeader(first)
-          const contentType = found?.contentType ??
+          const parsed = parseHeader(first)
+          const contentType = parsed?.contentType ??
             (yield* io("read", () => nodeFs.readFile(meta, "utf8")).pipe(Effect.orElseSucceed(() => "application/octet-stream")))
-          const offset = found?.length ?? 0
+          const offset = parsed?.length ?? 0
+          const range = options?.range
           return Option.some({
             size: size - offset,
             content_type: contentType,
-            stream: fs.stream(file, { chunkSize: 1024 * 1024, offset }).pipe(Stream.mapError(failed("read")))
+            stream: fs.stream(file, {
+              chunkSize: 1024 * 1024,
+              offset: offset + (range?.start ?? 0),
+              bytesToRead: range === undefined ? undefined : Math.max(0, range.end - range.start + 1)
+            }).pipe(Stream.mapError(failed("read")))
           })
         }),
       copy: (from, to) =>
         Effect.gen(function*() {
-          const source = yield* locate(from)
           const target = yield* locate(to)
+          const source = yield* openExisting(from)
+          if (source === undefined) return false
+          yield* io("copy", () => source.handle.close())
           yield* ensureShard(target.file)
           // Like a put: the copy appears under its name only once it is whole.
           const temp = partOf(target.file)
@@ -164,12 +166,15 @@ export const makeFsBlobStore = (root: string) =>
           return true
         }),
       delete: (key) =>
-        Effect.flatMap(locate(key), ({ file, meta }) =>
+        Effect.flatMap(locate(key), ({ file, legacy, meta }) =>
           Effect.andThen(
-            io("delete", () => nodeFs.rm(file, { force: true })),
-            // A type file exists only beside a blob written before the header.
-            remove(meta)
-          ))
+            io("delete", () => Promise.all([nodeFs.rm(file, { force: true }), nodeFs.rm(legacy.file, { force: true })])),
+            // A type file exists only beside a blob written before the header (or a copy of one).
+            Effect.andThen(remove(meta), remove(legacy.meta))
+          )),
+      deletePrefix: (prefix) =>
+        isSafeBlobPrefix(prefix) ? io("delete", () => deleteUnder(base, prefix)) : Effect.fail(invalid(prefix)),
+      signedUrl: () => Effect.succeedNone
     })
   })
 

@@ -127,6 +127,36 @@ describe("filesystem blob store files", () => {
   })
 })
 
+describe("filesystem blob store deletePrefix", () => {
+  it("keeps a workflow's files in one shard, and deletes them there, type files of copied old blobs included", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-prefix-"))
+    try {
+      const w = "0190a1b2-c3d4-7e5f-8a9b-000000000001"
+      const other = "0190a1b2-c3d4-7e5f-8a9b-000000000002"
+      // A blob from before the header (type beside it), copied under the workflow: the copy keeps a type file.
+      const old = createHash("sha256").update("inputs/old/p/a.jpg").digest("hex")
+      mkdirSync(join(root, old.slice(0, 2)), { recursive: true })
+      writeFileSync(join(root, old.slice(0, 2), old), "old")
+      writeFileSync(join(root, old.slice(0, 2), `${old}.type`), "image/jpeg")
+      const { before, deleted, after } = await Effect.runPromise(Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        for (const key of [`outputs/${w}/1/a.png`, `outputs/${w}/2/b.png`, `outputs/${w}/2/c.webm`]) yield* blobs.put(key, [new Uint8Array(10)], "image/png")
+        yield* blobs.copy("inputs/old/p/a.jpg", `outputs/${w}/3/a.jpg`)
+        yield* blobs.put(`outputs/${other}/1/a.png`, [new Uint8Array(7)], "image/png")
+        const before = listFiles(root).files.filter((f) => !f.startsWith(`${old.slice(0, 2)}/${old}`))
+        const deleted = yield* blobs.deletePrefix(`outputs/${w}/`)
+        return { before, deleted, after: listFiles(root).files.filter((f) => !f.startsWith(`${old.slice(0, 2)}/${old}`)) }
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
+      expect(deleted).toEqual({ blobs: 4, bytes: 33 })
+      // The workflow's 4 files and 1 type file are gone, from one shard; the other workflow's file remains.
+      expect([before.length, after.length]).toEqual([6, 1])
+      expect(new Set(before.filter((f) => !after.includes(f)).map((f) => f.split("/")[0])).size).toBe(1)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
 /** Every file and directory under `root`, relative to it. */
 const listFiles = (root: string) => {
   const files: Array<string> = []

@@ -1,5 +1,5 @@
 /** Blobs in memory (tests and the embedded default). */
-import { BlobStore, concatBytes, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
+import { BlobStore, concatBytes, isBlobBytes, isSafeBlobKey, isSafeBlobPrefix, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -13,6 +13,10 @@ const ownCopy = (chunks: ReadonlyArray<Uint8Array>): Uint8Array => chunks.length
 
 const invalidKey = (key: string) => new StorageError({ message: `invalid blob key ${JSON.stringify(key)}` })
 
+/** `bytes` in chunks of CHUNK. */
+const chunked = (bytes: Uint8Array) =>
+  Stream.fromIterable(Array.from({ length: Math.ceil(bytes.length / CHUNK) }, (_, i) => bytes.subarray(i * CHUNK, (i + 1) * CHUNK)))
+
 export const makeMemoryBlobStore = () => {
   const blobs = new Map<string, { readonly bytes: Uint8Array; readonly content_type: string }>()
   return BlobStore.of({
@@ -24,14 +28,12 @@ export const makeMemoryBlobStore = () => {
           return bytes.length
         })
         : Effect.fail(invalidKey(key)),
-    get: (key) =>
+    get: (key, options) =>
       Effect.sync(() =>
         Option.map(Option.fromNullishOr(blobs.get(key)), ({ bytes, content_type }) => ({
           size: bytes.length,
           content_type,
-          stream: Stream.fromIterable(
-            Array.from({ length: Math.ceil(bytes.length / CHUNK) }, (_, i) => bytes.subarray(i * CHUNK, (i + 1) * CHUNK))
-          )
+          stream: chunked(options?.range === undefined ? bytes : bytes.subarray(options.range.start, options.range.end + 1))
         }))
       ),
     copy: (from, to) =>
@@ -43,7 +45,22 @@ export const makeMemoryBlobStore = () => {
           return true
         })
         : Effect.fail(invalidKey(to)),
-    delete: (key) => Effect.sync(() => void blobs.delete(key))
+    delete: (key) => Effect.sync(() => void blobs.delete(key)),
+    deletePrefix: (prefix) =>
+      isSafeBlobPrefix(prefix)
+        ? Effect.sync(() => {
+          let count = 0
+          let bytes = 0
+          for (const [key, blob] of blobs) {
+            if (!key.startsWith(prefix)) continue
+            blobs.delete(key)
+            count++
+            bytes += blob.bytes.length
+          }
+          return { blobs: count, bytes }
+        })
+        : Effect.fail(invalidKey(prefix)),
+    signedUrl: () => Effect.succeedNone
   })
 }
 

@@ -11,12 +11,13 @@
  * them); `sweepOrphanChunks` removes them.
  */
 import * as SqlClient from "effect/sql/SqlClient"
-import { type Blob, type BlobContent, BlobStore, concatBytes, isBlobBytes, isSafeBlobKey, StorageError } from "@wes/core"
+import { type Blob, type BlobContent, type BlobRange, BlobStore, concatBytes, isBlobBytes, isSafeBlobKey, isSafeBlobPrefix, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { type ChunkSlice, chunkSlice, chunksOf, deletePrefixStatement } from "./PgBlobRange.js"
 import { decodeFirst, LockNamespace, orStorageError, readCount, run, transaction } from "./Sql.js"
 
 /** Bytes per stored chunk. */
@@ -29,6 +30,7 @@ const BlobRow = Schema.Struct({
   chunks: Schema.Int
 })
 const ChunkRow = Schema.Struct({ data: Schema.Uint8Array })
+const DeletedRow = Schema.Struct({ blobs: Schema.Int, bytes: Schema.Number })
 
 const invalidKey = (key: string) =>
   new StorageError({ message: `PostgreSQL store: invalid blob key ${JSON.stringify(key.slice(0, 200))}` })
@@ -39,6 +41,7 @@ export const makePgBlobStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const decodeBlob = decodeFirst(BlobRow)
   const decodeChunk = decodeFirst(ChunkRow)
+  const decodeDeleted = decodeFirst(DeletedRow)
 
   /** Every writer of a key holds this lock until its transaction ends. */
   const lockKey = (key: string) =>
@@ -138,8 +141,11 @@ export const makePgBlobStore = Effect.gen(function*() {
       Effect.catchCause((cause) => Effect.logWarning("WES blobs: could not remove the chunks of a failed put", cause))
     )
 
-  const readChunk = (blobId: string, n: number) =>
-    run(sql`SELECT data FROM blob_chunks WHERE blob_id = ${blobId} AND n = ${n}`).pipe(
+  /** Chunk `n` of a blob, or only the bytes of it that `slice` names. */
+  const readChunk = (blobId: string, n: number, slice?: ChunkSlice) =>
+    run(slice === undefined || slice.whole
+      ? sql`SELECT data FROM blob_chunks WHERE blob_id = ${blobId} AND n = ${n}`
+      : sql`SELECT substring(data FROM ${slice.from + 1} FOR ${slice.length}) AS data FROM blob_chunks WHERE blob_id = ${blobId} AND n = ${n}`).pipe(
       Effect.flatMap(decodeChunk),
       orStorageError("blobs.get (chunk)"),
       Effect.flatMap(Option.match({
@@ -148,6 +154,18 @@ export const makePgBlobStore = Effect.gen(function*() {
         onSome: (row): Effect.Effect<Uint8Array> => Effect.succeed(row.data)
       }))
     )
+
+  /** The chunks of a blob, or those `range` covers (and of its first and last chunk only its bytes). */
+  const chunkStream = (blobId: string, chunks: number, range: BlobRange | undefined) => {
+    const { first, last } = range === undefined ? { first: 0, last: chunks - 1 } : chunksOf(range, BLOB_CHUNK_SIZE)
+    return Stream.unfold(first, (n) =>
+      n > last
+        ? Effect.undefined
+        : Effect.map(
+          readChunk(blobId, n, range === undefined ? undefined : chunkSlice(range, BLOB_CHUNK_SIZE, n)),
+          (data) => [data, n + 1] as const
+        ))
+  }
 
   return BlobStore.of({
     put: (key, content, contentType) => {
@@ -168,7 +186,7 @@ export const makePgBlobStore = Effect.gen(function*() {
         return written.size
       }).pipe(Effect.onError(() => discardChunks(blobId)))
     },
-    get: (key) =>
+    get: (key, options) =>
       isSafeBlobKey(key)
         ? run(sql`SELECT blob_id, content_type, size::float8 AS size, chunks FROM blobs WHERE key = ${key}`).pipe(
           Effect.flatMap(decodeBlob),
@@ -176,10 +194,7 @@ export const makePgBlobStore = Effect.gen(function*() {
           Effect.map(Option.map(({ blob_id, chunks, content_type, size }): Blob => ({
             size,
             content_type,
-            stream: Stream.unfold(0, (n) =>
-              n >= chunks
-                ? Effect.undefined
-                : Effect.map(readChunk(blob_id, n), (data) => [data, n + 1] as const))
+            stream: chunkStream(blob_id, chunks, options?.range)
           })))
         )
         : Effect.succeedNone,
@@ -209,7 +224,16 @@ export const makePgBlobStore = Effect.gen(function*() {
           yield* run(sql`WITH gone AS (DELETE FROM blobs WHERE key = ${key} RETURNING blob_id)
               DELETE FROM blob_chunks WHERE blob_id IN (SELECT blob_id FROM gone)`).pipe(orStorageError("blobs.delete"))
         }))
-        : Effect.void
+        : Effect.void,
+    deletePrefix: (prefix) =>
+      isSafeBlobPrefix(prefix)
+        ? run(deletePrefixStatement(sql, prefix)).pipe(
+          Effect.flatMap(decodeDeleted),
+          Effect.map(Option.getOrElse(() => ({ blobs: 0, bytes: 0 }))),
+          orStorageError("blobs.deletePrefix")
+        )
+        : Effect.fail(invalidKey(prefix)),
+    signedUrl: () => Effect.succeedNone
   })
 })
 

@@ -2,7 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import * as SqlClient from "effect/sql/SqlClient"
 import { BlobStore, StorageError } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
-import { BLOB_CHUNK_SIZE, sweepOrphanChunks } from "@wes/storage-pg"
+import { BLOB_CHUNK_SIZE, deletePrefixStatement, sweepOrphanChunks } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -88,5 +88,36 @@ layer(freshStore(), { excludeTestServices: true })("bytea blob store", (it) => {
       yield* sql`INSERT INTO blob_chunks (blob_id, n, data, created_at) VALUES (${F.uuid()}, 0, '\\x00', now() - interval '2 days')`
       expect(yield* sweepOrphanChunks()).toBe(1)
       expect(Option.map(yield* blobs.get(kept), (b) => b.size)).toEqual(Option.some(5))
+    }))
+
+  it.effect("a range reads only the chunks it covers, and of its first and last chunk only its bytes", () =>
+    Effect.gen(function*() {
+      const blobs = yield* BlobStore
+      const key = `outputs/${F.uuid()}/o/clip.mp4`
+      const data = bytes(4 * BLOB_CHUNK_SIZE + 5, 6)
+      yield* blobs.put(key, pieces(data), "video/mp4")
+      const blob = Option.getOrThrow(yield* blobs.get(key, { range: { start: BLOB_CHUNK_SIZE - 5, end: 2 * BLOB_CHUNK_SIZE + 4 } }))
+      const parts = yield* Stream.runCollect(blob.stream)
+      expect([blob.size, parts.map((p) => p.length)]).toEqual([data.length, [5, BLOB_CHUNK_SIZE, 5]])
+      expect(Buffer.concat(parts).equals(Buffer.from(data.subarray(BLOB_CHUNK_SIZE - 5, 2 * BLOB_CHUNK_SIZE + 5)))).toBe(true)
+    }))
+
+  it.effect("deletePrefix removes the chunks too, and is a range scan of the key index on a large table", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const blobs = yield* BlobStore
+      const w = F.uuid()
+      const before = yield* chunkRows
+      yield* blobs.put(`outputs/${w}/o/a.bin`, pieces(bytes(3 * BLOB_CHUNK_SIZE, 1)), "application/octet-stream")
+      yield* blobs.put(`outputs/${w}/o/b.bin`, Stream.make(bytes(10, 2)), "application/octet-stream")
+      expect(yield* blobs.deletePrefix(`outputs/${w}/`)).toEqual({ blobs: 2, bytes: 3 * BLOB_CHUNK_SIZE + 10 })
+      expect((yield* chunkRows) - before).toBe(0)
+      yield* sql`INSERT INTO blobs (key, blob_id, content_type, size, chunks)
+        SELECT 'outputs/' || gen_random_uuid() || '/o/' || i || '.png', gen_random_uuid(), 'image/png', 10, 1
+        FROM generate_series(1, 50000) AS i`
+      yield* sql`ANALYZE blobs`
+      const [text, params] = deletePrefixStatement(sql, `outputs/${w}/`).compile()
+      const plan = (yield* sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, params)).map((r) => r["QUERY PLAN"]).join("\n")
+      expect(plan).toMatch(/Index (Only )?Scan using blobs_key_bytes|Bitmap Index Scan on blobs_key_bytes/)
     }))
 })

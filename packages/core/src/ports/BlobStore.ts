@@ -25,9 +25,39 @@ export const isBlobBytes = <E>(
 
 /** A stored blob. */
 export interface Blob {
+  /** The WHOLE blob's size in bytes, also when only a range is streamed. */
   readonly size: number
   readonly content_type: string
+  /** The blob's bytes, or only those of the range asked for. */
   readonly stream: Stream.Stream<Uint8Array, StorageError>
+}
+
+/**
+ * Bytes `start` to `end` of a blob, both inclusive (as in HTTP's `Range: bytes=start-end`).
+ * The caller clamps it to the blob first: `0 <= start <= end < size`; a store does not check
+ * it (the HTTP edge answers 416 for a range it cannot satisfy, knowing the size from a `get`).
+ */
+export interface BlobRange {
+  readonly start: number
+  readonly end: number
+}
+
+export interface BlobGetOptions {
+  readonly range?: BlobRange | undefined
+}
+
+/** What `deletePrefix` removed. */
+export interface DeletedBlobs {
+  readonly blobs: number
+  readonly bytes: number
+}
+
+/** How a signed URL serves its blob. */
+export interface SignedUrlOptions {
+  /** The name a browser saves the download as (`Content-Disposition: attachment`). */
+  readonly filename: string
+  readonly content_type: string
+  readonly expires_in_seconds: number
 }
 
 export class BlobStore extends Context.Service<BlobStore, {
@@ -37,11 +67,23 @@ export class BlobStore extends Context.Service<BlobStore, {
     content: BlobContent,
     contentType: string
   ) => Effect.Effect<number, StorageError>
-  readonly get: (key: string) => Effect.Effect<Option.Option<Blob>, StorageError>
+  /** The blob under `key` (none when absent); with `range`, its stream has only those bytes. */
+  readonly get: (key: string, options?: BlobGetOptions) => Effect.Effect<Option.Option<Blob>, StorageError>
   /** Copies a blob; false when `from` does not exist. */
   readonly copy: (from: string, to: string) => Effect.Effect<boolean, StorageError>
   /** Removes a blob (no error when absent). */
   readonly delete: (key: string) => Effect.Effect<void, StorageError>
+  /**
+   * Removes every blob whose key starts with `prefix`, a safe key followed by `/`
+   * (`outputs/<workflow>/`); an unsafe prefix is a `StorageError`. What was removed.
+   */
+  readonly deletePrefix: (prefix: string) => Effect.Effect<DeletedBlobs, StorageError>
+  /**
+   * A short-lived URL serving the blob directly (an S3 presigned GET), or none for a store
+   * that cannot serve one (memory, PostgreSQL, a directory): the caller then streams `get`.
+   * It does not check that the blob exists.
+   */
+  readonly signedUrl: (key: string, options: SignedUrlOptions) => Effect.Effect<Option.Option<string>, StorageError>
 }>()("@wes/core/BlobStore") {}
 
 const SEGMENT = /^[A-Za-z0-9._-]{1,200}$/
@@ -52,6 +94,10 @@ export const isSafeBlobKey = (key: string): boolean => {
   const segments = key.split("/")
   return segments.length <= 8 && segments.every((s) => SEGMENT.test(s) && s !== "." && s !== "..")
 }
+
+/** True for a prefix `deletePrefix` accepts: a safe key followed by `/`. */
+export const isSafeBlobPrefix = (prefix: string): boolean =>
+  prefix.endsWith("/") && isSafeBlobKey(prefix.slice(0, -1))
 
 /**
  * A file name safe to use as the last segment of a key or of a runner's input path: the
