@@ -1,16 +1,21 @@
 /**
- * Sends webhooks with node's fetch: POST with the Standard Webhooks headers, a timeout (10 s by
+ * Sends webhooks with undici's fetch: POST with the Standard Webhooks headers, a timeout (10 s by
  * default), no redirects followed (a 3xx is the answer), and at most 4 KB of the answer read (of
  * which at most 256 bytes are kept, for the delivery log). Unless private addresses are allowed
  * (WES_DEV, WES_WEBHOOK_ALLOW_PRIVATE=true), a URL whose host is or resolves to a private,
- * loopback, link-local or unspecified address is refused, at every attempt (DNS answers change).
+ * loopback, link-local or unspecified address is refused, at every connection (DNS answers
+ * change): the sender's pool resolves a name once and connects to the address it checked
+ * (GuardedConnect.ts in @wes/runner-client), so a name that answers differently the second time
+ * cannot reach the server's own network.
  */
 import { type SendResult, WebhookSender } from "@wes/core"
 import * as DateTime from "effect/DateTime"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { refusal, type Resolver, systemResolver } from "./RunnerAddressPolicy.js"
+import { type AddressGuard, guardedAgent, refusedBy } from "@wes/runner-client"
+import { fetch } from "undici"
+import { refusal, type RefusalWords, type Resolver } from "./RunnerAddressPolicy.js"
 import { signWebhook } from "./WebhookSigning.js"
 
 export const WEBHOOK_ALLOW_PRIVATE_SETTING = "WES_WEBHOOK_ALLOW_PRIVATE"
@@ -23,19 +28,25 @@ export interface WebhookSendOptions {
   /** Refuse private, loopback, link-local and unspecified addresses. */
   readonly denyPrivate: boolean
   readonly resolve?: Resolver | undefined
+  /** Which addresses are refused (default: private, loopback, link-local, unspecified...); tests narrow it. */
+  readonly denied?: ((address: string) => boolean) | undefined
+}
+
+const WEBHOOK_WORDS: RefusalWords = {
+  url: "webhook URL",
+  host: "webhook host",
+  refused: "webhook host",
+  fix: `the server's operator can allow such URLs with ${WEBHOOK_ALLOW_PRIVATE_SETTING}=true`
 }
 
 /** Why a webhook URL is refused (undefined: its every address is public). */
-export const webhookRefusal = (url: string, resolve: Resolver): Promise<string | undefined> =>
-  refusal(url, resolve, {
-    url: "webhook URL",
-    host: "webhook host",
-    refused: "webhook host",
-    fix: `the server's operator can allow such URLs with ${WEBHOOK_ALLOW_PRIVATE_SETTING}=true`
-  })
+export const webhookRefusal = (url: string, resolve: Resolver): Promise<string | undefined> => refusal(url, resolve, WEBHOOK_WORDS)
+
+/** The guard of webhook deliveries' connections. */
+export const webhookGuard = (resolve?: Resolver, denied?: (address: string) => boolean): AddressGuard => ({ words: WEBHOOK_WORDS, resolve, denied })
 
 /** Reads at most READ_LIMIT bytes of a body, then drops the rest; returns the first KEEP_LIMIT as text. */
-const readCapped = async (res: Response): Promise<string> => {
+const readCapped = async (res: Awaited<ReturnType<typeof fetch>>): Promise<string> => {
   if (res.body === null) return ""
   const reader = res.body.getReader()
   const chunks: Array<Uint8Array> = []
@@ -63,28 +74,33 @@ const describe = (e: unknown, timeoutMs: number): string => {
 }
 
 export const webhookSenderNode = (options: WebhookSendOptions): Layer.Layer<WebhookSender> =>
-  Layer.succeed(WebhookSender, WebhookSender.of({
-    send: (message) =>
-      // Interrupting the send (shutdown) aborts the request; the delivery, still claimed, is sent again later.
-      Effect.promise(async (interrupted): Promise<SendResult> => {
-        if (options.denyPrivate) {
-          const refused = await webhookRefusal(message.url, options.resolve ?? systemResolver)
-          if (refused !== undefined) return { _tag: "Refused", error: refused }
-        }
-        const timeoutMs = Duration.toMillis(options.timeout)
-        const headers = signWebhook(message.secrets, message.id, DateTime.toDateUtc(message.timestamp), message.payload)
-        try {
-          const res = await fetch(message.url, {
-            method: "POST",
-            headers: { ...headers, "content-type": "application/json", "user-agent": "wes-webhooks" },
-            body: message.payload,
-            redirect: "manual",
-            signal: AbortSignal.any([interrupted, AbortSignal.timeout(timeoutMs)])
-          })
-          const body = await readCapped(res)
-          return { _tag: "Answered", status: res.status, body }
-        } catch (e) {
-          return { _tag: "NoAnswer", error: describe(e, timeoutMs) }
-        }
-      })
-  }))
+  Layer.effect(WebhookSender, Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => guardedAgent(options.denyPrivate ? webhookGuard(options.resolve, options.denied) : undefined)),
+      (agent) => Effect.promise(() => agent.destroy())
+    ),
+    (dispatcher) => WebhookSender.of({
+      send: (message) =>
+        // Interrupting the send (shutdown) aborts the request; the delivery, still claimed, is sent again later.
+        Effect.promise(async (interrupted): Promise<SendResult> => {
+          const timeoutMs = Duration.toMillis(options.timeout)
+          const headers = signWebhook(message.secrets, message.id, DateTime.toDateUtc(message.timestamp), message.payload)
+          try {
+            const res = await fetch(message.url, {
+              dispatcher,
+              method: "POST",
+              headers: { ...headers, "content-type": "application/json", "user-agent": "wes-webhooks" },
+              body: message.payload,
+              redirect: "manual",
+              signal: AbortSignal.any([interrupted, AbortSignal.timeout(timeoutMs)])
+            })
+            const body = await readCapped(res)
+            return { _tag: "Answered", status: res.status, body }
+          } catch (e) {
+            // The address policy refused the host: not retried (it would be refused again).
+            const refused = refusedBy(e)
+            return refused !== undefined ? { _tag: "Refused", error: refused.message } : { _tag: "NoAnswer", error: describe(e, timeoutMs) }
+          }
+        })
+    })
+  ))

@@ -3,7 +3,7 @@
  * Standard Webhooks deliveries of status changes; retries on 5xx and timeouts with growing gaps,
  * none on 410; the delivery log; a manual re-send; a per-workflow URL; secret rotation.
  */
-import { FakeComfyUI, saveImageWorkflow } from "@wes/runner-client/testing"
+import { FakeComfyUI, rebindingResolver, saveImageWorkflow, standInDenied, twoAddressServer } from "@wes/runner-client/testing"
 import { createHmac } from "node:crypto"
 import { Webhook } from "standardwebhooks"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
@@ -162,6 +162,39 @@ describe("the address policy at send time", () => {
       expect(ds[0]!.attempts[0]!.error).toContain("WES_WEBHOOK_ALLOW_PRIVATE")
     } finally {
       await strict.close()
+    }
+  })
+})
+
+describe("the guarded connection at send time (DNS rebinding, issue 33)", () => {
+  it("a name answering public then private: the first delivery reaches the checked address, the next is refused and nothing reaches the private server", async () => {
+    const hooks = await twoAddressServer((_req, res) => res.end("ok"))
+    // The PUT check sees a public address; each delivery's connection resolves the name once.
+    const sendResolve = rebindingResolver(["127.0.0.2"], ["127.0.0.1"])
+    const strict = await startServer({
+      http: { webhooks: { allowPrivate: false, resolve: async () => ["93.184.216.34"] } },
+      webhooks: { ...webhooks, denyPrivate: true, resolve: sendResolve, denied: standInDenied }
+    })
+    try {
+      const u = await strict.user()
+      const put = await strict.fetch("/v1/webhook", { ...json({ url: `http://localhost:${hooks.port}/hook` }, u.auth), method: "PUT" })
+      expect(put.status).toBe(200)
+      await strict.fetch("/v1/runner", json({ name: "idle", endpoint: "http://runner.example:8188" }, u.auth))
+      const cancelled = async () => {
+        const w = await readJson<WorkflowSummaryJson>(await strict.fetch("/v1/workflow", { method: "POST", headers: u.auth, body: workflowForm({ name: "x" }) }))
+        await strict.fetch(`/v1/workflow/${w.id}/cancel`, { method: "POST", headers: u.auth })
+        return w.id
+      }
+      const first = await logUntil(u, await cancelled(), (log) => log[0]?.status === "delivered", strict)
+      expect(first[0]!.attempts[0]!.status_code).toBe(200)
+      const second = await logUntil(u, await cancelled(), (log) => log[0]?.status === "failed", strict)
+      expect(second[0]!.attempts).toHaveLength(1)
+      expect(second[0]!.attempts[0]!.error).toContain("WES_WEBHOOK_ALLOW_PRIVATE")
+      expect([hooks.publicHits(), hooks.privateHits()]).toEqual([1, 0])
+      expect(sendResolve.calls()).toBe(2)
+    } finally {
+      await strict.close()
+      await hooks.close()
     }
   })
 })

@@ -18,6 +18,7 @@ import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
 import { WebSocket } from "ws"
+import { type AddressGuard, guardedSocket } from "./GuardedConnect.js"
 import { baseUrl } from "./RunnerHttp.js"
 import { Outbox } from "./Outbox.js"
 import { attributeImages, decodeBinaryFrame, decodeFrame, FEATURE_FLAGS_MESSAGE } from "./RunnerMessages.js"
@@ -50,6 +51,8 @@ export interface RunnerConnectionOptions {
    * that would exceed it drops the connection, like an inbox overflow.
    */
   readonly imageBytes?: number
+  /** Connect only where this address policy allows (a user runner's socket); none: anywhere. */
+  readonly guard?: AddressGuard | undefined
 }
 
 interface Settings {
@@ -227,7 +230,8 @@ const connectOnce = (
   runner: RunnerTarget,
   url: string,
   out: Outbox,
-  s: Settings
+  s: Settings,
+  guard: AddressGuard | undefined
 ): Effect.Effect<{ readonly opened: boolean; readonly reason: string }> =>
   Effect.scoped(Effect.gen(function*() {
     const session = yield* Effect.acquireRelease(
@@ -237,7 +241,9 @@ const connectOnce = (
             headers: { ...runner.headers },
             handshakeTimeout: Duration.toMillis(s.openTimeout),
             perMessageDeflate: false,
-            maxPayload: s.maxFrameSize
+            maxPayload: s.maxFrameSize,
+            // The socket goes to the address the guard checked (GuardedConnect.ts).
+            ...(guard === undefined ? {} : { createConnection: guardedSocket(guard, url.startsWith("wss:")) as typeof import("node:net").createConnection })
           }),
           s.inboxSize,
           out
@@ -277,7 +283,7 @@ export const runnerEvents = (
     yield* Effect.forkScoped(Effect.gen(function*() {
       let attempt = 0
       while (true) {
-        const result = yield* connectOnce(runner, url, out, s)
+        const result = yield* connectOnce(runner, url, out, s, options.guard)
         if (result.opened) {
           attempt = 0
           // A frame over `maxFrameSize` (ws: "Max payload size exceeded"): the run that sent it loses it.

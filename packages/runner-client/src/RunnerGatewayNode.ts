@@ -1,19 +1,25 @@
 /**
- * `RunnerGateway` on Node: ComfyUI's HTTP API through undici (one keep-alive `Agent` per gateway,
- * destroyed with the layer) and its WebSocket through `ws`.
+ * `RunnerGateway` on Node: ComfyUI's HTTP API through undici (keep-alive `Agent`s, destroyed with
+ * the layer) and its WebSocket through `ws`. With a `guard`, user runners are reached through
+ * their own pool whose every connection goes only where the address policy allows, to the address
+ * it checked (GuardedConnect.ts); managed runners (the operator's own) are not restricted.
  */
-import { RunnerGateway } from "@wes/core"
+import { RunnerGateway, type RunnerTarget } from "@wes/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import { Agent } from "undici"
-import { type ComfyClientOptions, makeComfyClient } from "./ComfyClient.js"
+import type { Agent } from "undici"
+import { type ComfyClient, type ComfyClientOptions, makeComfyClient } from "./ComfyClient.js"
+import { type AddressGuard, guardedAgent } from "./GuardedConnect.js"
 import { type RunnerConnectionOptions, runnerEvents } from "./RunnerConnection.js"
 import { millis } from "./RunnerHttp.js"
 
 /** Every knob of the gateway: HTTP timeouts and uploads, WebSocket heartbeat, backoff and buffers. */
-export interface RunnerGatewayOptions extends ComfyClientOptions, RunnerConnectionOptions {}
+export interface RunnerGatewayOptions extends ComfyClientOptions, Omit<RunnerConnectionOptions, "guard"> {
+  /** User runners: connect only where this address policy allows (none: anywhere). */
+  readonly guard?: AddressGuard | undefined
+}
 
 /**
  * Idle connections are kept 10 s (or less when the runner's `Keep-Alive` says so): the driver
@@ -22,10 +28,10 @@ export interface RunnerGatewayOptions extends ComfyClientOptions, RunnerConnecti
 const KEEP_ALIVE_MS = 10_000
 
 /** The connection pool to the runners, open while `Scope` is; in-flight requests are aborted when it closes. */
-export const runnerAgent = (options: ComfyClientOptions = {}): Effect.Effect<Agent, never, Scope.Scope> =>
+export const runnerAgent = (options: ComfyClientOptions = {}, guard?: AddressGuard): Effect.Effect<Agent, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync(() =>
-      new Agent({
+      guardedAgent(guard, {
         // HTTP/1.1 only, as ComfyUI speaks it: undici 8 would take HTTP/2 from a TLS proxy that
         // offers it (its default changed), which changes connection reuse and the fence's timing.
         allowH2: false,
@@ -38,11 +44,31 @@ export const runnerAgent = (options: ComfyClientOptions = {}): Effect.Effect<Age
 
 /** Builds the gateway; its connections live as long as `Scope`. */
 export const makeRunnerGateway = (options: RunnerGatewayOptions = {}): Effect.Effect<RunnerGateway["Service"], never, Scope.Scope> =>
-  Effect.map(runnerAgent(options), (agent) =>
-    RunnerGateway.of({
-      ...makeComfyClient(agent, options),
-      events: (runner, clientId) => runnerEvents(runner, clientId, options)
-    }))
+  Effect.gen(function*() {
+    const { guard, ...rest } = options
+    const managed = makeComfyClient(yield* runnerAgent(rest), rest)
+    const events: RunnerGateway["Service"]["events"] = (runner, clientId) =>
+      runnerEvents(runner, clientId, runner.kind === "managed" ? rest : { ...rest, guard })
+    if (guard === undefined) return RunnerGateway.of({ ...managed, events })
+    const user = makeComfyClient(yield* runnerAgent(rest, guard), rest)
+    const pick = (runner: RunnerTarget) => (runner.kind === "managed" ? managed : user)
+    /** An operation of the client the runner's kind is reached through. */
+    const on = <A extends ReadonlyArray<unknown>, R>(op: (client: ComfyClient) => (runner: RunnerTarget, ...args: A) => R) =>
+    (runner: RunnerTarget, ...args: A): R => op(pick(runner))(runner, ...args)
+    return RunnerGateway.of({
+      probe: on((c) => c.probe),
+      nodeReplacements: on((c) => c.nodeReplacements),
+      objectInfo: on((c) => c.objectInfo),
+      uploadInput: on((c) => c.uploadInput),
+      submit: on((c) => c.submit),
+      queue: on((c) => c.queue),
+      history: on((c) => c.history),
+      status: on((c) => c.status),
+      cancel: on((c) => c.cancel),
+      download: on((c) => c.download),
+      events
+    })
+  })
 
 /** The gateway on Node (undici for HTTP, `ws` for the WebSocket). */
 export const RunnerGatewayNode = (options: RunnerGatewayOptions = {}): Layer.Layer<RunnerGateway> =>
