@@ -33,8 +33,9 @@ describe("every route's request is decoded by its declared schema", () => {
     }
     expect(answers).toEqual(answers.map((a) => ({ ...(a as object), status: 400, named: true })))
     expect(wording).toEqual([])
-    // Every route that declares a body, a query or headers was exercised.
-    expect(routes.filter((r) => r.declares && r.cases.length === 0).map((r) => r.key)).toEqual([])
+    // Every route that declares a body, a query or headers was exercised, but the download: its
+    // Range, If-None-Match and If-Range take any text (RFC 9110: one it cannot read is ignored).
+    expect(routes.filter((r) => r.declares && r.cases.length === 0).map((r) => r.key)).toEqual(["GET /v1/workflow/:id/outputs/:output_id"])
     expect(answers.length).toBeGreaterThan(40)
     console.log(`decoding: ${answers.length} cases over ${routes.filter((r) => r.cases.length > 0).length} routes`)
   }, 60_000)
