@@ -4,7 +4,8 @@
  * `responseMode: "response-only"`: a decoded body would wait for the end of the stream). When the
  * stream ends before `done` (server restart, a slow client dropped), it reconnects with
  * `Last-Event-ID` after a growing delay (1 s doubling to 30 s, reset by any event): nothing is
- * lost, and nothing is polled.
+ * lost, and nothing is polled. With `onPreview`, it asks for live previews (`?previews=true`): the
+ * `preview` events, which carry no id, are handed over as they come and never move Last-Event-ID.
  */
 import { WesApi } from "@wes/api"
 import * as Effect from "effect/Effect"
@@ -21,19 +22,31 @@ export interface StreamEvent {
   readonly data: unknown
 }
 
+/** A `preview` event's data: the running node's latest preview image (base64). */
+export interface PreviewImage {
+  readonly node: string | null
+  readonly content_type: string
+  readonly image: string
+}
+
 export interface FollowOptions {
   /** Replay the log after this event id (0: the whole life of an unfinished workflow). */
   readonly after?: number
   readonly onEvent: (e: StreamEvent) => void
+  /** Live previews of the running node (asked for only when given). */
+  readonly onPreview?: (p: PreviewImage) => void
   /** A refusal (401, 404, ...): the stream is not retried. */
   readonly onError?: (e: ApiError) => void
 }
 
-/** Splits a chunk of text/event-stream into events; the unfinished tail is returned. */
-export const parseEvents = (text: string): { readonly events: ReadonlyArray<StreamEvent>; readonly rest: string } => {
+/** Splits a chunk of text/event-stream into events and previews; the unfinished tail is returned. */
+export const parseEvents = (
+  text: string
+): { readonly events: ReadonlyArray<StreamEvent>; readonly previews: ReadonlyArray<PreviewImage>; readonly rest: string } => {
   const blocks = text.split("\n\n")
   const rest = blocks.pop() ?? ""
   const events: Array<StreamEvent> = []
+  const previews: Array<PreviewImage> = []
   for (const block of blocks) {
     let id = NaN
     let type = "message"
@@ -48,9 +61,13 @@ export const parseEvents = (text: string): { readonly events: ReadonlyArray<Stre
       else if (field === "data") data.push(value)
     }
     if (data.length > 0 && Number.isInteger(id)) events.push({ id, type, data: JSON.parse(data.join("\n")) })
+    else if (data.length > 0 && type === "preview") previews.push(JSON.parse(data.join("\n")) as PreviewImage)
   }
-  return { events, rest }
+  return { events, previews, rest }
 }
+
+/** What the stream brings: an event of the log, or a live preview. */
+type Item = { readonly event: StreamEvent } | { readonly preview: PreviewImage }
 
 /** Starts following; the returned function stops (and closes the connection). */
 export const follow = (workflowId: string, options: FollowOptions): (() => void) => {
@@ -63,6 +80,7 @@ export const follow = (workflowId: string, options: FollowOptions): (() => void)
       Effect.gen(function*() {
         const response = yield* api.workflows.subscribe({
           params: { id: workflowId },
+          query: options.onPreview === undefined ? {} : { previews: true },
           headers: last === undefined ? {} : { "last-event-id": last },
           responseMode: "response-only"
         })
@@ -71,12 +89,16 @@ export const follow = (workflowId: string, options: FollowOptions): (() => void)
           Stream.decodeText(),
           // The unfinished tail of the text waits for the next chunk.
           Stream.mapAccum(() => "", (buffer, text: string) => {
-            const { events, rest } = parseEvents(buffer + text)
-            return [rest, events] as const
+            const { events, previews, rest } = parseEvents(buffer + text)
+            // Only the latest preview of a chunk is worth showing.
+            const latest: Array<Item> = previews.length > 0 ? [{ preview: previews[previews.length - 1]! }] : []
+            return [rest, [...latest, ...events.map((event): Item => ({ event }))]] as const
           }),
-          Stream.takeUntil((e) => e.type === "done"),
-          Stream.runForEach((e) =>
+          Stream.takeUntil((item) => "event" in item && item.event.type === "done"),
+          Stream.runForEach((item) =>
             Effect.sync(() => {
+              if ("preview" in item) return options.onPreview?.(item.preview)
+              const e = item.event
               last = e.id
               delay = 1000
               options.onEvent(e)

@@ -17,6 +17,15 @@ describe("parseEvents", () => {
   })
 
   it("ignores a block without data or id (a comment telling a slow client to reconnect)", () => {
-    expect(parseEvents(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")).toEqual({ events: [], rest: "" })
+    expect(parseEvents(": too slow: this stream ends here; reconnect with Last-Event-ID to resume\n\n")).toEqual({ events: [], previews: [], rest: "" })
+  })
+
+  it("reads a `preview` event (no id) as a preview, not as an event of the log", () => {
+    const text = 'event: preview\ndata: {"node":"2","content_type":"image/jpeg","image":"AAEC"}\n\nid: 4\nevent: progress\ndata: {"node":"2","value":1,"max":4}\n\n'
+    expect(parseEvents(text)).toEqual({
+      events: [{ id: 4, type: "progress", data: { node: "2", value: 1, max: 4 } }],
+      previews: [{ node: "2", content_type: "image/jpeg", image: "AAEC" }],
+      rest: ""
+    })
   })
 })

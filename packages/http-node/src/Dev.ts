@@ -44,7 +44,8 @@ const demoTemplate = () => {
 /** Starts the simulated runner and the demo account once the server listens at `base`. */
 export const devLayer = (base: string): Layer.Layer<never, never, AccountService | RunnerService | TemplateService> =>
   Layer.effectDiscard(Effect.gen(function*() {
-    const fake = yield* FakeComfyUI.scoped()
+    // Its progress steps send preview images, as a sampler's do: the dashboard shows them live.
+    const fake = yield* FakeComfyUI.scoped({ previews: true })
     const accounts = yield* AccountService
     const runners = yield* RunnerService
     const templates = yield* TemplateService

@@ -13,8 +13,12 @@
  * Last-Event-ID, from the log. One timer writes keep-alives to all. When the server begins to stop
  * (the `Shutdown` signal, before the listener closes) or the hub's scope closes, every stream
  * ends, so clients reconnect elsewhere.
+ *
+ * A client that asked for previews (`?previews=true`) also gets the workflow's live previews
+ * (SsePreviews.ts): one subscription to `WorkflowPreviews` per followed workflow while such a
+ * client follows it, each preview encoded once, each client with a slot of one.
  */
-import { type FollowStart, READ_BATCH, sseSubscribers, type StorageError, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
+import { type FollowStart, READ_BATCH, sseSubscribers, type StorageError, type WorkflowEvent, WorkflowEventBus, WorkflowPreviews } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -29,6 +33,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { PassThrough } from "node:stream"
 import { Shutdown } from "./Shutdown.js"
+import { encodePreview, offerPreview, type PreviewSlot, previewSlot } from "./SsePreviews.js"
 
 /** One server-sent event. */
 export const encodeSse = (e: WorkflowEvent): string => `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`
@@ -54,10 +59,12 @@ export interface SseOut {
   /** Bytes written but not yet taken by the socket. */
   readonly writableLength: number
   readonly writableFinished: boolean
+  /** A write was refused (its buffer is full) and it has not drained since. */
+  readonly writableNeedDrain: boolean
   readonly destroyed: boolean
   readonly end: () => unknown
   readonly destroy: () => unknown
-  readonly once: (event: "close", f: () => void) => unknown
+  readonly once: (event: "close" | "drain", f: () => void) => unknown
 }
 
 interface Client {
@@ -67,6 +74,8 @@ interface Client {
   /** Reading its gap from the log: live events are not written to it yet. */
   catchingUp: boolean
   ended: boolean
+  /** Its preview slot, when it asked for previews. */
+  readonly previews: PreviewSlot | undefined
 }
 
 interface Topic {
@@ -75,23 +84,33 @@ interface Topic {
   /** The last sequence the live feed has delivered. */
   seen: number
   feed: Fiber.Fiber<void> | undefined
+  /** The workflow's previews, while a client of it asked for them. */
+  previews: Fiber.Fiber<void> | undefined
+  /** The last preview it delivered (encoded), for a client that asks for previews later. */
+  lastPreview: Buffer | undefined
 }
 
 export class SseHub extends Context.Service<SseHub, {
-  /** The answer of a subscribe request: the workflow's events from `start` on, ending after `done`. */
-  readonly response: (workflowId: string, start: FollowStart) => HttpServerResponse.HttpServerResponse
+  /**
+   * The answer of a subscribe request: the workflow's events from `start` on, ending after `done`;
+   * with `previews`, its live previews too.
+   */
+  readonly response: (workflowId: string, start: FollowStart, previews?: boolean) => HttpServerResponse.HttpServerResponse
   /** Follows a workflow onto `out` (what the response's body is). */
-  readonly attach: (out: SseOut, workflowId: string, start: FollowStart) => void
+  readonly attach: (out: SseOut, workflowId: string, start: FollowStart, previews?: boolean) => void
   /** Open connections and followed workflows (for tests and metrics). */
   readonly stats: Effect.Effect<{ readonly clients: number; readonly workflows: number }>
 }>()("@wes/http-node/SseHub") {
-  static layer = (options: SseHubOptions): Layer.Layer<SseHub, never, WorkflowEventBus> => Layer.effect(SseHub, make(options))
+  static layer = (options: SseHubOptions): Layer.Layer<SseHub, never, WorkflowEventBus | WorkflowPreviews> => Layer.effect(SseHub, make(options))
 }
 
 const make = (options: SseHubOptions) =>
   Effect.gen(function*() {
     const bus = yield* WorkflowEventBus
+    const previews = yield* WorkflowPreviews
     const feeds = yield* FiberMap.make<string>()
+    const previewFeeds = yield* FiberMap.make<string>()
+    const runPreviews = yield* FiberMap.runtime(previewFeeds)<never>()
     const tasks = yield* FiberSet.make()
     const runFeed = yield* FiberMap.runtime(feeds)<never>()
     const runTask = yield* FiberSet.runtime(tasks)<never>()
@@ -146,8 +165,32 @@ const make = (options: SseHubOptions) =>
       if (next.length > 0) deliver(client, next, encodeAll(next))
     }
 
+    /** The workflow's previews to each of its clients that asked for them, encoded once. */
+    const previewFeed = (topic: Topic) =>
+      previews.subscribe(topic.workflowId).pipe(
+        Stream.runForEach((p) =>
+          Effect.sync(() => {
+            const bytes = encodePreview(p)
+            topic.lastPreview = bytes
+            for (const client of topic.clients) {
+              if (client.previews !== undefined && !client.ended) offerPreview(client.out, client.previews, bytes, () => client.ended)
+            }
+          })
+        ),
+        Effect.catch((e: StorageError) => Effect.logWarning("preview stream failed", { workflow_id: topic.workflowId, error: e.message }))
+      )
+
+    /** Stops the topic's previews when no client of it wants them any more. */
+    const stopPreviews = (topic: Topic) => {
+      if (topic.previews === undefined || [...topic.clients].some((c) => c.previews !== undefined && !c.ended)) return
+      topic.previews.interruptUnsafe()
+      topic.previews = undefined
+      topic.lastPreview = undefined
+    }
+
     const detach = (topic: Topic, client: Client) => {
       if (topic.clients.delete(client)) subscribers(-1)
+      stopPreviews(topic)
       if (topic.clients.size === 0 && topics.get(topic.workflowId) === topic) {
         topics.delete(topic.workflowId)
         topic.feed?.interruptUnsafe()
@@ -180,6 +223,7 @@ const make = (options: SseHubOptions) =>
         Effect.ensuring(Effect.sync(() => {
           if (topics.get(topic.workflowId) === topic) topics.delete(topic.workflowId)
           for (const client of topic.clients) end(client)
+          stopPreviews(topic)
         }))
       )
 
@@ -202,14 +246,14 @@ const make = (options: SseHubOptions) =>
         }
       })
 
-    const attach = (out: SseOut, workflowId: string, start: FollowStart) => {
-      const client: Client = { out, cursor: 0, catchingUp: false, ended: false }
+    const attach = (out: SseOut, workflowId: string, start: FollowStart, withPreviews = false) => {
+      const client: Client = { out, cursor: 0, catchingUp: false, ended: false, previews: withPreviews ? previewSlot() : undefined }
       if (start.first.length > 0) write(client, encodeAll(start.first))
       if (Option.isNone(start.after) || closing) return end(client)
       client.cursor = start.after.value
       let topic = topics.get(workflowId)
       if (topic === undefined) {
-        const created: Topic = { workflowId, clients: new Set(), seen: client.cursor, feed: undefined }
+        const created: Topic = { workflowId, clients: new Set(), seen: client.cursor, feed: undefined, previews: undefined, lastPreview: undefined }
         topics.set(workflowId, created)
         created.feed = runFeed(workflowId, feed(created))
         topic = created
@@ -217,6 +261,8 @@ const make = (options: SseHubOptions) =>
       const joined = topic
       joined.clients.add(client)
       subscribers(1)
+      if (withPreviews && joined.previews === undefined) joined.previews = runPreviews(workflowId, previewFeed(joined))
+      else if (client.previews !== undefined && joined.lastPreview !== undefined) offerPreview(out, client.previews, joined.lastPreview, () => client.ended)
       const leave = () => {
         client.ended = true
         detach(joined, client)
@@ -235,11 +281,11 @@ const make = (options: SseHubOptions) =>
       }
     }
 
-    const response = (workflowId: string, start: FollowStart) => {
+    const response = (workflowId: string, start: FollowStart, withPreviews = false) => {
       // The server pipes it to the socket (pausing it while the socket is full) and destroys it
       // when the client leaves: its own buffer is what the client has not taken yet.
       const body = new PassThrough()
-      attach(body, workflowId, start)
+      attach(body, workflowId, start, withPreviews)
       return HttpServerResponse.raw(body, {
         contentType: "text/event-stream",
         headers: { "cache-control": "no-cache", "x-accel-buffering": "no" }

@@ -1,6 +1,6 @@
 import { it } from "@effect/vitest"
 import { type FollowStart, type WorkflowEvent, WorkflowEventBus } from "@wes/core"
-import { MemoryEventBus } from "@wes/storage-memory"
+import { MemoryEventBus, MemoryPreviews } from "@wes/storage-memory"
 import * as DateTime from "effect/DateTime"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -10,7 +10,8 @@ import { describe, expect } from "vitest"
 import { SseHub, type SseHubOptions } from "../src/SseHub.js"
 import { eventually, until } from "./polling.js"
 
-const hub = (options: Partial<SseHubOptions> = {}) => SseHub.layer({ keepAlive: "1 hour", ...options }).pipe(Layer.provideMerge(MemoryEventBus))
+const hub = (options: Partial<SseHubOptions> = {}) =>
+  SseHub.layer({ keepAlive: "1 hour", ...options }).pipe(Layer.provideMerge(Layer.merge(MemoryEventBus, MemoryPreviews)))
 
 const live = (after: number): FollowStart => ({ first: [], after: Option.some(after) })
 

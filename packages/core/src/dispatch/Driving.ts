@@ -22,6 +22,7 @@ import type { RunnerRef } from "../domain/Workflow.js"
 import type { RunnerLease } from "../ports/Dispatch.js"
 import type { DispatcherOptions } from "./DispatcherOptions.js"
 import { type InFlight, makeInFlight } from "./InFlight.js"
+import { type LivePreviews, makeLivePreviews } from "./LivePreviews.js"
 import type { Reach } from "./LostRunner.js"
 import { Scheduler } from "../usecases/Scheduler.js"
 
@@ -58,6 +59,8 @@ export interface DrivingShape {
    * prompt must not hold up the events of the next); a failure is logged with `what`.
    */
   readonly fork: <R>(what: string, effect: Effect.Effect<void, { readonly message: string }, R>) => Effect.Effect<void, never, R>
+  /** The previews of its workflows, published at most `PREVIEWS_PER_SECOND` each (LivePreviews.ts). */
+  readonly previews: LivePreviews
 }
 
 export class Driving extends Context.Service<Driving, DrivingShape>()("@wes/core/Driving") {}
@@ -116,7 +119,8 @@ export const makeDriving = (
       reconcileNow: yield* Queue.sliding<void>(1),
       reach: yield* Ref.make<Reach>({ unreachableSince: undefined, watchUntil: undefined }),
       socketOpen: yield* Deferred.make<void>(),
-      fork
+      fork,
+      previews: yield* makeLivePreviews
     }
   })
 

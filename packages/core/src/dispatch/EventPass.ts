@@ -11,6 +11,8 @@ import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type { RunnerEvent } from "../ports/RunnerGateway.js"
 import type { NewWorkflowEvent } from "../ports/WorkflowEvents.js"
+import type { WorkflowPreview } from "../ports/WorkflowPreviews.js"
+import { isPreview } from "./FrameOutputs.js"
 import type { Followed, Tracked } from "./InFlight.js"
 import { advanceProgress, type PromptProgress, progressPercent, startProgress } from "./Progress.js"
 import { type SeenHistory, seeRun, seenHistory, seenWhole, startRun } from "./SeenRun.js"
@@ -27,6 +29,8 @@ export interface Pass {
   /** Run events of prompts still running, per workflow, in order. */
   readonly publish: ReadonlyMap<string, ReadonlyArray<NewWorkflowEvent>>
   readonly steps: ReadonlyArray<Step>
+  /** The latest preview image of each tracked workflow in the batch (FrameOutputs.ts's `isPreview`). */
+  readonly previews: ReadonlyMap<string, WorkflowPreview>
 }
 
 /**
@@ -41,6 +45,7 @@ export const eventPass = (
   const followed = new Map<string, Followed>()
   const publish = new Map<string, Array<NewWorkflowEvent>>()
   const steps: Array<Step> = []
+  const previews = new Map<string, WorkflowPreview>()
   /** Where each prompt's start is among `steps`, and the starts dropped because the end came too. */
   const startAt = new Map<string, number>()
   const dropped = new Set<number>()
@@ -128,7 +133,14 @@ export const eventPass = (
         see(t, event)
         break
       }
-      case "ImageFrame":
+      case "ImageFrame": {
+        const t = entry(event.prompt_id)
+        if (t !== undefined && isPreview(t.frames, event.node)) {
+          previews.set(t.workflow.id, { workflow_id: t.workflow.id, node: event.node, content_type: event.image_type, image: event.image })
+        }
+        see(t, event)
+        break
+      }
       case "ExecutionSuccess":
       case "ExecutionError":
       case "ExecutionInterrupted":
@@ -137,6 +149,7 @@ export const eventPass = (
       case "PromptDone": {
         const leading = publish.get(event.prompt_id) ?? []
         publish.delete(event.prompt_id)
+        previews.delete(event.prompt_id)
         const t = entry(event.prompt_id)
         if (t === undefined) break
         // Its start in the same pass is written with its end (Finish.ts walks every status it missed).
@@ -154,5 +167,5 @@ export const eventPass = (
         break
     }
   }
-  return { followed, publish, steps: dropped.size === 0 ? steps : steps.filter((_, i) => !dropped.has(i)) }
+  return { followed, publish, previews, steps: dropped.size === 0 ? steps : steps.filter((_, i) => !dropped.has(i)) }
 }

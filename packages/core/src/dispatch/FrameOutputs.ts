@@ -7,7 +7,8 @@
  * - a frame of a `SaveImageWebsocket` node is an output;
  * - a frame of a node that no other node of the prompt takes an input from (an output node: ComfyUI
  *   runs no other sink) is an output when that node lists no file of its own;
- * - every other frame (samplers, decoders: nodes whose results feed others) is a preview, dropped.
+ * - every other frame (samplers, decoders: nodes whose results feed others) is a preview: never
+ *   kept, only shown live to subscribers that asked for previews (`isPreview`, LivePreviews.ts).
  *
  * The images are kept with the run as it is seen (SeenRun.ts), at most `FRAME_OUTPUT_LIMIT` bytes
  * per prompt, and stored with the end like the files copied from the runner.
@@ -61,6 +62,14 @@ export const frameNodesOf = (graph: JsonObject): FrameNodes => {
 
 /** Whether a frame of `node` may be an output (so its image is kept until the node's end says). */
 export const mayBeOutput = (nodes: FrameNodes, node: string): boolean => nodes.saving.has(node) || nodes.sinks.has(node)
+
+/**
+ * Whether a frame of `node` is a preview to show live: one no rule may keep as an output. With
+ * the graph unknown (a prompt inherited from another instance) or the node unnamed, every frame is
+ * shown: it is what the running node sent.
+ */
+export const isPreview = (nodes: FrameNodes | undefined, node: string | null): boolean =>
+  nodes === undefined || node === null || !mayBeOutput(nodes, node)
 
 const EXTENSIONS: Readonly<Record<string, string>> = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" }
 

@@ -117,6 +117,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
           const before = HashMap.get(tracked, step.id)
           const publishNow = step.leading.length > 0 && Option.isSome(before) && before.value.workflow.status === "running"
           if (publishNow) yield* bus.publish(step.id, step.leading).pipe(Effect.catch(logged("could not publish run events")))
+          yield* driving.previews.end(step.id)
           // While it is being submitted, after the runner's answer to the post (PostAnswer.ts).
           yield* driving.fork(
             "could not record the end of a prompt",
@@ -127,6 +128,7 @@ export const handleEvents = (events: ReadonlyArray<RunnerEvent>) =>
       }
     }
     for (const [id, run] of pass.publish) yield* bus.publish(id, run).pipe(Effect.catch(logged("could not publish run events")))
+    for (const preview of pass.previews.values()) yield* driving.previews.offer(preview)
   })
 
 /** Events handled at most this many at a time. */
