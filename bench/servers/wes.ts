@@ -7,6 +7,7 @@
  *   BENCH_DISPATCH  on (default) | off (API only)
  *   BENCH_RATE_LIMIT off (default) | e.g. 40/10s
  *   BENCH_BLOB_DIR  keep blobs as files there (default: in the store)
+ *   BENCH_BLOB_STORE s3://bucket/prefix: keep blobs in an S3 bucket (the AWS SDK's environment, path-style)
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  *   BENCH_PG_PREPARED on (default, as `wes serve`) | off (every statement unnamed: parsed and planned at each run)
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
@@ -92,7 +93,17 @@ const pgStore = () =>
     })))
 const storeOnly: Layer.Layer<StoreServices, unknown> = env("BENCH_STORE", "memory") === "postgres" ? pgStore() : MemoryStoreLive
 const blobDir = process.env["BENCH_BLOB_DIR"]
-const baseStore: Layer.Layer<StoreServices, unknown> = blobDir === undefined
+const blobStore = process.env["BENCH_BLOB_STORE"]
+// Loaded only when used, as `wes serve` does.
+const s3Blobs = (url: string) =>
+  Layer.unwrap(Effect.map(Effect.promise(() => import("@wes/storage-s3")), ({ parseS3Location, S3BlobStoreLive }) => {
+    const parsed = parseS3Location(url)
+    if ("error" in parsed) throw new Error(`BENCH_BLOB_STORE: ${parsed.error}`)
+    return S3BlobStoreLive({ location: parsed.location, pathStyle: true })
+  }))
+const baseStore: Layer.Layer<StoreServices, unknown> = blobStore !== undefined
+  ? Layer.merge(storeOnly, s3Blobs(blobStore))
+  : blobDir === undefined
   ? storeOnly
   : Layer.merge(storeOnly, FsBlobStoreLive(blobDir).pipe(Layer.provide(NodeServices.layer)))
 
@@ -113,7 +124,11 @@ const store = Layer.effect(
 
 const gateway = RunnerGatewayNode()
 const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
-const unlimited = { active_workflows: 10_000_000, workflows_per_day: 10_000_000, templates: 1_000_000, runners: 10_000, workflow_params: 200 }
+const unlimited = {
+  active_workflows: 10_000_000, workflows_per_day: 10_000_000, templates: 1_000_000, runners: 10_000, workflow_params: 200,
+  // B11's gigabyte outputs and 100 MB inputs.
+  max_upload_bytes: 2 * 1024 ** 3, max_output_bytes: 16 * 1024 ** 3
+}
 const useCases = env("BENCH_DISPATCH", "on") === "on"
   ? useCasesLayer({ dispatcher: { concurrencyPerRunner: 16 } })
   : useCasesLayer()

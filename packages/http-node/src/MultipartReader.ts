@@ -4,13 +4,15 @@
  * chunk (an Effect stream pipeline cost about 10 ms of CPU per 256 KB upload). File parts stay in
  * memory while a request's parts total at most `memoryBudget` (1 MiB); beyond that they stream to
  * a file in a directory made once when the server starts, the request paused while the file
- * cannot keep up, and are deleted when the request ends. Every byte counts against `maxBytes`
- * (50 MB, the contract's limit), so an oversized upload is refused without ever being held whole.
+ * cannot keep up, and are deleted when the request ends. Every byte counts against the caller's
+ * tier's `max_upload_bytes` (the contract's 50 MB by default; `WES_TIER_LIMITS` raises it), so an
+ * oversized upload is refused as it streams (at once from a larger Content-Length) without ever
+ * being held whole; a request without a caller (none reads a form today) has the contract's 50 MB.
  * No synchronous filesystem call runs on a request; chunks are kept as node delivered them (each
  * is its own buffer), not copied.
  */
-import { FormFile, type FormRecord, InternalError } from "@wes/api"
-import { StorageError, ValidationError } from "@wes/core"
+import { CurrentUser, FormFile, type FormRecord, InternalError } from "@wes/api"
+import { sizeText, StorageError, type Tier, TierPolicy, ValidationError } from "@wes/core"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as FileSystem from "effect/FileSystem"
@@ -23,7 +25,7 @@ import * as NodeFs from "node:fs"
 import type { IncomingMessage } from "node:http"
 
 export interface MultipartLimits {
-  /** Bytes of the whole body (the contract: 50 MB per request). */
+  /** Bytes of the whole body of a request without a caller; a caller's is their tier's `max_upload_bytes`. */
   readonly maxBytes: number
   /** Bytes of one text field. */
   readonly maxFieldBytes: number
@@ -35,6 +37,7 @@ export interface MultipartLimits {
 }
 
 export const defaultMultipartLimits: MultipartLimits = {
+  // The contract's 50 MB (CONTRACT_UPLOAD_BYTES, every tier's default max_upload_bytes).
   maxBytes: 50 * 1024 * 1024,
   maxFieldBytes: 1024 * 1024,
   maxParts: 1000,
@@ -48,8 +51,10 @@ export class MultipartReader extends Context.Service<MultipartReader, {
    */
   readonly read: (request: IncomingMessage) => Effect.Effect<FormRecord, ValidationError | InternalError, Scope.Scope>
 }>()("@wes/http-node/MultipartReader") {
-  /** Spills into a temporary directory made now and removed when the layer closes. */
-  static layer = (limits: Partial<MultipartLimits> = {}): Layer.Layer<MultipartReader, never, FileSystem.FileSystem | Path.Path> =>
+  /** Spills into a temporary directory made now and removed when the layer closes; the body limit is the caller's tier's. */
+  static layer = (
+    limits: Partial<MultipartLimits> = {}
+  ): Layer.Layer<MultipartReader, never, FileSystem.FileSystem | Path.Path | TierPolicy> =>
     Layer.effect(MultipartReader, make({ ...defaultMultipartLimits, ...limits }))
 }
 
@@ -59,23 +64,39 @@ const TOKEN = "[!#$%&'*+.^\\w`|~-]+"
 const QUOTED = '"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*"'
 const MULTIPART_CONTENT_TYPE = new RegExp(`^ *multipart/form-data *(?:; *${TOKEN}=(?:${TOKEN}|${QUOTED}) *)*$`, "i")
 
-const megabytes = (n: number) => `${Math.round(n / (1024 * 1024))} MB`
 const invalid = (message: string, field?: string, detail?: string) =>
   new ValidationError({ message, details: field === undefined ? [] : [{ field, message: detail ?? message }] })
 
-/** The 400 for a body over the limit; it names the limit. */
-const tooLarge = (limits: MultipartLimits) =>
-  invalid(`Request body exceeds the ${megabytes(limits.maxBytes)} limit per request`, "body", `must be at most ${megabytes(limits.maxBytes)} (all parts together)`)
+/** The body limit of one request: bytes, and the tier it is the `max_upload_bytes` of (none: no caller). */
+export interface UploadLimit {
+  readonly bytes: number
+  readonly tier: Tier | undefined
+}
 
-const classify = (e: MP.MultipartError, limits: MultipartLimits): ValidationError => {
+/**
+ * The 400 for a body over the limit (the contract's "400 (... file over 50MB ...)"; not 413, whose
+ * body a client would not read as the contract's error): it names the limit and whose it is.
+ */
+const tooLarge = (limit: UploadLimit) =>
+  limit.tier === undefined
+    ? invalid(`Request body exceeds the ${sizeText(limit.bytes)} limit per request`, "body", `must be at most ${sizeText(limit.bytes)} (all parts together)`)
+    : invalid(
+      `Request body exceeds ${sizeText(limit.bytes)}, the ${limit.tier} tier's upload limit per request (max_upload_bytes)`,
+      "body",
+      `must be at most ${sizeText(limit.bytes)} (all parts together; the ${limit.tier} tier's max_upload_bytes)`
+    )
+
+type Limits = MultipartLimits & { readonly upload: UploadLimit }
+
+const classify = (e: MP.MultipartError, limits: Limits): ValidationError => {
   switch (e._tag) {
     case "ReachedLimit":
       switch (e.limit) {
         case "MaxTotalSize":
         case "MaxPartSize":
-          return tooLarge(limits)
+          return tooLarge(limits.upload)
         case "MaxFieldSize":
-          return invalid(`A text field exceeds ${megabytes(limits.maxFieldBytes)}; send large values as files`)
+          return invalid(`A text field exceeds ${sizeText(limits.maxFieldBytes)}; send large values as files`)
         case "MaxParts":
           return invalid(`A form may have at most ${limits.maxParts} parts`)
       }
@@ -88,7 +109,7 @@ const classify = (e: MP.MultipartError, limits: MultipartLimits): ValidationErro
 }
 
 /** The request's Content-Type and length, checked before any byte of the body is read. */
-const checkHead = (request: IncomingMessage, limits: MultipartLimits): ValidationError | undefined => {
+const checkHead = (request: IncomingMessage, limits: Limits): ValidationError | undefined => {
   const contentType = request.headers["content-type"] ?? ""
   if (!contentType.toLowerCase().startsWith("multipart/form-data")) {
     return invalid("Content-Type must be multipart/form-data", "Content-Type", "must be multipart/form-data")
@@ -102,7 +123,7 @@ const checkHead = (request: IncomingMessage, limits: MultipartLimits): Validatio
   }
   const length = request.headers["content-length"]
   if (length !== undefined && Number(length) === 0) return invalid("The multipart body is empty", "body", "is empty")
-  if (Number(length ?? "0") > limits.maxBytes) return tooLarge(limits)
+  if (Number(length ?? "0") > limits.upload.bytes) return tooLarge(limits.upload)
   return undefined
 }
 
@@ -110,6 +131,13 @@ const make = (limits: MultipartLimits) =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
+    const policy = yield* TierPolicy
+    /** The caller's tier's `max_upload_bytes`; without a caller, the configured `maxBytes`. */
+    const limitsOf = Effect.map(Effect.serviceOption(CurrentUser), (caller): Limits => {
+      if (caller._tag === "None") return { ...limits, upload: { bytes: limits.maxBytes, tier: undefined } }
+      const tier = caller.value.user.tier
+      return { ...limits, upload: { bytes: policy.limitsFor(tier).max_upload_bytes, tier } }
+    })
     const dir = yield* Effect.orDie(fs.makeTempDirectoryScoped({ prefix: "wes-upload-", ...(limits.directory === undefined ? {} : { directory: limits.directory }) }))
     let spilled = 0
     const readBack = (file: string) => (e: { readonly message: string }) =>
@@ -134,6 +162,7 @@ const make = (limits: MultipartLimits) =>
 
     const read = (request: IncomingMessage) =>
       Effect.gen(function*() {
+        const limits = yield* limitsOf
         const refused = checkHead(request, limits)
         if (refused !== undefined) {
           // The body nobody will read is drained, so the client sees the answer.
@@ -188,7 +217,7 @@ type Parsed =
  * a spilled part's file stream is full. Fails with the contract's 400s; a part that cannot be
  * written to disk ends the parse as `StoreFailed` (logged and answered 500 by the caller).
  */
-const parse = (request: IncomingMessage, limits: MultipartLimits, spill: () => string): Effect.Effect<Parsed, ValidationError> =>
+const parse = (request: IncomingMessage, limits: Limits, spill: () => string): Effect.Effect<Parsed, ValidationError> =>
   Effect.callback<Parsed, ValidationError>((resume) => {
     const parts: Array<Part | { readonly _tag: "Field"; readonly field: string; readonly value: string }> = []
     const seen = new Set<string>()
@@ -259,7 +288,7 @@ const parse = (request: IncomingMessage, limits: MultipartLimits, spill: () => s
 
     const parser = MP.make({
       headers: request.headers as Record<string, string>,
-      maxTotalSize: limits.maxBytes,
+      maxTotalSize: limits.upload.bytes,
       maxFieldSize: limits.maxFieldBytes,
       maxParts: limits.maxParts,
       onField: (info, value) => {
