@@ -71,7 +71,7 @@ export const runClient = (options: ClientOptions) =>
     //    the response itself, not a decoded body, which would wait for the stream's end.
     const nodes = Object.keys(JSON.parse(options.workflowJson) as object).length
     const bar = new ProgressBar(nodes, options.terminal)
-    const response = yield* client.workflows.subscribe({ params: { id: created.id }, headers: {}, responseMode: "response-only" }).pipe(
+    const response = yield* client.workflows.subscribe({ params: { id: created.id }, query: {}, headers: {}, responseMode: "response-only" }).pipe(
       Effect.flatMap(HttpClientResponse.filterStatusOk)
     )
     const events = yield* sseEvents(response.stream).pipe(
@@ -88,7 +88,9 @@ export const runClient = (options: ClientOptions) =>
     const { outputs } = yield* client.workflows.outputs({ params: { id: created.id } })
     const first = outputs[0]
     if (first === undefined) return yield* Effect.fail(new Error("the workflow produced no file"))
-    const bytes = yield* client.workflows.output({ params: { id: created.id, output_id: first.id } })
+    // Without If-None-Match the answer is the file (a 304 is only for a client that sent its ETag).
+    const bytes = yield* client.workflows.output({ params: { id: created.id, output_id: first.id }, headers: {} })
+    if (bytes === undefined) return yield* Effect.fail(new Error("the output download answered without a body"))
     log(`downloaded ${first.filename} (${first.content_type}, ${bytes.length} bytes)`)
 
     if (options.removeRunner !== false) yield* client.runners.delete({ params: { id: runner.id } })

@@ -50,10 +50,12 @@ import {
   BadRequest,
   ConflictStatus,
   Forbidden,
+  Gone,
   HeadersTooLargeError,
   InternalError,
   MethodNotAllowedError,
   NotFoundStatus,
+  RangeNotSatisfiableError,
   RateLimitedError,
   Unauthorized,
   Unavailable
@@ -141,6 +143,9 @@ const form = <S extends Schema.Top>(schema: S, description: string) =>
   schema.annotate({ description }).pipe(HttpApiSchema.asMultipart())
 
 const PARAMS_DOC = "Dynamic parameters: a field `$<name>` (text, or a file part) feeds `$text(<name>)` or `$file(<name>)`; " +
+  "for `$file(<name>)` the text may be an `https://` URL, which WES fetches once, while the request is answered, " +
+  "and stores as the file (its bytes count toward the request's size limit; a URL that cannot be fetched is a 400 " +
+  "naming the parameter, the URL and the reason); " +
   "a field `#<name>` (text) feeds `#choice(<name>)`. Maximum 50 MB per request."
 
 const JSON_DOC = "JSON file (a text field is accepted too)"
@@ -212,15 +217,53 @@ const LastEventId = Schema.String.check(
 )
 
 /**
+ * `previews=true`: the stream also carries `preview` events (live preview images; never stored,
+ * never replayed). Documented on the parameter's side, as `LastEventId`.
+ */
+const PreviewsFlag = Schema.Literals(["true", "false"]).annotate({
+  description: "`true`: also send `preview` events, the latest preview image of the running node (at most 2 per second; not replayed)"
+}).pipe(
+  Schema.decodeTo(
+    Schema.Boolean,
+    SchemaTransformation.transform({ decode: (s: "true" | "false") => s === "true", encode: (b: boolean) => (b ? "true" as const : "false" as const) })
+  )
+)
+
+/**
  * The event stream, as the contract describes it. The server writes it as it goes (SseHub); a
  * client reads the response's body (`responseMode: "response-only"`) or uses EventSource.
  */
 const sse = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })).annotate({
   description: "Server-sent events: `status`, `queue`, `progress`, `executing`, `output`, then `done`. " +
-    "`id:` is the workflow's event sequence; send `Last-Event-ID` to resume."
+    "`id:` is the workflow's event sequence; send `Last-Event-ID` to resume. With `previews=true`, also `preview` " +
+    "events without `id:` (`{node, content_type, image}`, the image base64-encoded), dropped rather than queued."
 })
 
 const fileBody = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array()).annotate({ description: "The output file, with its content type" })
+
+/** A download's conditional and range request headers (RFC 9110), each documented on its side. */
+const DownloadHeaders = {
+  range: Schema.optional(Schema.String.annotate({ description: "One byte range: `bytes=<first>-<last>`, `bytes=<first>-` or `bytes=-<suffix length>` (206); several: the whole file" })),
+  "if-none-match": Schema.optional(Schema.String.annotate({ description: "The ETag of a copy you hold: 304 when it is this output's" })),
+  "if-range": Schema.optional(Schema.String.annotate({ description: "With Range: the range only if this is the output's ETag, else the whole file" }))
+}
+
+const partialFileBody = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array(), HttpApiSchema.status(206))
+  .annotate({ description: "The bytes of the range asked for; `Content-Range: bytes <first>-<last>/<size>`" })
+
+const NotModified = HttpApiSchema.Empty(304).annotate({ description: "`If-None-Match` named this output's ETag: your copy is current" })
+
+const Redirected = HttpApiSchema.Empty(307).annotate({
+  description: "With `WES_BLOB_REDIRECT=true` on a store that serves signed URLs (S3): `Location` is a short-lived URL of the file"
+})
+
+const DOWNLOAD_DOC = "The file with its `Content-Type`, `Content-Length`, a strong `ETag`, `Accept-Ranges: bytes` and " +
+  "`Content-Disposition` with the original file name (`inline` for images, video and audio, else `attachment`; " +
+  "`filename*` for a non-ASCII name)."
+
+const zipBody = Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/zip" })).annotate({
+  description: "A ZIP archive (entries stored, not compressed) of every output, as `<subfolder>/<filename>`, a repeated name numbered"
+})
 
 export class UserGroup extends HttpApiGroup.make("user")
   .add(
@@ -259,6 +302,7 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
       .annotate(OpenApi.Summary, "Cancel an unfinished workflow"),
     HttpApiEndpoint.get("subscribe", "/v1/workflow/:id/subscribe", {
       params: Id,
+      query: { previews: Schema.optional(PreviewsFlag) },
       headers: { "last-event-id": Schema.optional(LastEventId) },
       success: sse,
       error: errors()
@@ -270,9 +314,17 @@ export class WorkflowsGroup extends HttpApiGroup.make("workflows")
     }).annotate(OpenApi.Summary, "List a workflow's output files"),
     HttpApiEndpoint.get("output", "/v1/workflow/:id/outputs/:output_id", {
       params: { id: Schema.String, output_id: Schema.String },
-      success: fileBody,
-      error: errors()
-    }).annotate(OpenApi.Summary, "Download an output file").annotate(OpenApi.Transform, withBinaryBodyDescriptions),
+      headers: DownloadHeaders,
+      success: [fileBody, partialFileBody, NotModified, Redirected],
+      error: errors(Gone, RangeNotSatisfiableError)
+    }).annotate(OpenApi.Summary, "Download an output file").annotate(OpenApi.Description, DOWNLOAD_DOC)
+      .annotate(OpenApi.Transform, withBinaryBodyDescriptions),
+    HttpApiEndpoint.get("outputsZip", "/v1/workflow/:id/outputs.zip", {
+      params: Id,
+      success: zipBody,
+      error: errors(Gone)
+    }).annotate(OpenApi.Summary, "Download all of a workflow's output files as one ZIP archive")
+      .annotate(OpenApi.Transform, withBinaryBodyDescriptions),
     HttpApiEndpoint.get("deliveries", "/v1/workflow/:id/deliveries", {
       params: Id,
       success: Schema.Struct({ deliveries: Schema.Array(DeliveryView) }),

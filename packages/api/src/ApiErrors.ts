@@ -73,6 +73,27 @@ export class ConflictError extends Schema.Class<ConflictError>("@wes/api/Conflic
   { httpApiStatus: 409 }
 ) {}
 
+const GONE = "The output's file was deleted by retention; `expired_at` says when its retention ended."
+
+export class GoneError extends Schema.Class<GoneError>("@wes/api/GoneError")(
+  body("Gone", GONE, {
+    status: Schema.Literal(410),
+    message: Schema.String,
+    expired_at: Schema.String.annotate({ description: "When the output's retention ended (ISO 8601)" })
+  }),
+  { httpApiStatus: 410, description: GONE }
+) {}
+
+const RANGE_NOT_SATISFIABLE = "The `Range` starts past the end of the file; `Content-Range: bytes */<size>` gives its size."
+
+export class RangeNotSatisfiableError extends Schema.Class<RangeNotSatisfiableError>("@wes/api/RangeNotSatisfiableError")(
+  body("RangeNotSatisfiable", RANGE_NOT_SATISFIABLE, {
+    status: Schema.Literal(416),
+    message: Schema.String
+  }),
+  { httpApiStatus: 416, description: RANGE_NOT_SATISFIABLE }
+) {}
+
 const RATE_LIMITED = "Rate limit exceeded; see Retry-After."
 
 export class RateLimitedError extends Schema.Class<RateLimitedError>("@wes/api/RateLimitedError")(
@@ -178,6 +199,9 @@ export const NotFoundStatus = declared(NotFoundError, 404, (e) => new NotFoundEr
 
 /** 409: the resource's state does not allow it. */
 export const ConflictStatus = declared(ConflictError, 409, (e) => new ConflictError({ status: 409, message: e.message }))
+
+/** 410: an output whose file retention deleted, with the date its retention ended. */
+export const Gone = declared(GoneError, 410, (e) => new GoneError({ status: 410, message: e.message, expired_at: e.expired_at }))
 
 /** 503: the store cannot be reached, or the server is stopping. */
 export const Unavailable = declared(UnavailableError, 503, () => unavailable())

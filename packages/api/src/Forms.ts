@@ -110,7 +110,7 @@ export const paramsOf = (form: typeof ParamFields.Type): ReadonlyArray<SuppliedP
       field,
       value: {
         _tag: "File",
-        file: { filename: value.filename, content_type: value.contentType || "application/octet-stream", content: value.content }
+        file: { filename: value.filename, content_type: value.contentType || "application/octet-stream", content: value.content, size: value.size }
       }
     }]
   })

@@ -15,6 +15,7 @@ import {
   MissingAuthorization,
   MissingCapabilities,
   NoEligibleRunner,
+  OutputExpired,
   OutputNotFound,
   RunnerNotFound,
   RunnerProbeFailed,
@@ -39,6 +40,7 @@ import {
   CreateWorkflowForm,
   Forbidden,
   FormFile,
+  Gone,
   NotFoundStatus,
   paramsOf,
   Unauthorized,
@@ -82,9 +84,10 @@ describe("declared errors", () => {
       WorkflowNotFound: 404, TemplateNotFound: 404, RunnerNotFound: 404, ManagedRunnerNotFound: 404, UserNotFound: 404,
       TokenNotFound: 404, OutputNotFound: 404, WebhookNotFound: 404, DeliveryNotFound: 404,
       Conflict: 409,
+      OutputExpired: 410,
       StorageError: 503
     } as const
-    const declaredFor = { 400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFoundStatus, 409: ConflictStatus, 503: Unavailable }
+    const declaredFor = { 400: BadRequest, 401: Unauthorized, 403: Forbidden, 404: NotFoundStatus, 409: ConflictStatus, 410: Gone, 503: Unavailable }
     const m = "m"
     const samples = [
       ValidationError.field("name", m), new NoEligibleRunner({ message: m, tags: [] }), new MissingCapabilities({ message: m, runners: [] }),
@@ -92,7 +95,7 @@ describe("declared errors", () => {
       new TierLimitExceeded({ message: m, limit: "runners", value: 1 }), new ManagedRunnersForbidden({ message: m }),
       new WorkflowNotFound(), new TemplateNotFound(), new RunnerNotFound(), new ManagedRunnerNotFound(), new UserNotFound(),
       new TokenNotFound(), new OutputNotFound(), new WebhookNotFound(), new DeliveryNotFound(),
-      new Conflict({ message: m }), new StorageError({ message: m })
+      new Conflict({ message: m }), new OutputExpired({ message: m, expired_at: "2026-11-28T00:00:00.000Z" }), new StorageError({ message: m })
     ]
     // Each is encoded by the one schema of the contract's status: only its members encode.
     const sent = samples.map((e) => [e._tag, (send(declaredFor[contract[e._tag]], e) as { status: number }).status])

@@ -20,7 +20,9 @@ import { RunTimes } from "./usecases/RunTimes.js"
 import type { TemplateRepository } from "./ports/TemplateRepository.js"
 import { TemplateService } from "./usecases/TemplateService.js"
 import type { TierPolicy } from "./domain/Tier.js"
+import type { RetentionRepository } from "./ports/RetentionRepository.js"
 import type { WorkflowEventBus } from "./ports/WorkflowEvents.js"
+import type { WorkflowPreviews } from "./ports/WorkflowPreviews.js"
 import type { WorkflowRepository } from "./ports/WorkflowRepository.js"
 import { WorkflowService } from "./usecases/WorkflowService.js"
 import type { WebhookRepository } from "./ports/WebhookRepository.js"
@@ -38,7 +40,9 @@ export type StoreServices =
   | ManagedRunnerRepository
   | AccountRepository
   | WorkflowEventBus
+  | WorkflowPreviews
   | BlobStore
+  | RetentionRepository
   | CapabilityRepository
   | WebhookRepository
 

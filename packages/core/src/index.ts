@@ -17,7 +17,7 @@ export { concatBytes, crc32 } from "./domain/Bytes.js"
 export { RunnerComfyUI, parseVersion } from "./domain/ComfyUIVersion.js"
 export { Crypto } from "./domain/Crypto.js"
 export { type RetryOptions, type SendResult } from "./domain/DeliveryPolicy.js"
-export { type ApiError, apiErrors, Conflict, DeliveryNotFound, FieldIssue, InvalidToken, ManagedRunnerNotFound, ManagedRunnersForbidden, MissingAuthorization, MissingCapabilities, NoEligibleRunner, type NotFound, OutputNotFound, RunnerNotFound, RunnerProbeFailed, StorageError, TemplateNotFound, TierLimitExceeded, TokenExpired, TokenNotFound, UserNotFound, ValidationError, WebhookNotFound, WorkflowNotFound } from "./domain/Errors.js"
+export { type ApiError, apiErrors, Conflict, DeliveryNotFound, FieldIssue, InvalidToken, ManagedRunnerNotFound, ManagedRunnersForbidden, MissingAuthorization, MissingCapabilities, NoEligibleRunner, type NotFound, OutputExpired, OutputNotFound, RunnerNotFound, RunnerProbeFailed, StorageError, TemplateNotFound, TierLimitExceeded, TokenExpired, TokenNotFound, UserNotFound, ValidationError, WebhookNotFound, WorkflowNotFound } from "./domain/Errors.js"
 export { IdGenerator, IdGeneratorLive, ManagedRunnerId, RunnerId, WorkflowId, isUuid } from "./domain/Ids.js"
 export { Int, JSON_MAX_BYTES, JSON_MAX_DEPTH, JsonObject, Timestamp, depthMessage, isJsonObject, sizeMessage, textNestsDeeperThan, utf8Length } from "./domain/Json.js"
 export { LimitReached } from "./domain/LimitReached.js"
@@ -26,8 +26,10 @@ export { type PageRequest, type Paged, pageBounds, paginate } from "./domain/Pag
 export { DescribeParametersRequest, WorkflowParameter, WorkflowParameters } from "./domain/ParameterView.js"
 export { type Placeholder, type SuppliedParam, findPlaceholders, isParamField, placeholderKey } from "./domain/Placeholders.js"
 export { CreateManagedRunnerRequest, CreateRunnerRequest, ManagedRunner, ManagedRunnerAdminView, ManagedRunnerResponse, ManagedRunnerView, Runner, RunnerResponse, RunnerStatus, type RunnerTarget, RunnerView, UpdateManagedRunnerRequest, UpdateRunnerRequest, managedRunnerTarget, userRunnerTarget, withMaskedHeaders } from "./domain/Runner.js"
+export { expiryOf, outputExpired, type RetentionCutoffs, retentionCutoffs } from "./domain/Retention.js"
 export { Template, TemplateListItem, toTemplateListItem } from "./domain/Template.js"
 export { RunnerType, Tier, TierPolicy, TierTableOverride } from "./domain/Tier.js"
+export { sizeText } from "./domain/SizeText.js"
 export { fromSchemaError } from "./domain/Validation.js"
 export { DELIVERY_WINDOW, DeliveryAttempt, DeliveryView, WebhookDelivery, WebhookEndpoint, WebhookView, checkWebhookUrl, deliveryPayload, eventTypeOf, hookedStatuses, isHooked } from "./domain/Webhook.js"
 export { Priority, type RunnerRef, Workflow, WorkflowDetail, WorkflowHead, WorkflowOutput, WorkflowOutputView, WorkflowStatus, WorkflowSummary, activeStatuses, isTerminal, runnerOf, terminalStatuses, toDetail, toSummary } from "./domain/Workflow.js"
@@ -35,10 +37,26 @@ export { type PlannedFields, type TransitionPlan, WorkflowTransition, applyPlan,
 
 // The ports: what a store, a runner gateway and a webhook sender provide
 export { AccountRepository, type TokenOwner, type UserChanges, type UserQuery } from "./ports/AccountRepository.js"
-export { type Blob, type BlobContent, BlobStore, inputBlobKey, isBlobBytes, isSafeBlobKey, outputBlobKey, sanitizeFilename } from "./ports/BlobStore.js"
+export {
+  type Blob,
+  type BlobContent,
+  type BlobGetOptions,
+  type BlobRange,
+  BlobStore,
+  type DeletedBlobs,
+  inputBlobKey,
+  isBlobBytes,
+  isSafeBlobKey,
+  isSafeBlobPrefix,
+  outputBlobKey,
+  sanitizeFilename,
+  type SignedUrlOptions
+} from "./ports/BlobStore.js"
+export { type DueWorkflow, type MarkedExpired, RetentionRepository } from "./ports/RetentionRepository.js"
 export { CapabilityRepository, StoredCapabilities } from "./ports/CapabilityRepository.js"
 export type { Changes } from "./ports/Changes.js"
 export { type ClaimedWorkflow, DispatchQueue, type RunnerLease, RunnerOwnership, type RunnerQueue, WAKE_ALL } from "./ports/Dispatch.js"
+export { type FetchedInput, InputFetcher, InputFetchFailed, InputFetchReason, isInputUrl } from "./ports/InputFetcher.js"
 export { type ManagedRunnerChanges, type ManagedRunnerQuery, ManagedRunnerRepository } from "./ports/ManagedRunnerRepository.js"
 export { type Download, type NodeProgressState, type NodeReplacements, type ObjectInfo, type OutputFile, type PromptHistory, PromptRejected, type PromptStatus, PromptWithheld, type QueueSnapshot, type RunnerError, type RunnerEvent, RunnerGateway, type RunnerInfo, RunnerRequestFailed, RunnerUnreachable, type SubmitPrompt, type Submitted, type UploadedInput } from "./ports/RunnerGateway.js"
 export { type RunnerCandidate, RunnerLoad } from "./ports/RunnerLoad.js"
@@ -48,6 +66,7 @@ export { type TemplateChanges, TemplateRepository } from "./ports/TemplateReposi
 export { type DeliveryOutcome, WebhookRepository } from "./ports/WebhookRepository.js"
 export { type WebhookMessage, WebhookSender } from "./ports/WebhookSender.js"
 export { encodedSummary, makeWakeUps, makeWakeUpSlot, type NewWorkflowEvent, outputData, READ_BATCH, subscribeFromLog, summaryData, transitionEvents, type WakeUp, type WakeUpSlot, WorkflowEvent, WorkflowEventBus, WorkflowEventType } from "./ports/WorkflowEvents.js"
+export { makePreviewSlots, PREVIEWS_PER_SECOND, type WorkflowPreview, WorkflowPreviews } from "./ports/WorkflowPreviews.js"
 export { DuplicateIdempotencyKey, type TransitionOutcome, type TransitionRequest, type WorkflowInsertLimits, type WorkflowInsertOptions, type WorkflowListQuery, WorkflowRepository } from "./ports/WorkflowRepository.js"
 
 // The use cases
@@ -55,12 +74,15 @@ export { AccountService, type Principal, UpdateUserRequest, bearerToken } from "
 export { defaultDelivererOptions, runDeliverer } from "./usecases/Deliverer.js"
 export { ManagedRunnerService } from "./usecases/ManagedRunnerService.js"
 export { dispatchAttempts, httpDuration, httpRequests, observeWorkflowStatuses, outputTransfer, sseSubscribers, storeErrors } from "./usecases/Metrics.js"
+export { defaultRetentionOptions, type RetentionOptions, runRetention, sweepOnce, type SweepReport } from "./usecases/Retention.js"
+export { blobStoredBytes, prunedDeliveries, prunedEvents, retentionDeletedBlobs, retentionDeletedBytes, retentionExpiredWorkflows } from "./usecases/RetentionMetrics.js"
 export { type CapabilitiesOptions } from "./usecases/RunnerCapabilities.js"
 export { RunnerService } from "./usecases/RunnerService.js"
 export { TemplateService } from "./usecases/TemplateService.js"
 export { WebhookService } from "./usecases/WebhookService.js"
-export { type FollowStart, WorkflowService } from "./usecases/WorkflowService.js"
+export { type FollowStart, type OutputArchive, type StoredOutput, WorkflowService } from "./usecases/WorkflowService.js"
 export { type UploadedFile } from "./usecases/workflow/Inputs.js"
+export { URL_INPUTS_DISABLED } from "./usecases/workflow/UrlInputs.js"
 
 // The dispatcher
 export { Dispatcher, type DispatcherOptions } from "./dispatch/Dispatcher.js"

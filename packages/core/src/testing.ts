@@ -10,10 +10,13 @@ import type * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import type { StoreServices } from "./UseCases.js"
 import { storeConformanceCases } from "./testing/StoreConformance.js"
+import { type BlobConformanceOptions, blobConformanceCases } from "./testing/BlobConformance.js"
+import type { BlobStore } from "./ports/BlobStore.js"
 
 export * from "./testing/Assert.js"
 export * as Fixtures from "./testing/Fixtures.js"
 export { type ConformanceCase, storeConformanceCases } from "./testing/StoreConformance.js"
+export { type BlobCase, type BlobConformanceOptions, blobConformanceCases } from "./testing/BlobConformance.js"
 
 // Internals that other packages' tests drive directly (not part of the public surface in index.ts)
 export * as Lifecycle from "./usecases/Lifecycle.js"
@@ -44,6 +47,25 @@ export const runStoreConformance = (
     t.afterAll(() => runtime.dispose())
     for (const testCase of storeConformanceCases) {
       t.it(testCase.name, () => runtime.runPromise(Effect.scoped(testCase.run)), options.timeout ?? 30_000)
+    }
+  })
+}
+
+/**
+ * Registers the blob store conformance suite alone, for a store of blobs only (S3); the store
+ * conformance suite runs the same cases for a whole store. `store` is built once for the suite.
+ */
+export const runBlobConformance = (
+  name: string,
+  store: Layer.Layer<BlobStore, unknown>,
+  t: TestFramework,
+  options: BlobConformanceOptions & { readonly timeout?: number } = {}
+): void => {
+  t.describe(name, () => {
+    const runtime = ManagedRuntime.make(store)
+    t.afterAll(() => runtime.dispose())
+    for (const testCase of blobConformanceCases(options)) {
+      t.it(testCase.name, () => runtime.runPromise(testCase.run), options.timeout ?? 60_000)
     }
   })
 }

@@ -138,6 +138,15 @@ describe("dashboard", () => {
     await shoot("workflow")
   })
 
+  it("downloads every output at once as a ZIP archive named after the workflow", async () => {
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download all (ZIP)" }).click()])
+    expect(download.suggestedFilename()).toBe("invert-outputs.zip")
+    const archive = fs.readFileSync(await download.path())
+    // A ZIP archive (local file header), holding the output under its subfolder.
+    expect(archive.subarray(0, 4).toString("latin1")).toBe("PK\x03\x04")
+    expect(archive.toString("latin1")).toMatch(/dash\/first_00001_\.png/)
+  })
+
   it("reruns with a changed parameter", async () => {
     await page.getByText("Rerun with other parameters").click()
     await page.locator(".rerun").getByLabel(/^style/).selectOption("photo")
@@ -292,6 +301,18 @@ describe("dashboard", () => {
       await badge("completed").waitFor()
       await page.getByRole("row", { name: new RegExp(`\\$text\\(flag\\)\\s+${tick}`) }).waitFor()
     }
+  })
+
+  it("shows the running node's live preview while the workflow runs, and hides it when it ends", async () => {
+    // The simulated ComfyUI of dev mode sends a preview image (8x8 PNG) with every progress step.
+    await submit("preview", sleepWorkflow(3))
+    const preview = page.getByTestId("live-preview")
+    await preview.waitFor()
+    expect(await preview.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(8)
+    await page.getByText("Live preview of node 2").waitFor()
+    await shoot("live-preview")
+    await badge("completed").waitFor()
+    await preview.waitFor({ state: "detached" })
   })
 
   it("shows the tier's limits and usage, and links to the API reference", async () => {

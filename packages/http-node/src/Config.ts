@@ -32,6 +32,12 @@ export interface WesConfig {
   readonly trustedProxies: number
   /** WES_BLOB_DIR: keep blobs as files there (default: in the store). */
   readonly blobDir: Option.Option<string>
+  /** WES_BLOB_STORE: `s3://bucket/prefix`, blobs in an S3-compatible bucket (default: in the store, or WES_BLOB_DIR). */
+  readonly blobStore: Option.Option<string>
+  /** WES_S3_PATH_STYLE: S3 requests to `endpoint/bucket/key` (default: on when AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL is set). */
+  readonly s3PathStyle: boolean
+  /** WES_BLOB_REDIRECT: a download answers 302 to a short-lived presigned URL of the blob store when it can sign one (S3) (false). */
+  readonly blobRedirect: boolean
   /** WES_DEV: demo user, token and a simulated local runner. */
   readonly dev: boolean
   /** WES_SHUTDOWN_GRACE: how long in-flight requests may take after SIGTERM (10s). */
@@ -83,8 +89,25 @@ export interface WesConfig {
   readonly webhookDenyPrivate: boolean
   /** WES_WEBHOOK_TIMEOUT: how long a receiver has to answer (10s). */
   readonly webhookTimeout: Duration.Duration
+  /**
+   * URL inputs (`$file` parameters sent as URLs): private, loopback, link-local or unspecified
+   * addresses are refused, the default except in dev mode; `WES_INPUT_URL_ALLOW_PRIVATE=true` allows them.
+   */
+  readonly inputUrlAllowPrivate: boolean
+  /** URL inputs: `http://` URLs are refused (https only), the default except in dev mode; `WES_INPUT_URL_ALLOW_HTTP=true` allows them. */
+  readonly inputUrlAllowHttp: boolean
+  /** WES_INPUT_URL_TIMEOUT: a URL input's server must connect, answer, and send body bytes within this (30s). */
+  readonly inputUrlTimeout: Duration.Duration
+  /** WES_INPUT_URL_MAX_TIME: the most one URL input's fetch may take, body included (10m). */
+  readonly inputUrlMaxTime: Duration.Duration
   /** WES_WEBHOOK_RETRY_BASE_MS: the first retry delay, doubled at each retry up to 1 hour (5000). */
   readonly webhookRetryBase: Duration.Duration
+  /** WES_RETENTION_INTERVAL: time between retention sweeps (5m; at least 1s); `off`: no sweeper on this instance. */
+  readonly retentionInterval: Option.Option<Duration.Duration>
+  /** WES_EVENTS_RETENTION: a finished workflow's events are pruned this long after it ended (7d). */
+  readonly eventsRetention: Duration.Duration
+  /** WES_DELIVERIES_RETENTION: a webhook delivery is pruned this long after its outcome (30d). */
+  readonly deliveriesRetention: Duration.Duration
 }
 
 /** The shortest accepted WES_ADMIN_TOKEN. */
@@ -101,6 +124,17 @@ const checked = <A>(schema: Schema.Codec<A, unknown>, name: string, message: str
 /** A duration of at least `min` milliseconds (and at most `max`). */
 const duration = (name: string, message: string, min: number, max = Infinity) =>
   checked(Schema.DurationFromString, name, message, (d) => Duration.toMillis(d) >= min && Duration.toMillis(d) <= max)
+
+const decodeDuration = Schema.decodeUnknownOption(Schema.DurationFromString)
+
+/** `off`, or a duration of at least 1 second. */
+const parseInterval = (s: string): Result.Result<Option.Option<Duration.Duration>, string> => {
+  if (s.trim() === "off") return Result.succeed(Option.none())
+  const d = decodeDuration(s)
+  return Option.isSome(d) && Duration.toMillis(d.value) >= 1000
+    ? Result.succeed(d)
+    : Result.fail("WES_RETENTION_INTERVAL must be off or a duration of at least 1 second (e.g. 5 minutes)")
+}
 
 /** An integer from `min` to `max`. */
 const integer = (name: string, message: string, min: number, max: number) => checked(Schema.Int, name, message, (n) => n >= min && n <= max)
@@ -120,6 +154,15 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   rateLimit: parsed("WES_RATE_LIMIT", Config.String("WES_RATE_LIMIT").pipe(Config.withDefault("40/10s")), parseRateLimit),
   trustedProxies: parsed("WES_TRUST_PROXY", Config.String("WES_TRUST_PROXY").pipe(Config.withDefault("false")), parseTrustProxy),
   blobDir: Config.option(Config.String("WES_BLOB_DIR")),
+  blobStore: Config.option(parsed("WES_BLOB_STORE", Config.String("WES_BLOB_STORE"), (url) =>
+    url.startsWith("s3://") ? Result.succeed(url) : Result.fail("WES_BLOB_STORE must be s3://bucket/prefix (for a directory, set WES_BLOB_DIR)"))),
+  // Servers at a custom endpoint (MinIO, Ceph, a local emulator) rarely have the wildcard DNS that bucket host names need.
+  s3PathStyle: Config.all({
+    set: Config.option(Config.Boolean("WES_S3_PATH_STYLE")),
+    endpoint: Config.option(Config.String("AWS_ENDPOINT_URL_S3")),
+    anyEndpoint: Config.option(Config.String("AWS_ENDPOINT_URL"))
+  }).pipe(Config.map(({ anyEndpoint, endpoint, set }) => Option.getOrElse(set, () => Option.isSome(endpoint) || Option.isSome(anyEndpoint)))),
+  blobRedirect: Config.Boolean("WES_BLOB_REDIRECT").pipe(Config.withDefault(false)),
   dev: Config.Boolean("WES_DEV").pipe(Config.withDefault(false)),
   shutdownGrace: Config.Duration("WES_SHUTDOWN_GRACE").pipe(Config.withDefault(Duration.seconds(10))),
   runnerConcurrency: integer("WES_RUNNER_CONCURRENCY", "WES_RUNNER_CONCURRENCY must be from 1 to 64", 1, 64).pipe(Config.withDefault(4)),
@@ -139,14 +182,27 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   ),
   tracing: TracingConfig,
   webhookAllowPrivate: Config.option(Config.Boolean("WES_WEBHOOK_ALLOW_PRIVATE")),
+  inputUrlPrivate: Config.option(Config.Boolean("WES_INPUT_URL_ALLOW_PRIVATE")),
+  inputUrlHttp: Config.option(Config.Boolean("WES_INPUT_URL_ALLOW_HTTP")),
+  inputUrlTimeout: duration("WES_INPUT_URL_TIMEOUT", "WES_INPUT_URL_TIMEOUT must be from 100 milliseconds to 10 minutes", 100, 600_000).pipe(
+    Config.withDefault(Duration.seconds(30))
+  ),
+  inputUrlMaxTime: duration("WES_INPUT_URL_MAX_TIME", "WES_INPUT_URL_MAX_TIME must be from 1 second to 1 hour", 1000, 3_600_000).pipe(
+    Config.withDefault(Duration.minutes(10))
+  ),
   webhookTimeout: duration("WES_WEBHOOK_TIMEOUT", "WES_WEBHOOK_TIMEOUT must be from 100 milliseconds to 60 seconds", 100, 60_000).pipe(
     Config.withDefault(Duration.seconds(10))
   ),
   webhookRetryBase: checked(Schema.Int, "WES_WEBHOOK_RETRY_BASE_MS", "WES_WEBHOOK_RETRY_BASE_MS must be from 10 to 3600000", (n) => n >= 10 && n <= 3_600_000).pipe(
     Config.withDefault(5000),
     Config.map(Duration.millis)
+  ),
+  retentionInterval: parsed("WES_RETENTION_INTERVAL", Config.String("WES_RETENTION_INTERVAL").pipe(Config.withDefault("5 minutes")), parseInterval),
+  eventsRetention: duration("WES_EVENTS_RETENTION", "WES_EVENTS_RETENTION must be at least 1 minute", 60_000).pipe(Config.withDefault(Duration.days(7))),
+  deliveriesRetention: duration("WES_DELIVERIES_RETENTION", "WES_DELIVERIES_RETENTION must be at least 1 minute", 60_000).pipe(
+    Config.withDefault(Duration.days(30))
   )
-}).pipe(Config.mapEffect(({ runnerAllowPrivate, runnerDenyPrivate, storage, webhookAllowPrivate, ...rest }) =>
+}).pipe(Config.mapEffect(({ inputUrlHttp, inputUrlPrivate, runnerAllowPrivate, runnerDenyPrivate, storage, webhookAllowPrivate, ...rest }) =>
   // DATABASE_URL alone used to start a memory store silently: data meant to be kept was lost at restart.
   Option.isNone(storage) && Option.isSome(rest.databaseUrl)
     ? Effect.fail(invalidConfig(
@@ -160,11 +216,15 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
         onSome: (allow) => !allow,
         onNone: () => Option.getOrElse(runnerDenyPrivate, () => !rest.dev)
       }),
-      webhookDenyPrivate: Option.match(webhookAllowPrivate, { onSome: (allow) => !allow, onNone: () => !rest.dev })
+      webhookDenyPrivate: Option.match(webhookAllowPrivate, { onSome: (allow) => !allow, onNone: () => !rest.dev }),
+      inputUrlAllowPrivate: Option.getOrElse(inputUrlPrivate, () => rest.dev),
+      inputUrlAllowHttp: Option.getOrElse(inputUrlHttp, () => rest.dev)
     })))
 
 /** Reads and checks the configuration (from the current ConfigProvider). */
 export const loadConfig: Effect.Effect<WesConfig, Config.ConfigError> = Effect.flatMap(WesConfig, (c) =>
   c.storage === "postgres" && Option.isNone(c.databaseUrl)
     ? Effect.fail(missingConfig("DATABASE_URL", "WES_STORAGE=postgres needs DATABASE_URL"))
+    : Option.isSome(c.blobStore) && Option.isSome(c.blobDir)
+    ? Effect.fail(invalidConfig("WES_BLOB_STORE", "WES_BLOB_STORE and WES_BLOB_DIR are both set: blobs go to one place, unset one of them"))
     : Effect.succeed(c))

@@ -23,9 +23,12 @@ import * as Option from "effect/Option"
 import type { WesConfig } from "./Config.js"
 import { CryptoNode } from "./CryptoNode.js"
 import { FsBlobStoreLive } from "./FsBlobStore.js"
-import { denyPrivateGateway, denyPrivateProbe } from "./RunnerAddressPolicy.js"
+import { inputFetcherNode } from "./InputFetcherNode.js"
+import { denyPrivateProbe, runnerGuard } from "./RunnerAddressPolicy.js"
 import { meteredGateway } from "./RunnerMetrics.js"
+import { blobStoreKind, retentionLayer } from "./Retention.js"
 import { httpLayer } from "./Server.js"
+import { invalidConfig } from "./Startup.js"
 import { tracingLayer, untraced } from "./Tracing.js"
 import { webhookDeliveryLayer } from "./WebhookDelivery.js"
 
@@ -42,12 +45,22 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
         runnerLeases: { leaseTime: config.lease, renewInterval: Duration.millis(Duration.toMillis(config.lease) / 3) }
       })))
     : MemoryStoreLive
+  if (Option.isSome(config.blobStore)) return Layer.merge(store, s3BlobStore(config.blobStore.value, config.s3PathStyle))
   return Option.match(config.blobDir, {
     onNone: () => store,
     // Files on disk replace the store's own blobs.
     onSome: (dir) => Layer.merge(store, FsBlobStoreLive(dir).pipe(Layer.provide(Layer.merge(NodeFileSystem.layer, NodePath.layer))))
   })
 }
+
+/** Blobs in an S3 bucket (WES_BLOB_STORE), replacing the store's own; the AWS SDK is loaded only then. */
+const s3BlobStore = (url: string, pathStyle: boolean) =>
+  Layer.unwrap(Effect.flatMap(Effect.promise(() => import("@wes/storage-s3")), ({ parseS3Location, S3BlobStoreLive }) => {
+    const parsed = parseS3Location(url)
+    return "error" in parsed
+      ? Effect.fail(invalidConfig("WES_BLOB_STORE", `WES_BLOB_STORE: ${parsed.error}`))
+      : Effect.succeed(S3BlobStoreLive({ location: parsed.location, pathStyle }))
+  }))
 
 /**
  * Everything but the HTTP edge: use cases, dispatcher, store, runner gateway, platform. Its
@@ -58,8 +71,9 @@ export const storeLayer = (config: WesConfig): Layer.Layer<StoreServices, unknow
 export const coreLayer = (config: WesConfig) => coreServices(config).pipe(Layer.provide(untraced))
 
 const coreServices = (config: WesConfig) => {
-  // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on create/update (probe) and before every call (gateway).
-  const base = config.runnerDenyPrivate ? denyPrivateGateway().pipe(Layer.provide(RunnerGatewayNode())) : RunnerGatewayNode()
+  // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on
+  // create/update (probe) and at every connection, which goes to the address checked (the gateway's guard).
+  const base = RunnerGatewayNode(config.runnerDenyPrivate ? { guard: runnerGuard() } : {})
   // Measured (prompts posted, output transfers, connected runners): RunnerMetrics.ts.
   const gateway = meteredGateway.pipe(Layer.provide(base))
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
@@ -78,6 +92,13 @@ const coreServices = (config: WesConfig) => {
       gateway,
       config.runnerDenyPrivate ? denyPrivateProbe().pipe(Layer.provide(probe)) : probe,
       TierPolicy.fromConfig,
+      // URL inputs (`$file` parameters sent as URLs), fetched through the address policy.
+      inputFetcherNode({
+        timeout: config.inputUrlTimeout,
+        maxTime: config.inputUrlMaxTime,
+        allowPrivate: config.inputUrlAllowPrivate,
+        allowHttp: config.inputUrlAllowHttp
+      }),
       platform,
       // Queue positions order waiting work with the dispatcher's aging.
       Layer.succeed(PriorityAging, config.priorityAging)
@@ -98,7 +119,9 @@ export const serverLayer = (config: WesConfig) => {
     sseKeepAlive: "15 seconds",
     shutdownGrace: config.shutdownGrace,
     traced: Option.isSome(config.tracing),
-    webhooks: { allowPrivate: !config.webhookDenyPrivate }
+    webhooks: { allowPrivate: !config.webhookDenyPrivate },
+    // WES_BLOB_REDIRECT: downloads answer 307 to the store's signed URL (S3), valid 15 minutes.
+    outputs: { redirect: config.blobRedirect, signedUrlSeconds: 900 }
   })
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
@@ -131,7 +154,14 @@ export const serverLayer = (config: WesConfig) => {
     // Like workflow claims: an instance that dies leaves its deliveries to others after WES_LEASE (beyond the send timeout).
     leaseMargin: config.lease
   }).pipe(Layer.provide(untraced))
-  const app = Layer.mergeAll(started.pipe(Layer.provideMerge(http)), dev, webhooks)
+  // Retention: expired files deleted, old events and deliveries pruned, every WES_RETENTION_INTERVAL (Retention.ts).
+  const retention = retentionLayer({
+    interval: config.retentionInterval,
+    store: blobStoreKind(config),
+    eventsAfter: config.eventsRetention,
+    deliveriesAfter: config.deliveriesRetention
+  }).pipe(Layer.provide(untraced))
+  const app = Layer.mergeAll(started.pipe(Layer.provideMerge(http)), dev, webhooks, retention)
   // Spans exported over OTLP when OTEL_EXPORTER_OTLP_*ENDPOINT is set; otherwise none is built (Tracing.ts).
   return app.pipe(Layer.provide(coreLayer(config)), Layer.provide(tracingLayer(config.tracing)))
 }

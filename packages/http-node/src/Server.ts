@@ -5,7 +5,7 @@
  * @effect/platform-node's NodeHttpServer.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import type { StoreServices, UseCaseServices } from "@wes/core"
+import type { StoreServices, TierPolicy, UseCaseServices } from "@wes/core"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -27,6 +27,7 @@ import * as Edge from "./Edge.js"
 import { infoLines } from "./Logging.js"
 import { metricsRoute } from "./Metrics.js"
 import { MultipartReader } from "./MultipartReader.js"
+import { OutputDelivery } from "./OutputResponses.js"
 import { makeRateLimiter, rateLimitMiddleware, type RateLimitSettings } from "./RateLimit.js"
 import { managedRunnersHttp, runnersHttp, templatesHttp, userHttp } from "./ResourcesHttp.js"
 import type { Resolver } from "./RunnerAddressPolicy.js"
@@ -79,6 +80,8 @@ export interface HttpOptions {
    * names with `resolve` (default: the system's).
    */
   readonly webhooks?: { readonly allowPrivate: boolean; readonly resolve?: Resolver | undefined } | undefined
+  /** Output downloads redirect to the store's signed URL when it serves one (`WES_BLOB_REDIRECT`; default: streamed). */
+  readonly outputs?: typeof OutputDelivery.Service | undefined
 }
 
 /**
@@ -121,10 +124,11 @@ const isAdminPath = (path: string) => path === "/admin" || path.startsWith("/adm
  * Every group of the API's handlers over the use cases, following workflows through the SseHub:
  * what HttpApiBuilder routes (Edge.ts). Each group is built seeing only what it uses (Handlers.ts).
  */
-const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication" | "webhooks">) =>
+const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "authentication" | "webhooks" | "outputs">) =>
   Layer.mergeAll(userHttp, workflowsHttp, webhookHttp, templatesHttp, runnersHttp, managedRunnersHttp, systemHttp, adminHttp).pipe(
     Layer.provide([options.authentication ?? AuthenticationLive, adminAuthenticationLayer(options.adminToken)]),
     Layer.provide(SseHub.layer({ keepAlive: options.sseKeepAlive })),
+    Layer.provide(options.outputs === undefined ? Layer.empty : Layer.succeed(OutputDelivery, options.outputs)),
     Layer.provide(webhookUrlCheckLayer({
       denyPrivate: options.webhooks?.allowPrivate !== true,
       resolve: options.webhooks?.resolve
@@ -139,7 +143,7 @@ const apiLayer = (options: Pick<HttpOptions, "adminToken" | "sseKeepAlive" | "au
 export const httpLayer = (options: HttpOptions): Layer.Layer<
   HttpServer.HttpServer,
   ServeError,
-  UseCaseServices | StoreServices
+  UseCaseServices | StoreServices | TierPolicy
 > => {
   const limiter = options.rateLimit === "off" ? undefined : makeRateLimiter(options.rateLimit)
   const middleware = limiter === undefined ? undefined : rateLimitMiddleware(limiter, { trustedProxies: options.trustedProxies, exempt })

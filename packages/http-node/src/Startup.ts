@@ -91,6 +91,15 @@ export const describeStartupFailure = (
       fix: code === "EADDRNOTAVAIL" ? "set WES_HOST to an address of this machine (0.0.0.0 for all)" : "stop the other process or set WES_PORT to a free port"
     }
   }
+  // The S3 blob store's check at start (its message names the bucket and what answered).
+  const s3 = errors.find((e) => messageOf(e).startsWith("S3 store"))
+  if (s3 !== undefined) {
+    return {
+      msg: `cannot use the S3 blob store: ${oneLine(messageOf(s3))}`,
+      variable: "WES_BLOB_STORE",
+      fix: "check WES_BLOB_STORE (s3://bucket/prefix), AWS_REGION, the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), AWS_ENDPOINT_URL_S3 and WES_S3_PATH_STYLE"
+    }
+  }
   if (context.storage === "postgres") {
     const reason = oneLine(messageOf(errors[errors.length - 1]))
     return {

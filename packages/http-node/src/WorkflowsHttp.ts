@@ -1,17 +1,14 @@
-/** /v1/workflow: create, describe parameters, list, get, rerun, cancel, subscribe (SSE) and outputs. */
+/** /v1/workflow: create, describe parameters, list, get, rerun, cancel, subscribe (SSE), outputs (one, or all as a ZIP). */
 import { toDetail, WebhookService, WorkflowService } from "@wes/core"
 import * as Effect from "effect/Effect"
-import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
-import * as Stream from "effect/Stream"
 import { Authentication, CurrentUser, paramsOf, WesApi } from "@wes/api"
 import { seeing } from "./Handlers.js"
 import { MultipartReader } from "./MultipartReader.js"
+import { archiveResponse, OutputDelivery, outputResponse } from "./OutputResponses.js"
 import { payloadReader, withPayload } from "./RequestBodies.js"
 import { SseHub } from "./SseHub.js"
 import { WebhookUrlCheck, workflowWebhookUrlCheck } from "./WebhooksHttp.js"
-
-const contentDisposition = (filename: string) => `attachment; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, "_")}"`
 
 export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers) =>
   Effect.gen(function*() {
@@ -20,6 +17,7 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
     const webhooks = yield* WebhookService
     const checkUrl = yield* workflowWebhookUrlCheck
     const withBody = withPayload(yield* payloadReader)
+    const delivery = yield* OutputDelivery
     return handlers
       .handleRaw("create", withBody(({ payload, request }) =>
         Effect.flatMap(CurrentUser, ({ user }) =>
@@ -48,28 +46,22 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
             })
           ))))
       .handle("cancel", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.cancel(user, params.id)))
-      .handle("subscribe", ({ headers, params }) =>
+      .handle("subscribe", ({ headers, params, query }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentUser
           const start = yield* workflows.followStart(user, params.id, headers["last-event-id"])
-          return hub.response(params.id, start)
+          return hub.response(params.id, start, query.previews === true)
         }))
       .handle("outputs", ({ params }) =>
         Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.outputs(user, params.id), (outputs) => ({ outputs }))))
       .handle("deliveries", ({ params }) =>
         Effect.flatMap(CurrentUser, ({ user }) => Effect.map(webhooks.deliveries(user, params.id), (deliveries) => ({ deliveries }))))
       .handle("retryDelivery", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => webhooks.retry(user, params.id, params.delivery_id)))
-      .handle("output", ({ params }) =>
+      .handle("output", ({ headers, params }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentUser
-          const { blob, output } = yield* workflows.openOutput(user, params.id, params.output_id)
-          return HttpServerResponse.stream(
-            blob.stream.pipe(Stream.tapError((e) => Effect.logError("output stream failed", { output_id: output.id, error: e.message }))),
-            {
-              contentType: blob.content_type,
-              contentLength: blob.size,
-              headers: { "content-disposition": contentDisposition(output.filename), "x-content-type-options": "nosniff" }
-            }
-          )
+          return yield* outputResponse(yield* workflows.findOutput(user, params.id, params.output_id), headers, delivery)
         }))
-  })).pipe(seeing(WorkflowService, SseHub, WebhookService, WebhookUrlCheck, MultipartReader, Authentication))
+      .handle("outputsZip", ({ params }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.outputArchive(user, params.id), archiveResponse)))
+  })).pipe(seeing(WorkflowService, OutputDelivery, SseHub, WebhookService, WebhookUrlCheck, MultipartReader, Authentication))

@@ -19,7 +19,8 @@ const USAGE = `Usage: wes serve      run the server
 Configuration (environment, all optional; an empty variable counts as unset):
   WES_PORT (8080)  WES_HOST (127.0.0.1)  WES_STORAGE (memory | postgres; required with DATABASE_URL)  DATABASE_URL
   WES_ADMIN_TOKEN (at least 32 characters; enables /admin/v1)  WES_RATE_LIMIT (40/10s | off)  WES_TRUST_PROXY (false | true | N)
-  WES_BLOB_DIR  WES_TIER_LIMITS (JSON)  WES_RUNNER_PROBE (on | off)  WES_DEV (1: demo user and simulated runner)
+  WES_BLOB_DIR  WES_BLOB_STORE (s3://bucket/prefix; AWS_REGION, AWS_ENDPOINT_URL_S3, keys)  WES_S3_PATH_STYLE  WES_BLOB_REDIRECT (false)
+  WES_TIER_LIMITS (JSON)  WES_RUNNER_PROBE (on | off)  WES_DEV (1: demo user and simulated runner)
   WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4: prompts kept on a runner)  WES_PRIORITY_AGING (5 minutes)
   WES_LEASE (15 seconds)  WES_METRICS_TOKEN (bearer token for /metrics)
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
@@ -30,6 +31,9 @@ Tracing (off unless an endpoint is set): OTEL_EXPORTER_OTLP_ENDPOINT (base URL; 
   OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2)  OTEL_SERVICE_NAME (wes)  OTEL_SDK_DISABLED (true: off)
   WES_WEBHOOK_ALLOW_PRIVATE (false: webhook URLs on private, loopback or link-local addresses are refused)
   WES_WEBHOOK_TIMEOUT (10 seconds)  WES_WEBHOOK_RETRY_BASE_MS (5000: first retry delay, doubled up to 1 hour)
+  WES_RETENTION_INTERVAL (5 minutes | off: sweeps of expired files)  WES_EVENTS_RETENTION (7 days)  WES_DELIVERIES_RETENTION (30 days)
+  WES_INPUT_URL_ALLOW_PRIVATE (false: URL inputs on private, loopback or link-local addresses are refused)
+  WES_INPUT_URL_ALLOW_HTTP (false: https:// only)  WES_INPUT_URL_TIMEOUT (30 seconds)  WES_INPUT_URL_MAX_TIME (10 minutes)
 See docs/configuration.md.
 `
 

@@ -1,7 +1,7 @@
 /** The multipart reader on its own: what it reads, how it streams, where files go, and what it refuses. */
 import { it } from "@effect/vitest"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { isBlobBytes, type ValidationError } from "@wes/core"
+import { isBlobBytes, TierPolicy, type ValidationError } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
@@ -58,7 +58,7 @@ const contentOf = (file: FormFile) =>
 const spillRoot = () => fs.mkdtempSync(path.join(os.tmpdir(), "wes-reader-test-"))
 const spilled = (root: string) => fs.readdirSync(root).flatMap((d) => fs.readdirSync(path.join(root, d)))
 
-const reader = (limits: Partial<MultipartLimits> = {}) => MultipartReader.layer(limits).pipe(Layer.provide(NodeServices.layer))
+const reader = (limits: Partial<MultipartLimits> = {}) => MultipartReader.layer(limits).pipe(Layer.provide([NodeServices.layer, TierPolicy.Default]))
 
 /** Reads `sent` as one request's body, in chunks of `chunk` bytes. */
 const read = (sent: Buffer, chunk = 64 * 1024, headers?: Record<string, string>) =>

@@ -27,7 +27,7 @@ import { poll } from "./polling.js"
 const CATALOGUE = [
   "EmptyImage", "ImageInvert", "ImageScale", "MaskToImage", "ImageBlur", "SolidMask", "LoadImage", "SaveImage", "PreviewImage",
   "SaveAnimatedWEBP", "SaveImageWebsocket", "CreateVideo", "SaveVideo", "EmptyAudio", "SaveAudio", "PrimitiveString",
-  "PrimitiveStringMultiline", "PrimitiveInt", "PrimitiveFloat", "PrimitiveBoolean", "StringConcatenate", "PreviewAny", "FakeSleep"
+  "PrimitiveStringMultiline", "PrimitiveInt", "PrimitiveFloat", "PrimitiveBoolean", "StringConcatenate", "PreviewAny", "FakeSleep", "FakeLargeOutput"
 ]
 const without = (...names: Array<string>) => CATALOGUE.filter((n) => !names.includes(n))
 

@@ -5,7 +5,7 @@
  * error schemas, and what a handler gets wrong answered as a 500.
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { WorkflowNotFound } from "@wes/core"
+import { TierPolicy, WorkflowNotFound } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as HttpServer from "effect/http/HttpServer"
 import * as HttpApi from "effect/http-api/HttpApi"
@@ -53,7 +53,7 @@ const items = HttpApiBuilder.group(ToyApi, "items", (handlers) =>
 
 const server = Edge.serve(ToyApi).pipe(
   Layer.provide(items),
-  Layer.provide(MultipartReader.layer()),
+  Layer.provide(MultipartReader.layer().pipe(Layer.provide(TierPolicy.Default))),
   Layer.provideMerge(NodeHttpServer.layer(() => createServer(), { port: 0, host: "127.0.0.1", gracefulShutdownTimeout: "1 second" })),
   // Its unexpected-error lines stay out of the test's output.
   Layer.provide(Logger.layer([]))

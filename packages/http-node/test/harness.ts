@@ -10,6 +10,7 @@ import {
   type ApiTokenView,
   type CapabilitiesOptions,
   type CurrentUser,
+  type InputFetcher,
   type IssuedToken,
   type StoreServices,
   type ManagedRunnerAdminView,
@@ -43,6 +44,7 @@ import { jsonLoggerLayer } from "../src/Logging.js"
 import { defaultRateLimit } from "../src/RateLimit.js"
 import { denyPrivateGateway, denyPrivateProbe, type Resolver } from "../src/RunnerAddressPolicy.js"
 import { webhookDeliveryLayer, type WebhookDeliveryOptions } from "../src/WebhookDelivery.js"
+import { retentionLayer, type RetentionLayerOptions } from "../src/Retention.js"
 
 export const ADMIN_TOKEN = "admin-secret-for-tests-0123456789abcdef"
 
@@ -114,6 +116,10 @@ export const startServer = async (options: {
   readonly webhooks?: WebhookDeliveryOptions
   /** The server's clock (default: the real one); a test moves a `movableClock` instead of waiting. */
   readonly clock?: Layer.Layer<never>
+  /** Runs the retention sweeper with these options (Retention.ts). */
+  readonly retention?: RetentionLayerOptions
+  /** How URL inputs are fetched (default: none, so they are refused as not enabled). */
+  readonly inputFetcher?: Layer.Layer<InputFetcher>
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
   const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
@@ -132,6 +138,7 @@ export const startServer = async (options: {
       gateway,
       options.denyPrivate === undefined ? probe : denyPrivateProbe(options.denyPrivate).pipe(Layer.provide(probe)),
       TierPolicy.layer(options.tiers ?? {}),
+      options.inputFetcher ?? Layer.empty,
       PlatformLive
     ))
   )
@@ -146,7 +153,10 @@ export const startServer = async (options: {
     ...(options.webhooks === undefined ? {} : { webhooks: { allowPrivate: !options.webhooks.denyPrivate } }),
     ...options.http
   })
-  const delivery = options.webhooks === undefined ? Layer.empty : webhookDeliveryLayer(options.webhooks)
+  const delivery = Layer.merge(
+    options.webhooks === undefined ? Layer.empty : webhookDeliveryLayer(options.webhooks),
+    options.retention === undefined ? Layer.empty : retentionLayer(options.retention)
+  )
   const runtime = ManagedRuntime.make(Layer.merge(http, delivery).pipe(
     Layer.provideMerge(core),
     Layer.provide(jsonLoggerLayer((line) => logs.push(line))),

@@ -81,13 +81,40 @@ describe("uploads", () => {
     clearInterval(sampler)
     const body = await readJson<ErrorBody>(res)
     expect(res.status).toBe(400)
-    expect(body.message).toBe("Request body exceeds the 50 MB limit per request")
+    expect(body.message).toBe("Request body exceeds 50 MB, the free tier's upload limit per request (max_upload_bytes)")
+    expect(body.details).toEqual([{ field: "body", message: "must be at most 50 MB (all parts together; the free tier's max_upload_bytes)" }])
     expect(peak - before).toBeLessThan(20 * MB)
   })
 
   it("rejects a declared Content-Length over 50 MB before reading the body", async () => {
     const res = await send(51 * MB, true)
     expect([res.status, (await readJson<ErrorBody>(res)).status]).toEqual([400, 400])
+  })
+
+  it("takes the limit from the caller's tier (WES_TIER_LIMITS' max_upload_bytes): a raised limit accepts more, a lowered one refuses sooner, naming it", async () => {
+    const tiered = await startServer({ tiers: { pro: { max_upload_bytes: 80 * MB }, plus: { max_upload_bytes: 10 * MB } } })
+    try {
+      const send = async (tier: "pro" | "plus", fileBytes: number, withLength: boolean) => {
+        const u = await tiered.user(tier)
+        await tiered.fetch("/v1/runner", json({ name: "r", endpoint: "http://127.0.0.1:8188" }, u.auth))
+        const form = streamedForm("tier-boundary", fileBytes, wf)
+        return tiered.fetch("/v1/workflow", {
+          method: "POST",
+          headers: { ...u.auth, "content-type": "multipart/form-data; boundary=tier-boundary", ...(withLength ? { "content-length": String(form.length) } : {}) },
+          body: form.stream,
+          duplex: "half"
+        } as RequestInit)
+      }
+      expect((await send("pro", 60 * MB, false)).status).toBe(201)
+      const streamed = await send("plus", 11 * MB, false)
+      expect([streamed.status, (await readJson<ErrorBody>(streamed)).message])
+        .toEqual([400, "Request body exceeds 10 MB, the plus tier's upload limit per request (max_upload_bytes)"])
+      const declared = await send("pro", 81 * MB, true)
+      expect([declared.status, (await readJson<ErrorBody>(declared)).message])
+        .toEqual([400, "Request body exceeds 80 MB, the pro tier's upload limit per request (max_upload_bytes)"])
+    } finally {
+      await tiered.close()
+    }
   })
 
   it("accepts a file parameter of 49 MB", async () => {

@@ -224,7 +224,7 @@ describe("workflows", () => {
       req.write("--x\r\n")
     })
     expect(big.status).toBe(400)
-    expect((JSON.parse(big.body) as ErrorBody).message).toBe("Request body exceeds the 50 MB limit per request")
+    expect((JSON.parse(big.body) as ErrorBody).message).toBe("Request body exceeds 50 MB, the free tier's upload limit per request (max_upload_bytes)")
     await server.fetch(`/v1/runner/${u.runner.id}`, { method: "PATCH", headers: { ...u.auth, "content-type": "application/json" }, body: JSON.stringify({ status: "disabled" }) })
     const none = await server.fetch(`/v1/workflow/${original.id}/rerun`, { method: "POST", headers: u.auth, body: new FormData() })
     expect([none.status, (await readJson<ErrorBody>(none)).message]).toEqual([400, "No runner available with matching tags: no active runner has all of gpu"])

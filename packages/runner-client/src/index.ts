@@ -7,6 +7,19 @@
 export { type ComfyClient, type ComfyClientOptions, makeComfyClient } from "./ComfyClient.js"
 /** Decoders of ComfyUI's HTTP answers into core's types. */
 export { outputFiles, toPromptHistory, toQueueSnapshot } from "./ComfyResponses.js"
+/** The address policy: private/loopback/link-local... addresses, resolving host names, the words of a refusal. */
+export { isPrivateAddress, type RefusalWords, refusalMessages, type Resolver, systemResolver, unbracket } from "./AddressPolicy.js"
+/** Connections that reach only the addresses the policy allows, exactly the ones it checked (undici, `ws`). */
+export {
+  type AddressGuard,
+  AddressRefused,
+  guardedAgent,
+  guardedConnector,
+  guardedLookup,
+  guardedSocket,
+  literalRefusal,
+  refusedBy
+} from "./GuardedConnect.js"
 /** An output file's content type, by its extension. */
 export { outputContentType } from "./ContentTypes.js"
 /** A runner's WebSocket as a reconnecting `Stream<RunnerEvent>`. */

@@ -121,6 +121,16 @@ describe("output content types", () => {
     expect(outputContentType("latent_00001_.latent", "application/x-latent")).toBe("application/x-latent")
     expect(outputContentType("noextension", undefined)).toBe("application/octet-stream")
   })
+
+  it("cover the video, audio and animation formats ComfyUI's and VideoHelperSuite's save nodes write", () => {
+    const types = Object.fromEntries(["mp4", "webm", "mov", "mkv", "gif", "webp", "apng", "png", "wav", "mp3", "flac", "ogg", "opus", "ogv", "weba", "aiff"]
+      .map((ext) => [ext, outputContentType(`take.${ext}`, "application/octet-stream")]))
+    expect(types).toEqual({
+      mp4: "video/mp4", webm: "video/webm", mov: "video/quicktime", mkv: "video/x-matroska", gif: "image/gif", webp: "image/webp",
+      apng: "image/apng", png: "image/png", wav: "audio/wav", mp3: "audio/mpeg", flac: "audio/flac", ogg: "audio/ogg", opus: "audio/ogg",
+      ogv: "video/ogg", weba: "audio/webm", aiff: "audio/aiff"
+    })
+  })
 })
 
 describe("queue decoding", () => {

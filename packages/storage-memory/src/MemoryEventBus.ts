@@ -60,7 +60,17 @@ export const makeMemoryEventLog = (capacity = DEFAULT_EVENTS_PER_WORKFLOW) => {
     lastSeq: (workflowId) => Effect.sync(() => logs.get(workflowId)?.last ?? 0),
     subscribe: subscribeFromLog(read, wakeUps.listen)
   })
-  return { bus, append }
+  /** Drops a workflow's events, keeping its last sequence number; how many were dropped. */
+  const prune = (workflowId: string): number => {
+    const log = logs.get(workflowId)
+    if (log === undefined) return 0
+    const dropped = log.events.length
+    log.events = []
+    log.first = log.last + 1
+    return dropped
+  }
+
+  return { bus, append, prune }
 }
 
 export type MemoryEventLog = ReturnType<typeof makeMemoryEventLog>

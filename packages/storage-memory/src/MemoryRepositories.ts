@@ -169,7 +169,7 @@ export const makeMemoryAccountRepository = () => {
   const users = new Map<string, User>()
   const tokens = new Map<string, ApiToken>()
   const byHash = new Map<string, string>()
-  return AccountRepository.of({
+  return Object.assign(AccountRepository.of({
     insertUser: (u) =>
       Effect.sync(() => {
         users.set(u.id, u)
@@ -221,6 +221,9 @@ export const makeMemoryAccountRepository = () => {
           }
         }
       })
+  }), {
+    /** A user's tier, read synchronously (the retention sweeper's claims). */
+    tierOf: (userId: string) => users.get(userId)?.tier
   })
 }
 

@@ -70,6 +70,26 @@ export class WebhookTable {
     }
     if (recorded) this.signal()
   }
+
+  /**
+   * Deletes up to `limit` deliveries that ended at or before `before` (delivered: when delivered;
+   * failed: the end of its retry window); how many.
+   */
+  prune(before: DateTime.Utc, limit: number): number {
+    let pruned = 0
+    for (const [id, { delivery }] of this.rows) {
+      if (pruned >= limit) break
+      const end = delivery.status === "delivered" ? delivery.delivered_at : delivery.status === "failed" ? delivery.expires_at : null
+      if (end === null || DateTime.isGreaterThan(end, before)) continue
+      this.rows.delete(id)
+      const list = this.byWorkflow.get(delivery.workflow_id)
+      const rest = list?.filter((d) => d !== id) ?? []
+      if (rest.length === 0) this.byWorkflow.delete(delivery.workflow_id)
+      else this.byWorkflow.set(delivery.workflow_id, rest)
+      pruned++
+    }
+    return pruned
+  }
 }
 
 export const makeMemoryWebhookRepository = (table: WebhookTable, recorded: Effect.Effect<void>) =>

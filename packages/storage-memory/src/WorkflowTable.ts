@@ -37,6 +37,10 @@ export class WorkflowTable {
   readonly busyByRunner = new Map<string, Map<string, number>>()
   readonly outputs = new Map<string, Array<WorkflowOutput>>()
   readonly claims = new Map<string, Claim>()
+  /** Finished workflows whose files retention has not swept yet, in the order they ended. */
+  readonly unswept = new Set<string>()
+  /** Finished workflows whose events are not pruned yet, in the order they ended. */
+  readonly eventsKept = new Set<string>()
   private readonly idempotency = new Map<string, string>()
 
   insert(w: Workflow): void {
@@ -44,6 +48,7 @@ export class WorkflowTable {
     this.byUser.of(w.user_id).add(w.id, w.created_at)
     if (w.idempotency_key !== null) this.idempotency.set(this.keyOf(w.user_id, w.idempotency_key), w.id)
     this.account(w, 1)
+    if (isTerminal(w.status)) this.finished(w.id)
   }
 
   replace(before: Workflow, after: Workflow): void {
@@ -51,7 +56,15 @@ export class WorkflowTable {
     this.account(before, -1)
     this.byId.set(after.id, after)
     this.account(after, 1)
-    if (isTerminal(after.status)) this.claims.delete(after.id)
+    if (isTerminal(after.status)) {
+      this.claims.delete(after.id)
+      if (!isTerminal(before.status)) this.finished(after.id)
+    }
+  }
+
+  private finished(id: string): void {
+    this.unswept.add(id)
+    this.eventsKept.add(id)
   }
 
   /**

@@ -3,9 +3,11 @@
  * One process; nothing survives a restart.
  */
 import {
+  AccountRepository,
   CapabilityRepository,
   DispatchQueue,
   ManagedRunnerRepository,
+  RetentionRepository,
   RunnerLoad,
   RunnerRepository,
   type StoreServices,
@@ -22,27 +24,32 @@ import { MemoryBlobStore } from "./MemoryBlobStore.js"
 import { makeMemoryCapabilityRepository } from "./MemoryCapabilityRepository.js"
 import { makeMemoryDispatchQueue } from "./MemoryDispatchQueue.js"
 import { makeMemoryEventLog } from "./MemoryEventBus.js"
+import { MemoryPreviews } from "./MemoryPreviews.js"
 import {
-  MemoryAccountRepository,
+  makeMemoryAccountRepository,
   makeMemoryManagedRunnerRepository,
   makeMemoryRunnerRepository,
   MemoryTemplateRepository
 } from "./MemoryRepositories.js"
 import { MemoryRunnerOwnership } from "./MemoryRunnerOwnership.js"
 import { makeMemoryRunnerLoad } from "./MemoryRunnerLoad.js"
+import { makeMemoryRetention } from "./MemoryRetention.js"
 import { makeMemoryWorkflowRepository } from "./MemoryWorkflowRepository.js"
 import { makeMemoryWebhookRepository, WebhookTable } from "./MemoryWebhooks.js"
 import { WorkflowTable } from "./WorkflowTable.js"
 
 export * from "./MemoryBlobStore.js"
 export * from "./MemoryEventBus.js"
+export * from "./MemoryPreviews.js"
 export * from "./MemoryRepositories.js"
+export * from "./MemoryRetention.js"
 export * from "./MemoryRunnerOwnership.js"
 export * from "./MemoryWebhooks.js"
 
 /**
- * Workflows, their events, the dispatch queue, runners (and their capabilities) and the scheduling read over them: one
- * set of shared state, so a workflow's write, its events and its wake-up happen in one step.
+ * Workflows, their events, the dispatch queue, runners (and their capabilities), accounts, the
+ * scheduling read and retention over them: one set of shared state, so a workflow's write, its
+ * events and its wake-up happen in one step.
  */
 export const MemoryWorkflowStore: Layer.Layer<
   | WorkflowRepository
@@ -53,6 +60,8 @@ export const MemoryWorkflowStore: Layer.Layer<
   | RunnerLoad
   | CapabilityRepository
   | WebhookRepository
+  | AccountRepository
+  | RetentionRepository
 > = Layer.effectContext(Effect.gen(function*() {
   const table = new WorkflowTable()
   const log = makeMemoryEventLog()
@@ -62,9 +71,13 @@ export const MemoryWorkflowStore: Layer.Layer<
   // One pending signal is enough: the pool reads every due delivery when woken.
   const recorded = yield* Queue.sliding<void>(1)
   const webhooks = new WebhookTable(() => globalThis.crypto.randomUUID(), () => void Queue.offerUnsafe(recorded, undefined))
+  // Accounts live here too: retention reads each owner's tier in its own synchronous step.
+  const accounts = makeMemoryAccountRepository()
   return Context.make(WorkflowRepository, makeMemoryWorkflowRepository(table, log, (id) => void PubSub.publishUnsafe(wakeups, id), webhooks)).pipe(
     Context.add(WebhookRepository, makeMemoryWebhookRepository(webhooks, Queue.take(recorded))),
     Context.add(WorkflowEventBus, log.bus),
+    Context.add(AccountRepository, accounts),
+    Context.add(RetentionRepository, makeMemoryRetention(table, log, webhooks, accounts.tierOf)),
     Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),
     Context.add(RunnerRepository, runners),
     Context.add(ManagedRunnerRepository, managed),
@@ -73,11 +86,11 @@ export const MemoryWorkflowStore: Layer.Layer<
   )
 }))
 
-/** A fresh, empty in-memory store: every repository, the event bus, the dispatch queue and blobs. */
+/** A fresh, empty in-memory store: every repository, the event bus, previews, the dispatch queue and blobs. */
 export const MemoryStoreLive: Layer.Layer<StoreServices> = Layer.mergeAll(
   MemoryWorkflowStore,
+  MemoryPreviews,
   MemoryRunnerOwnership,
   MemoryTemplateRepository,
-  MemoryAccountRepository,
   MemoryBlobStore
 )

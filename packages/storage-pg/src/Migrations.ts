@@ -25,6 +25,9 @@ import m0020 from "./migrations/0020_json_as_sent.js"
 import m0021 from "./migrations/0021_webhooks.js"
 import m0030 from "./migrations/0030_transfer_time.js"
 import m0031 from "./migrations/0031_runner_comfyui.js"
+import m0032 from "./migrations/0032_workflow_previews.js"
+import m0033 from "./migrations/0033_blob_key_prefix.js"
+import m0034 from "./migrations/0034_retention.js"
 import { orStorageError, run, storageError, transaction } from "./Sql.js"
 
 /** Every migration by `<id>_<name>`; ids only grow, and a released migration never changes. */
@@ -45,7 +48,10 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
   "0020_json_as_sent": m0020,
   "0021_webhooks": m0021,
   "0030_transfer_time": m0030,
-  "0031_runner_comfyui": m0031
+  "0031_runner_comfyui": m0031,
+  "0032_workflow_previews": m0032,
+  "0033_blob_key_prefix": m0033,
+  "0034_retention": m0034
 }
 
 /** The Migrator's bookkeeping table (in the schema the connection's search_path selects). */

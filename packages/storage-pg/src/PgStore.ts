@@ -8,6 +8,7 @@ import {
   type StoreServices,
   WebhookRepository,
   WorkflowEventBus,
+  WorkflowPreviews,
   WorkflowRepository
 } from "@wes/core"
 import * as Config from "effect/Config"
@@ -25,9 +26,11 @@ import { makePgEventBusWith } from "./PgEventBus.js"
 import { DEFAULT_EVENTS_CHANNEL, eventWakeupsOn, type PgEventBusOptions } from "./PgEventWakeups.js"
 import { DEFAULT_HEARTBEAT_INTERVAL, startListener } from "./PgListener.js"
 import { PgManagedRunnerRepository } from "./PgManagedRunnerRepository.js"
+import { makePgPreviews } from "./PgPreviews.js"
 import { layerPgRunnerOwnership, type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
 import { PgRunnerLoad } from "./PgRunnerLoad.js"
 import { PgCapabilityRepository } from "./PgCapabilityRepository.js"
+import { PgRetention } from "./PgRetention.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
 import { PgTemplateRepository } from "./PgTemplateRepository.js"
 import { makePgWebhookRepository, webhookWakeupsOn } from "./PgWebhookRepository.js"
@@ -102,18 +105,19 @@ const driverSocket = (config: PgPoolConfig, silenceMs: number | undefined) => ()
 }
 
 /**
- * The workflow repository, the event bus, the dispatch queue and the webhook repository on the
+ * The workflow repository, the event bus, live previews, the dispatch queue and the webhook repository on the
  * `PgClient` in context: the workflow repository's writes announce on the channels the others
  * listen on, through ONE LISTEN connection (every channel), with the heartbeat settings of `events`.
  */
 export const layerPgWorkflows = (
   options: Pick<PgStoreOptions, "events" | "dispatch"> = {}
-): Layer.Layer<WorkflowRepository | WorkflowEventBus | DispatchQueue | WebhookRepository, never, PgClient.PgClient> =>
+): Layer.Layer<WorkflowRepository | WorkflowEventBus | WorkflowPreviews | DispatchQueue | WebhookRepository, never, PgClient.PgClient> =>
   Layer.effectContext(Effect.gen(function*() {
     const events = eventWakeupsOn(options.events?.channel ?? DEFAULT_EVENTS_CHANNEL)
     const work = yield* workWakeupsOn(options.dispatch)
     const webhooks = yield* webhookWakeupsOn(DEFAULT_WEBHOOKS_CHANNEL)
-    yield* startListener([events.listen, work.listen, webhooks.listen], options.events)
+    const previews = yield* makePgPreviews()
+    yield* startListener([events.listen, work.listen, webhooks.listen, previews.listen], options.events)
     const bus = yield* makePgEventBusWith(events.wakeups)
     const withSql = Effect.provideServiceEffect(SqlClient.SqlClient, PgClient.PgClient)
     const queue = yield* makePgDispatchQueue(work).pipe(withSql)
@@ -124,6 +128,7 @@ export const layerPgWorkflows = (
     }).pipe(withSql)
     const hooks = yield* makePgWebhookRepository(webhooks.recorded).pipe(withSql)
     return Context.make(WorkflowEventBus, bus).pipe(
+      Context.add(WorkflowPreviews, previews.previews),
       Context.add(DispatchQueue, queue),
       Context.add(WorkflowRepository, repo),
       Context.add(WebhookRepository, hooks)
@@ -147,6 +152,7 @@ export const PgStoreFromClient = (
     PgBlobStore,
     PgRunnerLoad,
     PgCapabilityRepository,
+    PgRetention,
     layerPgWorkflows(options),
     layerPgRunnerOwnership(options.runnerLeases)
   ).pipe(Layer.provide(PgMigrationsLive), Layer.provide(SqlFromPg))

@@ -57,7 +57,7 @@ export const workflowSummaries = table("workflows", Schema.Struct({ ...WorkflowS
 /** `size` is a `bigint` column, read as `float8` (exact for every size a file can have). */
 export const workflowOutputs = table(
   "workflow_outputs",
-  Schema.Struct({ ...WorkflowOutput.fields, created_at: DbTimestamp }),
+  Schema.Struct({ ...WorkflowOutput.fields, created_at: DbTimestamp, expired_at: DbNullableTimestamp }),
   { size: (column) => `${column}::float8` }
 )
 

@@ -7,7 +7,7 @@ import * as SqlClient from "effect/sql/SqlClient"
 import type * as Statement from "effect/sql/Statement"
 import type { RunnerRef } from "@wes/core"
 import { Fixtures as F } from "@wes/core/testing"
-import { dispatchQueries, runnerLeaseQueries, runnerLoadQuery, workflowQueries } from "@wes/storage-pg"
+import { dispatchQueries, retentionQueries, runnerLeaseQueries, runnerLoadQuery, workflowQueries } from "@wes/storage-pg"
 import * as Effect from "effect/Effect"
 import { freshStore } from "./harness.js"
 
@@ -107,6 +107,22 @@ layer(freshStore(), { excludeTestServices: true, timeout: 60_000 })("indexes", (
           expect(walks.length, name).toBeGreaterThanOrEqual(4)
           expect(plan, name).not.toMatch(/Index Scan using workflows_(user|active|in_flight)/)
         }
+      }
+      // Retention: the finished workflows (their end set), of which the due ones are read oldest
+      // end first from the partial indexes of those not swept (not pruned) yet.
+      yield* sql`UPDATE workflows SET completed_at = created_at WHERE status = 'completed'`
+      yield* sql`VACUUM ANALYZE workflows`
+      const r = retentionQueries(sql)
+      const cutoffs = { free: F.at(60 * 10), pro: F.at(0), plus: F.at(-60) }
+      for (
+        const [name, statement, index] of [
+          ["retention claimDue", r.claimDue(cutoffs, "instance-a", F.at(0), F.at(10), 100), "workflows_retention_due_idx"],
+          ["retention pruneEvents", r.pruneEvents(F.at(60 * 10), 100), "workflows_events_kept_idx"]
+        ] as const
+      ) {
+        const plan = yield* explain(sql, name, statement)
+        expect(plan, name).not.toMatch(/Seq Scan on workflows/)
+        expect(plan, name).toContain(index)
       }
       // The runner leases: one row per runner, reached by its primary key.
       const leases = runnerLeaseQueries(sql)

@@ -35,6 +35,7 @@ describe("migrations", () => {
         "workflow_event_heads",
         "workflow_events",
         "workflow_outputs",
+        "workflow_previews",
         "workflow_quotas",
         "workflows"
       ])
@@ -45,10 +46,12 @@ describe("migrations", () => {
       )
       expect(indexes.map((i) => i.indexname).sort()).toEqual([
         "workflows_active_user_idx",
+        "workflows_events_kept_idx",
         "workflows_in_flight_managed_runner_idx",
         "workflows_in_flight_user_runner_idx",
         "workflows_managed_runner_history_idx",
         "workflows_pkey",
+        "workflows_retention_due_idx",
         "workflows_submitted_runner_idx",
         "workflows_user_created_idx",
         "workflows_user_idempotency_key",

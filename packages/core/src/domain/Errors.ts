@@ -126,6 +126,17 @@ export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
   static readonly status = 409
 }
 
+/**
+ * An output whose file the retention sweeper deleted (410): its workflow ended longer ago than its
+ * owner's tier keeps files (`retention_days`). `expired_at` is when its retention ended.
+ */
+export class OutputExpired extends Schema.TaggedError<OutputExpired>()("OutputExpired", {
+  message: Schema.String,
+  expired_at: Schema.String
+}) {
+  static readonly status = 410
+}
+
 /** No Authorization header (401 "Missing authorization header"). */
 export class MissingAuthorization extends Schema.TaggedError<MissingAuthorization>()("MissingAuthorization", {
   message: defaultMessage("Missing authorization header")
@@ -181,6 +192,7 @@ export const apiErrors = [
   WebhookNotFound,
   DeliveryNotFound,
   Conflict,
+  OutputExpired,
   MissingAuthorization,
   InvalidToken,
   TokenExpired,

@@ -217,7 +217,9 @@ export const WorkflowOutput = Schema.Struct({
   content_type: Schema.String,
   size: Int,
   blob_key: Schema.String,
-  created_at: Timestamp
+  created_at: Timestamp,
+  /** When the retention sweeper deleted its file (its workflow's end + the owner's `retention_days`); null while kept. */
+  expired_at: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "WorkflowOutput" })
 export interface WorkflowOutput extends Schema.Schema.Type<typeof WorkflowOutput> {}
 

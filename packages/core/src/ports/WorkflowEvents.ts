@@ -77,7 +77,8 @@ export const outputData = (o: WorkflowOutput): unknown =>
     subfolder: o.subfolder,
     type: o.type,
     content_type: o.content_type,
-    size: o.size
+    size: o.size,
+    expired_at: o.expired_at
   })
 
 /**

@@ -8,16 +8,17 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { AccountRepository } from "../ports/AccountRepository.js"
-import { BlobStore } from "../ports/BlobStore.js"
 import { ManagedRunnerRepository } from "../ports/ManagedRunnerRepository.js"
 import { RunnerRepository } from "../ports/RunnerRepository.js"
 import { TemplateRepository } from "../ports/TemplateRepository.js"
 import { WorkflowEventBus } from "../ports/WorkflowEvents.js"
 import { WorkflowRepository } from "../ports/WorkflowRepository.js"
 import { equal, failure, ok } from "./Assert.js"
+import { blobConformanceCases } from "./BlobConformance.js"
 import { c, type ConformanceCase } from "./Case.js"
 import { capabilityCases } from "./CapabilityCases.js"
 import * as F from "./Fixtures.js"
+import { retentionCases } from "./RetentionCases.js"
 import { webhookCases } from "./WebhookCases.js"
 import { dispatchCases, runnerLoadCases, transitionCases, workflowCases } from "./WorkflowCases.js"
 
@@ -313,52 +314,6 @@ const eventCases: ReadonlyArray<ConformanceCase> = [
   }).pipe(Effect.timeout("10 seconds")))
 ]
 
-const bytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff)
-
-const blobCases: ReadonlyArray<ConformanceCase> = [
-  c("blobs: put streams bytes in (or takes them from memory); get streams the same bytes out with size and content type", Effect.forEach(["stream", "bytes in memory"] as const, (form) => Effect.gen(function*() {
-    const blobs = yield* BlobStore
-    const key = `inputs/${F.uuid()}/image/cat.png`
-    const parts = [bytes(70_000, 1), bytes(3, 2), bytes(100_000, 3)]
-    const size = yield* blobs.put(key, form === "stream" ? Stream.fromIterable(parts) : parts, "image/png")
-    yield* equal(size, 170_003, `bytes written (${form})`)
-    const blob = Option.getOrThrow(yield* blobs.get(key))
-    yield* equal([blob.size, blob.content_type], [170_003, "image/png"], "size and type")
-    const back = yield* Stream.runCollect(blob.stream)
-    const joined = new Uint8Array(back.reduce((n, c) => n + c.length, 0))
-    let offset = 0
-    for (const c of back) {
-      joined.set(c, offset)
-      offset += c.length
-    }
-    const expected = new Uint8Array(170_003)
-    expected.set(parts[0]!, 0)
-    expected.set(parts[1]!, 70_000)
-    expected.set(parts[2]!, 70_003)
-    yield* equal(joined, expected, `same bytes (${form})`)
-  }), { discard: true })),
-  c("blobs: copy, delete, and missing keys", Effect.gen(function*() {
-    const blobs = yield* BlobStore
-    const a = `inputs/${F.uuid()}/p/a.bin`
-    const b = `inputs/${F.uuid()}/p/b.bin`
-    yield* blobs.put(a, Stream.make(bytes(10, 7)), "application/octet-stream")
-    yield* equal(yield* blobs.copy(a, b), true, "copied")
-    yield* blobs.delete(a)
-    yield* equal(yield* blobs.get(a), Option.none(), "deleted")
-    yield* equal(Option.map(yield* blobs.get(b), (x) => x.size), Option.some(10), "the copy survives")
-    yield* equal(yield* blobs.copy(a, `inputs/${F.uuid()}/p/c.bin`), false, "copy of a missing blob")
-    yield* blobs.delete(a)
-    yield* equal(yield* blobs.get(`outputs/${F.uuid()}/x/y.png`), Option.none(), "missing")
-  })),
-  c("blobs: keys that could escape the store are rejected", Effect.gen(function*() {
-    const blobs = yield* BlobStore
-    for (const key of ["../etc/passwd", "/etc/passwd", "inputs/../../x", "inputs//x", "inputs/x/..", "", "inputs/a b"]) {
-      const err = yield* failure(blobs.put(key, Stream.make(bytes(1, 1)), "text/plain"), `put ${JSON.stringify(key)}`)
-      yield* equal(err._tag, "StorageError", `put ${JSON.stringify(key)}`)
-    }
-  }))
-]
-
 /** Every case a store must pass. */
 export const storeConformanceCases: ReadonlyArray<ConformanceCase> = [
   ...workflowCases,
@@ -367,10 +322,11 @@ export const storeConformanceCases: ReadonlyArray<ConformanceCase> = [
   ...runnerCases,
   ...accountCases,
   ...eventCases,
-  ...blobCases,
+  ...blobConformanceCases(),
   ...dispatchCases,
   ...runnerLoadCases,
   ...capabilityCases,
-  ...webhookCases
+  ...webhookCases,
+  ...retentionCases
 ]
 

@@ -46,7 +46,8 @@ const outputOf = (w: Workflow, i: number): WorkflowOutput => ({
   content_type: "image/png",
   size: 100 + i,
   blob_key: `outputs/${w.id}/${i}/run.png`,
-  created_at: F.at(i)
+  created_at: F.at(i),
+  expired_at: null
 })
 
 export const workflowCases: ReadonlyArray<ConformanceCase> = [

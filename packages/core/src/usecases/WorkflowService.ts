@@ -16,6 +16,7 @@ import type {
   Conflict,
   MissingCapabilities,
   NoEligibleRunner,
+  OutputExpired,
   OutputNotFound,
   StorageError,
   TemplateNotFound,
@@ -33,11 +34,13 @@ import { makeDescribeParameters } from "./workflow/DescribeParameters.js"
 import type { CreateWorkflowInput, DescribeParametersInput, ListWorkflowsInput, RerunWorkflowInput } from "./workflow/Inputs.js"
 import type { WorkflowParameter } from "../domain/ParameterView.js"
 import { makeReadWorkflows } from "./workflow/ReadWorkflows.js"
+import { makeOutputFiles, type OutputArchive, type StoredOutput } from "./workflow/OutputFiles.js"
 import type { Workflow, WorkflowHead, WorkflowOutput, WorkflowSummary, WorkflowView } from "../domain/Workflow.js"
 import type { WorkflowEvent, WorkflowEventBus } from "../ports/WorkflowEvents.js"
 import type { WorkflowRepository } from "../ports/WorkflowRepository.js"
 
 export type { FollowStart } from "./workflow/FollowWorkflow.js"
+export type { OutputArchive, StoredOutput } from "./workflow/OutputFiles.js"
 export * from "./workflow/Inputs.js"
 
 type SubmitError = ValidationError | NoEligibleRunner | MissingCapabilities | TierLimitExceeded | StorageError
@@ -59,7 +62,15 @@ export class WorkflowService extends Context.Service<WorkflowService, {
     user: User,
     id: string,
     outputId: string
-  ) => Effect.Effect<{ readonly output: WorkflowOutput; readonly blob: Blob }, WorkflowNotFound | OutputNotFound | StorageError>
+  ) => Effect.Effect<{ readonly output: WorkflowOutput; readonly blob: Blob }, WorkflowNotFound | OutputNotFound | OutputExpired | StorageError>
+  /** One output file found without reading it: its row, a read (whole or a byte range) and the store's signed URL; 410 once expired. */
+  readonly findOutput: (
+    user: User,
+    id: string,
+    outputId: string
+  ) => Effect.Effect<StoredOutput, WorkflowNotFound | OutputNotFound | OutputExpired | StorageError>
+  /** The workflow and its output files not expired (for one archive); 410 when it had outputs and all expired. */
+  readonly outputArchive: (user: User, id: string) => Effect.Effect<OutputArchive, WorkflowNotFound | OutputExpired | StorageError>
   /**
    * The workflow's events: first its current `status`, then the events after `lastEventId` (when
    * given) or from now on, ending after `done`. A finished workflow yields `status`, `done`.
@@ -90,8 +101,9 @@ export class WorkflowService extends Context.Service<WorkflowService, {
   > = Layer.effect(
     WorkflowService,
     Effect.map(
-      Effect.all([makeCreateWorkflow, makeReadWorkflows, makeCancelWorkflow, makeFollowWorkflow, makeDescribeParameters]),
-      ([create, read, cancel, follow, describe]) => WorkflowService.of({ ...create, ...read, ...cancel, ...follow, ...describe })
+      Effect.all([makeCreateWorkflow, makeReadWorkflows, makeOutputFiles, makeCancelWorkflow, makeFollowWorkflow, makeDescribeParameters]),
+      ([create, read, files, cancel, follow, describe]) =>
+        WorkflowService.of({ ...create, ...read, ...files, ...cancel, ...follow, ...describe })
     )
   )
 }

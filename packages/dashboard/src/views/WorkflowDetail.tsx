@@ -3,15 +3,17 @@
  * for an unfinished workflow) drives the status timeline, queue position, node and step progress
  * and outputs. On `queued` the detail is fetched again (the runner's queue position), on `done` the
  * detail and outputs (error fields, final files). The events' workflow and output are decoded by
- * the declaration's schemas, like every answer of the API.
+ * the declaration's schemas, like every answer of the API. It asks for live previews: the latest
+ * one is shown while the workflow runs, and hidden when it ends.
  */
 import { WorkflowOutputView, WorkflowSummary } from "@wes/core"
 import * as Schema from "effect/Schema"
 import { useEffect, useState } from "preact/hooks"
 import { call } from "../api.js"
-import { follow } from "../sse.js"
+import { follow, type PreviewImage } from "../sse.js"
 import { isFinished, type OutputData, type WorkflowDetailData } from "../types.js"
 import { ErrorBox, StatusBadge, Tags, Time } from "../ui.js"
+import { LivePreview } from "./LivePreview.js"
 import { Outputs } from "./Outputs.js"
 import { Progress, type ProgressState, Timeline, type TimelineEntry } from "./Progress.js"
 import { Rerun } from "./Rerun.js"
@@ -24,6 +26,7 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
   const [outputs, setOutputs] = useState<ReadonlyArray<OutputData>>([])
   const [timeline, setTimeline] = useState<ReadonlyArray<TimelineEntry>>([])
   const [progress, setProgress] = useState<ProgressState>({ executed: [], node: undefined, value: 0, max: 0 })
+  const [preview, setPreview] = useState<PreviewImage | undefined>(undefined)
   const [error, setError] = useState<unknown>(undefined)
   const [actionError, setActionError] = useState<unknown>(undefined)
 
@@ -42,13 +45,17 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
       stop = follow(id, {
         after: 0,
         onError: setError,
+        onPreview: setPreview,
         onEvent: (e) => {
           if (e.type === "status" || e.type === "done") {
             const s = decodeSummary(e.data)
             setWorkflow((w) => (w === undefined ? w : { ...w, ...s }))
             // Event 0 is the state on connect, ahead of the replay from event 1: not a step of the timeline.
             if (e.id > 0) setTimeline((t) => (t.at(-1)?.status === s.status ? t : [...t, { status: s.status, at: s.updated_at }]))
-            if (e.type === "done") void refresh()
+            if (e.type === "done") {
+              setPreview(undefined)
+              void refresh()
+            }
             // The position the runner gave at queueing is in the detail; `queue` events report its changes.
             else if (s.status === "queued") void call((api) => api.workflows.get({ params: { id } })).then((w) => live && setWorkflow(w), (err: unknown) => live && setError(err))
           } else if (e.type === "queue") {
@@ -112,9 +119,10 @@ export const WorkflowDetailView = ({ id }: { readonly id: string }) => {
       )}
       <h3>Progress</h3>
       <Progress workflow={workflow} progress={progress} />
+      {!finished && <LivePreview preview={preview} />}
       <Timeline workflow={workflow} entries={timeline} />
       <h3>Outputs</h3>
-      <Outputs workflowId={id} outputs={outputs} />
+      <Outputs workflowId={id} name={workflow.name} outputs={outputs} />
       <h3>Parameters</h3>
       {workflow.workflow_params.length === 0
         ? <p class="muted">None.</p>

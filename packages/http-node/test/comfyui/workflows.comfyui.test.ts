@@ -184,6 +184,40 @@ describe.skipIf(setup === undefined)(onComfyUI("WES over its HTTP API on a real 
     expect(Buffer.from(file.bytes).toString("latin1", 4, 8)).toBe("ftyp")
   })
 
+  it("serves a SaveWEBM video and an animated WEBP as a player asks: type, byte ranges, ETag, and all in one ZIP", async () => {
+    const { token, color } = unique()
+    const w = await createWorkflow(wes, user, {
+      "1": { class_type: "EmptyImage", inputs: { width: 32, height: 32, batch_size: 4, color } },
+      "2": { class_type: "SaveWEBM", inputs: { images: ["1", 0], filename_prefix: `${token}/clip`, codec: "vp9", fps: 6, crf: 32 } },
+      "3": { class_type: "SaveAnimatedWEBP", inputs: { images: ["1", 0], filename_prefix: `${token}/anim`, fps: 6, lossless: false, quality: 80, method: "default" } }
+    }, { name: "media e2e" })
+    expect((await waitStatus(wes, user, w.id)).status).toBe("completed")
+    const outputs = await outputsOf(w.id)
+    expect(outputs.map((o) => [o.node_id, o.filename, o.content_type]).sort()).toEqual([
+      ["2", "clip_00001_.webm", "video/webm"],
+      ["3", "anim_00001_.webp", "image/webp"]
+    ])
+    const video = outputs.find((o) => o.node_id === "2")!
+    const url = `/v1/workflow/${w.id}/outputs/${video.id}`
+    const whole = await download(w.id, video)
+    expect(whole.type).toBe("video/webm")
+    // EBML's magic number opens a WebM file.
+    const head = await wes.fetch(url, { headers: { ...user.auth, range: "bytes=0-3" } })
+    expect([head.status, head.headers.get("content-range")]).toEqual([206, `bytes 0-3/${video.size}`])
+    expect(Buffer.from(await head.arrayBuffer()).toString("hex")).toBe("1a45dfa3")
+    const tail = await wes.fetch(url, { headers: { ...user.auth, range: "bytes=-10" } })
+    expect(Buffer.from(await tail.arrayBuffer()).equals(Buffer.from(whole.bytes.subarray(video.size - 10)))).toBe(true)
+    const etag = head.headers.get("etag")!
+    expect((await wes.fetch(url, { headers: { ...user.auth, "if-none-match": etag } })).status).toBe(304)
+    const zip = await wes.fetch(`/v1/workflow/${w.id}/outputs.zip`, { headers: user.auth })
+    expect([zip.status, zip.headers.get("content-disposition")]).toEqual([200, "attachment; filename=\"media e2e-outputs.zip\""])
+    const archive = Buffer.from(await zip.arrayBuffer())
+    // Stored entries: each output's bytes appear as they are, under <subfolder>/<filename>.
+    expect(archive.includes(Buffer.from(whole.bytes))).toBe(true)
+    expect(archive.toString("latin1")).toContain(`${token}/clip_00001_.webm`)
+    expect(archive.toString("latin1")).toContain(`${token}/anim_00001_.webp`)
+  })
+
   it("streams the real run over SSE: statuses, executing per node with the overall percent, the output, done", async () => {
     const { token, color } = unique()
     const w = await createWorkflow(wes, user, smoke(color, `${token}/sse`))

@@ -59,8 +59,15 @@ export const renderOperation = (s: Schemas, op: Obj, notes: Notes): string => {
     parts.push(table(["Field", "Type", "Required", "Notes"], fieldRows(s, schema, new Set(), true), notes))
   }
   const responses = Object.entries(objAt(op, "responses"))
-  const ok = responses.filter(([status]) => status.startsWith("2")).map(([status, r]) => `${code(status)} ${contentText(s, isObj(r) ? r : {})}`)
-  const errors = responses.filter(([status]) => !status.startsWith("2")).map(([status]) => code(status))
+  // Success, not modified and redirects are answers; 4xx and 5xx are errors.
+  const answer = (status: string) => status.startsWith("2") || status.startsWith("3")
+  const ok = responses.filter(([status]) => answer(status)).map(([status, r]) => {
+    const response = isObj(r) ? r : {}
+    const described = ownDescription(response)
+    // A body-less answer other than the plain 204 says what it means.
+    return status.startsWith("3") && described !== undefined ? `${code(status)} (no body): ${described.replace(/\.$/, "")}` : `${code(status)} ${contentText(s, response)}`
+  })
+  const errors = responses.filter(([status]) => !answer(status)).map(([status]) => code(status))
   parts.push(`Answers ${ok.join(" or ")}; or an [error](#errors): ${errors.join(", ")}.`)
   return parts.join("\n\n")
 }

@@ -15,6 +15,8 @@ import type * as Scope from "effect/Scope"
 import { type WebSocket, WebSocketServer } from "ws"
 import { Abandoned, Executor, type InjectedFailure, Notifier, sleep } from "./Executor.js"
 import { FileStore } from "./Files.js"
+import { viewGenerated } from "./LargeOutputs.js"
+import { streamUpload } from "./StreamedUpload.js"
 import { PromptQueue, type QueueItem } from "./PromptQueue.js"
 import type {
   FakeComfyUIOptions,
@@ -571,6 +573,11 @@ export class FakeComfyUI {
     if (originMismatch(req.headers)) {
       req.resume()
       return writeReply(res, { status: 403 })
+    }
+    if (req.method === "GET" && (url.pathname === "/view" || url.pathname === "/api/view") && await viewGenerated(this.files, url, res)) return
+    if (this.options.streamUploads === true && req.method === "POST" && (url.pathname === "/upload/image" || url.pathname === "/api/upload/image")) {
+      const answer = await streamUpload(req, this.files, (entry) => capped(this.uploadLog, this.logLimit(), { ...entry, at: Date.now() }))
+      return writeReply(res, { status: answer.status, headers: { "content-type": "application/json" }, body: answer.body })
     }
     const body = await readBody(req, this.maxUploadBytes())
     if (body === undefined) {

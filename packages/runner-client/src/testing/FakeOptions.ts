@@ -43,6 +43,11 @@ export interface FakeComfyUIOptions {
   /** Request body limit in bytes (default 100 MiB, ComfyUI's `--max-upload-size`); larger bodies get 413. */
   readonly maxUploadBytes?: number
   /**
+   * `POST /upload/image` streams its file to disk, hashed on the way (StreamedUpload.ts), instead
+   * of reading the body whole: for inputs of gigabytes (default false). `maxUploadBytes` does not apply.
+   */
+  readonly streamUploads?: boolean
+  /**
    * The content types `/view` answers, from Python's `mimetypes` on the runner's machine: `system`
    * (default; a machine with `/etc/mime.types`) or `builtin` (Python 3.11's own table, as in a slim
    * container image: no type for `.flac`, `.mkv`, `.ogg`, `.m4a`, `.glb`).
@@ -102,6 +107,8 @@ export interface UploadRecord {
   readonly overwrite: boolean
   readonly status: number
   readonly at: number
+  /** The file's CRC-32 (zlib's), for a streamed upload (`streamUploads`). */
+  readonly crc32?: number
 }
 
 /** Any HTTP request that reached the fake (faults included). */

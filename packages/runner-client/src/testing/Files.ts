@@ -76,7 +76,8 @@ const DANGEROUS = new Set([".html", ".htm", ".js", ".mjs", ".css", ".xhtml", ".s
 /** What `/view` answers for a file: Content-Type and Content-Disposition. */
 export const viewHeaders = (filename: string, mimeTypes: MimeTypes = "system"): Record<string, string> => {
   const ext = path.extname(filename).toLowerCase()
-  const safe = filename.replace(/\\/g, "\\\\").replace(/"/g, "\\\"")
+  // aiohttp writes a header's value as UTF-8 bytes (node sends header strings as latin1).
+  const safe = Buffer.from(filename.replace(/\\/g, "\\\\").replace(/"/g, "\\\""), "utf8").toString("latin1")
   if (DANGEROUS.has(ext)) {
     return {
       "content-type": "application/octet-stream",

@@ -6,6 +6,7 @@
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import { type FileStore, sha256 } from "./Files.js"
+import { LARGE_OUTPUT_NODES } from "./LargeOutputs.js"
 import { MEDIA_NODES } from "./MediaNodes.js"
 import { combo, image, int, isImage, isMask, mask, MAX_SIZE, saveTarget } from "./NodeHelpers.js"
 import type { FakeImage, FakeMask, InputSpec, NodeContext, NodeDef, NodeResult } from "./NodeTypes.js"
@@ -262,6 +263,7 @@ const CATALOGUE: ReadonlyArray<NodeDef> = [
     }
   },
   ...MEDIA_NODES,
+  ...LARGE_OUTPUT_NODES,
   primitive("PrimitiveString", "STRING", { type: "STRING", default: "" }),
   primitive("PrimitiveStringMultiline", "STRING", { type: "STRING", default: "", multiline: true }),
   primitive("PrimitiveInt", "INT", { type: "INT", default: 0, min: -MAX_SIZE, max: MAX_SIZE, step: 1 }),

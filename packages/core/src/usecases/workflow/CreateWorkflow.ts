@@ -10,10 +10,12 @@ import * as Result from "effect/Result"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import type { User } from "../../domain/Account.js"
 import { workflowsCreated } from "../Metrics.js"
-import { limitExceeded, TierPolicy } from "../../domain/Tier.js"
+import { limitExceeded, TierPolicy, type TierLimits } from "../../domain/Tier.js"
+import { sizeText } from "../../domain/SizeText.js"
 import { needsOf } from "../../domain/Needs.js"
 import { Scheduler } from "../Scheduler.js"
 import type { RunnerTarget } from "../../domain/Runner.js"
@@ -37,6 +39,7 @@ import {
 } from "./Inputs.js"
 import { checkWebhookUrl } from "../../domain/Webhook.js"
 import { definitionOf } from "./Definition.js"
+import { type InputFile, isUrlInput, makeUrlInputs, uploadedBytes, withUrlInputs } from "./UrlInputs.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
 const decodePriority = Schema.decodeUnknownResult(Priority)
@@ -49,6 +52,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
   const policy = yield* TierPolicy
   const scheduler = yield* Scheduler
   const ids = yield* IdGenerator
+  const urlInputs = yield* makeUrlInputs
 
   const findOwned = (user: User, id: string) =>
     (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
@@ -94,19 +98,28 @@ export const makeCreateWorkflow = Effect.gen(function*() {
     })
 
   /** Whether a parameter has a file to store under the new workflow: an upload, or an inherited file. */
-  const storesFile = (r: ResolvedParam<UploadedFile>) => r.value._tag === "Upload" || r.placeholder.kind === "file"
+  const storesFile = (r: ResolvedParam<InputFile>) => r.value._tag === "Upload" || r.placeholder.kind === "file"
 
   /** Stores a blob until the scope closes, and removes it then unless the scope succeeded. */
   const storeScoped = (key: string, put: Effect.Effect<unknown, ValidationError | StorageError>) =>
     Effect.acquireRelease(Effect.as(put, key), (k, exit) => Exit.isSuccess(exit) ? Effect.void : Effect.ignore(blobs.delete(k)))
 
-  /** Stores uploads and inherited files under the new workflow; the `workflow_params` pairs. */
-  const storeParams = (workflowId: string, resolved: ReadonlyArray<ResolvedParam<UploadedFile>>) =>
-    Effect.forEach(resolved, (r) =>
+  /** What URL inputs may still fetch: the tier's `max_upload_bytes` less the request's uploaded parts. */
+  const urlBudget = (user: User, limits: TierLimits, resolved: ReadonlyArray<ResolvedParam<InputFile>>) =>
+    Effect.map(Ref.make(limits.max_upload_bytes - uploadedBytes(resolved.flatMap((r) => r.value._tag === "Upload" ? [r.value.file] : []))), (left) => ({
+      left,
+      tooLarge: `it is larger than the ${user.tier} tier's limit of ${sizeText(limits.max_upload_bytes)} per request ` +
+        "(max_upload_bytes, counted together with the request's uploaded files)"
+    }))
+
+  /** Stores uploads, URL inputs and inherited files under the new workflow; the `workflow_params` pairs. */
+  const storeParams = (user: User, limits: TierLimits, workflowId: string, resolved: ReadonlyArray<ResolvedParam<InputFile>>) =>
+    Effect.flatMap(urlBudget(user, limits, resolved), (budget) => Effect.forEach(resolved, (r) =>
       Effect.gen(function*() {
         const key = placeholderKey(r.placeholder)
         if (r.value._tag === "Upload") {
           const file = r.value.file
+          if (isUrlInput(file)) return [key, yield* urlInputs.store(workflowId, r.placeholder.name, file.url, budget)] as const
           const blobKey = inputBlobKey(workflowId, r.placeholder.name, file.filename)
           yield* storeScoped(blobKey, blobs.put(blobKey, file.content, file.content_type))
           return [key, blobKey] as const
@@ -124,7 +137,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
             details: [{ field: `$${name}`, message: "the original upload no longer exists; send the file again" }]
           })))
         return [key, blobKey] as const
-      }))
+      })))
 
   /** The shared tail of create and rerun: parameters, limits, runner, files, the one write. */
   const submit = (
@@ -142,7 +155,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
   ) =>
     Effect.gen(function*() {
       const placeholders = yield* Effect.fromResult(findPlaceholders(spec.workflow_json))
-      const resolved = yield* Effect.fromResult(resolveParams(placeholders, spec.params, spec.inherited))
+      const resolved = yield* Effect.fromResult(resolveParams(placeholders, withUrlInputs(placeholders, spec.params), spec.inherited))
       const limits = policy.limitsFor(user.tier)
       yield* Effect.fromResult(policy.check(user.tier, "workflow_params", 0, resolved.length))
       const now = yield* DateTime.now
@@ -163,7 +176,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         }).pipe(Effect.tap(() => Metric.update(workflowsCreated, 1)))
       // Files to store live in a scope that releases them unless the write succeeds; with none
       // (most creates), no scope is opened and closed.
-      return yield* (resolved.some(storesFile) ? Effect.scoped(Effect.flatMap(storeParams(id, resolved), write)) : write(values)).pipe(Effect.catchTags({
+      return yield* (resolved.some(storesFile) ? Effect.scoped(Effect.flatMap(storeParams(user, limits, id, resolved), write)) : write(values)).pipe(Effect.catchTags({
         LimitReached: (e) => Effect.fail(limitExceeded(e.limit, user.tier, limits[e.limit])),
         DuplicateIdempotencyKey: (e) => Effect.succeed(asFirstAnswered(e.existing))
       }))

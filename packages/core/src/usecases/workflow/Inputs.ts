@@ -10,6 +10,8 @@ export interface UploadedFile {
   readonly filename: string
   readonly content_type: string
   readonly content: BlobContent
+  /** Bytes, when known (what URL inputs of the same request share the tier's limit with). */
+  readonly size?: number | undefined
 }
 
 export interface CreateWorkflowInput {

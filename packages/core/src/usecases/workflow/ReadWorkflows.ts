@@ -1,11 +1,10 @@
-/** Reading workflows: one (detail), a page of the caller's (summaries), and their output files. */
+/** Reading workflows: one (detail), a page of the caller's (summaries), and the list of their output files (read by OutputFiles.ts). */
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { User } from "../../domain/Account.js"
-import { BlobStore } from "../../ports/BlobStore.js"
-import { OutputNotFound, type StorageError, ValidationError, WorkflowNotFound } from "../../domain/Errors.js"
+import { type StorageError, ValidationError, WorkflowNotFound } from "../../domain/Errors.js"
 import { isUuid } from "../../domain/Ids.js"
 import { pageOf } from "../../domain/Pagination.js"
 import { normalizeTag } from "../../domain/Tags.js"
@@ -18,7 +17,6 @@ const decodeStatus = Schema.decodeUnknownResult(WorkflowStatus)
 
 export const makeReadWorkflows = Effect.gen(function*() {
   const repo = yield* WorkflowRepository
-  const blobs = yield* BlobStore
   const sources = yield* estimateSources
 
   /** One workflow, with its place on its runner while it waits (QueueEstimate.ts). */
@@ -58,14 +56,5 @@ export const makeReadWorkflows = Effect.gen(function*() {
       }))
     )
 
-  const openOutput = (user: User, id: string, outputId: string) =>
-    Effect.gen(function*() {
-      const output = (yield* outputs(user, id)).find((o) => o.id === outputId)
-      if (output === undefined) return yield* Effect.fail(new OutputNotFound())
-      const blob = yield* blobs.get(output.blob_key)
-      if (Option.isNone(blob)) return yield* Effect.fail(new OutputNotFound())
-      return { output, blob: blob.value }
-    })
-
-  return { get, list, outputs, openOutput }
+  return { get, list, outputs }
 })
