@@ -115,7 +115,8 @@ export const makeFsBlobStore = (root: string) =>
             return written.pipe(
               Effect.ensuring(Effect.promise(() => handle.close().catch(() => undefined))),
               Effect.tap(() => io("write", () => nodeFs.rename(temp, file))),
-              Effect.tapError(() => remove(temp))
+              // On a failure and on an interruption (a client gone mid-upload): no partial file is left.
+              Effect.onError(() => remove(temp))
             )
           })),
       get: (key, options) =>

@@ -2,7 +2,9 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { BlobStore } from "@wes/core"
 import { runStoreConformance } from "@wes/core/testing"
 import { MemoryStoreLive } from "@wes/storage-memory"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -39,6 +41,30 @@ describe("filesystem blob store layout", () => {
       expect(leftovers.files).toEqual([])
       expect(leftovers.dirs).toHaveLength(256)
       expect(leftovers.dirs.every((d) => /^[0-9a-f]{2}$/.test(d))).toBe(true)
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("filesystem blob store writes interrupted", () => {
+  it("leaves no partial file when a put is interrupted mid-stream", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-interrupted-"))
+    try {
+      const files = await Effect.runPromise(Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        // The first chunk is written, then the content never ends: the put is interrupted while it waits.
+        const started = yield* Deferred.make<void>()
+        const endless = Stream.concat(
+          Stream.make(new Uint8Array(1024)),
+          Stream.fromEffect(Effect.andThen(Deferred.succeed(started, undefined), Effect.never))
+        )
+        const put = yield* Effect.forkChild(blobs.put("outputs/0190a1b2-c3d4-7e5f-8a9b-000000000001/1/big.bin", endless, "application/octet-stream"))
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(put)
+        return readdirSync(root, { recursive: true }).map(String).filter((f) => f.includes("/"))
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
+      expect(files).toEqual([])
     } finally {
       rmSync(root, { recursive: true, force: true })
     }
