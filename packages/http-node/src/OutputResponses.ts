@@ -35,7 +35,7 @@ export const outputResponse = (
     const plan = planDownload(headers, output)
     if (plan._tag === "NotModified") return HttpServerResponse.empty({ status: 304, headers: common })
     if (delivery.redirect) {
-      const url = yield* stored.signedUrl(delivery.signedUrlSeconds)
+      const url = yield* stored.signedUrl({ expires_in_seconds: delivery.signedUrlSeconds, content_disposition: common["content-disposition"] })
       // The URL is short-lived: neither the redirect nor where it points may be kept.
       if (Option.isSome(url)) return HttpServerResponse.redirect(url.value, { status: 307, headers: { "cache-control": "private, no-store" } })
     }

@@ -7,6 +7,7 @@
 import { BlobStore, StorageError } from "@wes/core"
 import { audioWorkflow, FakeComfyUI, videoWorkflow } from "@wes/runner-client/testing"
 import { MemoryBlobStore, MemoryStoreLive } from "@wes/storage-memory"
+import { parse as parseDisposition } from "content-disposition"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -189,7 +190,7 @@ describe("output downloads redirected to the store (WES_BLOB_REDIRECT)", () => {
   const SigningStore = Layer.effect(BlobStore, Effect.map(Effect.service(BlobStore), (store) => BlobStore.of({
     ...store,
     signedUrl: (key, o) =>
-      Effect.succeed(Option.some(`https://store.example/${key}?name=${encodeURIComponent(o.filename)}&expires=${o.expires_in_seconds}`))
+      Effect.succeed(Option.some(`https://store.example/${key}?name=${encodeURIComponent(parseDisposition(o.content_disposition).parameters["filename"] ?? "")}&expires=${o.expires_in_seconds}`))
   }))).pipe(Layer.provide(MemoryBlobStore))
 
   it("answers 307 to the store's short-lived URL when the store signs them, else streams the file", async () => {

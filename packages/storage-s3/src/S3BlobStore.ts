@@ -20,7 +20,6 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { call, isMissing, s3Error } from "./S3Calls.js"
-import { dispositionOf } from "./S3Disposition.js"
 import { deleteUnder } from "./S3Prefix.js"
 import type { S3Location } from "./S3Location.js"
 
@@ -104,14 +103,14 @@ export const makeS3BlobStore = (client: S3Client, location: S3Location, transfer
         ? call("delete", (signal) => client.send(new DeleteObjectCommand({ Bucket, Key: objectKey(key) }), { abortSignal: signal })).pipe(Effect.asVoid)
         : Effect.void,
     deletePrefix: (prefix) => (isSafeBlobPrefix(prefix) ? deleteUnder(client, Bucket, objectKey(prefix)) : Effect.fail(invalidKey(prefix))),
-    signedUrl: (key, { content_type, expires_in_seconds, filename }) =>
+    signedUrl: (key, { content_disposition, content_type, expires_in_seconds }) =>
       isSafeBlobKey(key)
         ? call("sign a URL", () =>
           getSignedUrl(client, new GetObjectCommand({
             Bucket,
             Key: objectKey(key),
             ResponseContentType: content_type,
-            ResponseContentDisposition: dispositionOf(filename, content_type)
+            ResponseContentDisposition: content_disposition
           }), { expiresIn: expires_in_seconds })).pipe(Effect.map(Option.some))
         : Effect.fail(invalidKey(key))
   })

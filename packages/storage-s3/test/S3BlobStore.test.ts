@@ -67,7 +67,7 @@ describe("S3 blob store", () => {
     const url = await run(Effect.gen(function*() {
       const blobs = yield* BlobStore
       yield* blobs.put("outputs/w2/1/ComfyUI_00001_.webm", [new TextEncoder().encode("video bytes")], "video/webm")
-      return Option.getOrThrow(yield* blobs.signedUrl("outputs/w2/1/ComfyUI_00001_.webm", { filename: "ComfyUI_00001_.webm", content_type: "video/webm", expires_in_seconds: 120 }))
+      return Option.getOrThrow(yield* blobs.signedUrl("outputs/w2/1/ComfyUI_00001_.webm", { content_type: "video/webm", content_disposition: "inline; filename=ComfyUI_00001_.webm", expires_in_seconds: 120 }))
     }))
     const parsed = new URL(url)
     expect([parsed.origin, parsed.pathname]).toEqual([s3.endpoint, `/${s3.bucket}/wes/outputs/w2/1/ComfyUI_00001_.webm`])

@@ -54,9 +54,9 @@ export interface DeletedBlobs {
 
 /** How a signed URL serves its blob. */
 export interface SignedUrlOptions {
-  /** The name a browser saves the download as (`Content-Disposition: attachment`). */
-  readonly filename: string
   readonly content_type: string
+  /** The `Content-Disposition` the URL answers with: the caller's, so a redirected download looks like a streamed one. */
+  readonly content_disposition: string
   readonly expires_in_seconds: number
 }
 

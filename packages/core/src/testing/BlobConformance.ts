@@ -146,7 +146,7 @@ export const blobConformanceCases = (options: BlobConformanceOptions = {}): Read
     const blobs = yield* BlobStore
     const key = `outputs/${F.uuid()}/1/cat.png`
     yield* blobs.put(key, [bytes(4, 1)], "image/png")
-    const url = yield* blobs.signedUrl(key, { filename: "cat.png", content_type: "image/png", expires_in_seconds: 60 })
+    const url = yield* blobs.signedUrl(key, { content_type: "image/png", content_disposition: "inline; filename=cat.png", expires_in_seconds: 60 })
     yield* options.signsUrls === true
       ? ok(Option.isSome(url) && /^https?:\/\//.test(url.value), `a URL (got ${JSON.stringify(url)})`)
       : equal(url, Option.none(), "this store serves blobs only through get")

@@ -10,7 +10,7 @@ import { type OutputExpired, OutputNotFound, type StorageError, WorkflowNotFound
 import { isUuid } from "../../domain/Ids.js"
 import { outputExpired } from "../../domain/Retention.js"
 import type { WorkflowHead, WorkflowOutput } from "../../domain/Workflow.js"
-import { type Blob, type BlobRange, BlobStore } from "../../ports/BlobStore.js"
+import { type Blob, type BlobRange, BlobStore, type SignedUrlOptions } from "../../ports/BlobStore.js"
 import { WorkflowRepository } from "../../ports/WorkflowRepository.js"
 
 /** An output file of the caller's workflow: its row, and how to read it. */
@@ -18,8 +18,8 @@ export interface StoredOutput {
   readonly output: WorkflowOutput
   /** Its bytes, or only those of `range` (clamped by the caller to `output.size`); not found when the store lost it. */
   readonly read: (range?: BlobRange) => Effect.Effect<Blob, OutputNotFound | StorageError>
-  /** A URL of the store serving it for `expiresInSeconds`, named as the output; none when the store serves none. */
-  readonly signedUrl: (expiresInSeconds: number) => Effect.Effect<Option.Option<string>, StorageError>
+  /** A URL of the store serving it with its content type and `content_disposition`; none when the store serves none. */
+  readonly signedUrl: (options: Omit<SignedUrlOptions, "content_type">) => Effect.Effect<Option.Option<string>, StorageError>
 }
 
 /** A workflow and its output files, in the order they were stored. */
@@ -39,12 +39,7 @@ export const makeOutputFiles = Effect.gen(function*() {
         blobs.get(output.blob_key, range === undefined ? undefined : { range }),
         Option.match({ onNone: () => Effect.fail(new OutputNotFound()), onSome: Effect.succeed })
       ),
-    signedUrl: (expiresInSeconds) =>
-      blobs.signedUrl(output.blob_key, {
-        filename: output.filename,
-        content_type: output.content_type,
-        expires_in_seconds: expiresInSeconds
-      })
+    signedUrl: (options) => blobs.signedUrl(output.blob_key, { ...options, content_type: output.content_type })
   })
 
   const allOutputs = (user: User, id: string): Effect.Effect<OutputArchive, WorkflowNotFound | StorageError> =>
