@@ -14,6 +14,14 @@ export const RunnerStatus = Schema.Literals(["active", "disabled"]).annotate({
 })
 export type RunnerStatus = typeof RunnerStatus.Type
 
+/** How WES reaches a runner: over HTTP at its endpoint, or through its outbound agent (issue 34). */
+export const RunnerConnection = Schema.Literals(["direct", "agent"]).annotate({
+  identifier: "RunnerConnection",
+  description: "direct: WES calls the endpoint; agent: a wes-agent beside ComfyUI dials out to WES and WES drives ComfyUI through it",
+  message: "must be direct or agent"
+})
+export type RunnerConnection = typeof RunnerConnection.Type
+
 /** True for an absolute http(s) URL with a host and no credentials, query or fragment. */
 export const isRunnerEndpoint = (s: string): boolean => {
   if (!URL.canParse(s)) return false
@@ -209,6 +217,11 @@ export interface RunnerTarget {
   readonly status: RunnerStatus
   /** Its ComfyUI as last probed (which API the client uses for it); absent or null: unknown. */
   readonly comfyui?: RunnerComfyUI | null | undefined
+  /**
+   * How WES reaches it: `direct` (its endpoint, over HTTP), or `agent` (through the `wes-agent`
+   * that dialled out to WES; the endpoint is then never connected to). Absent: `direct`.
+   */
+  readonly connection?: RunnerConnection | undefined
 }
 
 export const userRunnerTarget = (r: Runner): RunnerTarget => ({

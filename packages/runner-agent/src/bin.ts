@@ -1,0 +1,3 @@
+#!/usr/bin/env node
+/** `wes-agent`: see docs/operating-runners.md, "Runners behind NAT". */
+export {}

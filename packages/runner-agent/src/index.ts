@@ -1,0 +1,2 @@
+/** @wes/runner-agent: the `wes-agent` command and its parts (issue 34). */
+export {}

@@ -1,0 +1,4 @@
+import { defineConfig } from "tsup"
+import { libraryConfig } from "../../tsup.shared.js"
+
+export default defineConfig(libraryConfig(["src/index.ts", "src/bin.ts"]))
