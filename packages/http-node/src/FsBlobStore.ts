@@ -12,8 +12,11 @@
  *
  * A put is the upload path (B4): it calls node's file system directly (open, a `writev` per batch
  * of chunks, close, rename), not through effect's FileSystem, whose every call costs a
- * dozen steps of Effect's runtime. Reads stream through FileSystem (with an offset past the header,
- * and for a range its start and length). `deletePrefix` lists the prefix's shard (FsBlobDelete.ts).
+ * dozen steps of Effect's runtime; a multipart part spilled to a file is copied from its file
+ * through one reused buffer (LocalFileContent.ts). Reads stream through FileSystem (with an
+ * offset past the header, and for a range its start and length), each stream registered with its
+ * file, which a download sends itself (FileDownload.ts). `deletePrefix` lists the prefix's shard
+ * (FsBlobDelete.ts).
  */
 import { BlobStore, isBlobBytes, isSafeBlobKey, isSafeBlobPrefix, StorageError } from "@wes/core"
 import * as Effect from "effect/Effect"
@@ -26,9 +29,35 @@ import * as nodeFs from "node:fs/promises"
 import { deleteUnder } from "./FsBlobDelete.js"
 import { blobName, legacyName, SHARDS } from "./FsBlobNames.js"
 import { HEADER_MAX, header, isNotFound, parseHeader } from "./FsBlobHeader.js"
+import { fileBacked, type LocalFile, localFileOf } from "./LocalFileContent.js"
 
 /** A unique temporary name beside `file`, renamed into place once complete. */
 const partOf = (file: string) => `${file}.${Date.now().toString(36)}${Math.random().toString(36).slice(2)}.part`
+
+/** Bytes a file is copied by at a time (LocalFileContent.ts). */
+const COPY_CHUNK = 1024 * 1024
+
+/**
+ * Appends the bytes of `source` to `handle` through one buffer, reused for every read (no
+ * garbage per chunk); the bytes copied. Stops at `signal`'s abort (an interrupted put).
+ */
+const appendFile = async (handle: nodeFs.FileHandle, source: LocalFile, signal: AbortSignal): Promise<number> => {
+  const from = await nodeFs.open(source.path, "r")
+  try {
+    const buffer = Buffer.allocUnsafeSlow(COPY_CHUNK)
+    let copied = 0
+    for (;;) {
+      signal.throwIfAborted()
+      const want = Math.min(COPY_CHUNK, (source.length ?? Number.POSITIVE_INFINITY) - copied)
+      const { bytesRead } = want <= 0 ? { bytesRead: 0 } : await from.read(buffer, 0, want, source.start + copied)
+      if (bytesRead === 0) return copied
+      await writeAll(handle, [buffer.subarray(0, bytesRead)])
+      copied += bytesRead
+    }
+  } finally {
+    await from.close()
+  }
+}
 
 /** Writes every byte of `chunks` at the file's position: one `writev`, more only if the system wrote part. */
 const writeAll = async (handle: nodeFs.FileHandle, chunks: ReadonlyArray<Uint8Array>): Promise<void> => {
@@ -106,11 +135,18 @@ export const makeFsBlobStore = (root: string) =>
               for (const p of parts) size += p.length
               return parts
             }
+            // A spilled upload's file is copied, not streamed (LocalFileContent.ts).
+            const source = localFileOf(content)
             const written = (isBlobBytes(content)
               ? write([header(contentType), ...sized(content)])
               : Effect.andThen(
                 write([header(contentType)]),
-                Stream.runForEachArray(content, (chunk) => write(sized(chunk)))
+                source === undefined
+                  ? Stream.runForEachArray(content, (chunk) => write(sized(chunk)))
+                  : Effect.tryPromise({ try: (signal) => appendFile(handle, source, signal), catch: failed("write") })
+                    .pipe(Effect.map((copied) => {
+                      size = copied
+                    }))
               )).pipe(Effect.map(() => size))
             return written.pipe(
               Effect.ensuring(Effect.promise(() => handle.close().catch(() => undefined))),
@@ -138,14 +174,16 @@ export const makeFsBlobStore = (root: string) =>
             (yield* io("read", () => nodeFs.readFile(meta, "utf8")).pipe(Effect.orElseSucceed(() => "application/octet-stream")))
           const offset = parsed?.length ?? 0
           const range = options?.range
+          const start = offset + (range?.start ?? 0)
+          const length = range === undefined ? size - offset : Math.max(0, range.end - range.start + 1)
           return Option.some({
             size: size - offset,
             content_type: contentType,
-            stream: fs.stream(file, {
-              chunkSize: 1024 * 1024,
-              offset: offset + (range?.start ?? 0),
-              bytesToRead: range === undefined ? undefined : Math.max(0, range.end - range.start + 1)
-            }).pipe(Stream.mapError(failed("read")))
+            // Its file, for whoever can send it without running the stream (LocalFileContent.ts).
+            stream: fileBacked(
+              fs.stream(file, { chunkSize: 1024 * 1024, offset: start, bytesToRead: length }).pipe(Stream.mapError(failed("read"))),
+              { path: file, start, length }
+            )
           })
         }),
       copy: (from, to) =>

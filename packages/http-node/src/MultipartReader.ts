@@ -9,7 +9,8 @@
  * oversized upload is refused as it streams (at once from a larger Content-Length) without ever
  * being held whole; a request without a caller (none reads a form today) has the contract's 50 MB.
  * No synchronous filesystem call runs on a request; chunks are kept as node delivered them (each
- * is its own buffer), not copied.
+ * is its own buffer), not copied, and a chunk a spilled part's file has whole is freed at once
+ * (SpilledChunks.ts).
  */
 import { CurrentUser, FormFile, type FormRecord, InternalError } from "@wes/api"
 import { sizeText, StorageError, type Tier, TierPolicy, ValidationError } from "@wes/core"
@@ -21,6 +22,8 @@ import * as Path from "effect/Path"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as MP from "multipasta"
+import { fileBacked } from "./LocalFileContent.js"
+import { makeSpilledChunks } from "./SpilledChunks.js"
 import * as NodeFs from "node:fs"
 import type { IncomingMessage } from "node:http"
 
@@ -155,7 +158,8 @@ const make = (limits: MultipartLimits) =>
         part.filename,
         part.contentType,
         part.size,
-        fs.stream(held.path, { chunkSize: 1024 * 1024 }).pipe(Stream.mapError(readBack(held.path))),
+        // The directory store copies the file itself (LocalFileContent.ts); other stores run the stream.
+        fileBacked(fs.stream(held.path, { chunkSize: 1024 * 1024 }).pipe(Stream.mapError(readBack(held.path))), { path: held.path, start: 0 }),
         Effect.mapError(fs.readFileString(held.path), readBack(held.path))
       )
     }
@@ -223,6 +227,8 @@ const parse = (request: IncomingMessage, limits: Limits, spill: () => string): E
     const seen = new Set<string>()
     const writers = new Set<NodeFs.WriteStream>()
     let inMemory = 0
+    // Each chunk's memory is freed once a file has all of it (SpilledChunks.ts).
+    const spilledChunks = makeSpilledChunks()
     let ended = false
     let finished = false
     let parsedAll = false
@@ -320,7 +326,7 @@ const parse = (request: IncomingMessage, limits: Limits, spill: () => string): E
             return
           }
           writer ??= toDisk(part)
-          if (!writer.write(chunk) && !request.isPaused()) holdUntilWritten(writer)
+          if (!writer.write(chunk, spilledChunks.filing(chunk)) && !request.isPaused()) holdUntilWritten(writer)
         }
       },
       onError: (error) => fail(classify(error, limits)),
@@ -331,7 +337,10 @@ const parse = (request: IncomingMessage, limits: Limits, spill: () => string): E
     })
 
     const onData = (chunk: Buffer) => {
-      if (!finished) parser.write(chunk)
+      if (finished) return
+      spilledChunks.received(chunk)
+      parser.write(chunk)
+      spilledChunks.parsed(chunk)
     }
     const onEnd = () => {
       ended = true

@@ -18,3 +18,9 @@ export const nodeMessages = (request: HttpServerRequest): NodeMessages => {
   if (!(req instanceof IncomingMessage) || !(res instanceof ServerResponse)) throw new Error("expected a request of node:http's server")
   return { req, res }
 }
+
+/** Node's response to the request when node:http's server serves it (none for another server's). */
+export const nodeResponseOf = (request: HttpServerRequest): ServerResponse | undefined => {
+  const res: unknown = NodeHttpServerRequest.toServerResponse(request)
+  return res instanceof ServerResponse ? res : undefined
+}

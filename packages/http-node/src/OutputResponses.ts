@@ -8,6 +8,9 @@ import * as Effect from "effect/Effect"
 import * as HttpServerResponse from "effect/http/HttpServerResponse"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import type { ServerResponse } from "node:http"
+import { fileDownload } from "./FileDownload.js"
+import { localFileOf } from "./LocalFileContent.js"
 import { archiveName, zipArchive } from "./OutputArchive.js"
 import { dispositionOf, type DownloadHeaders, fileHeaders, planDownload } from "./OutputDownload.js"
 
@@ -23,11 +26,15 @@ export const OutputDelivery = Context.Reference<{ readonly redirect: boolean; re
 const logged = <E extends { readonly message: string }>(stream: Stream.Stream<Uint8Array, E>, what: Record<string, string>) =>
   stream.pipe(Stream.tapError((e) => Effect.logError("output stream failed", { ...what, error: e.message })))
 
-/** The answer to a download of `stored` with these request headers. */
+/**
+ * The answer to a download of `stored` with these request headers. With node's response (`sink`),
+ * a blob in a local file is sent from its file through one reused buffer (FileDownload.ts).
+ */
 export const outputResponse = (
   stored: StoredOutput,
   headers: DownloadHeaders,
-  delivery: typeof OutputDelivery.Service
+  delivery: typeof OutputDelivery.Service,
+  sink?: ServerResponse | undefined
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, OutputNotFound | StorageError> =>
   Effect.gen(function*() {
     const { output } = stored
@@ -47,7 +54,8 @@ export const outputResponse = (
     }
     const range = plan._tag === "Partial" ? plan.range : undefined
     const blob = yield* stored.read(range)
-    const stream = logged(blob.stream, { output_id: output.id })
+    const file = sink === undefined ? undefined : localFileOf(blob.stream)
+    const stream = logged(file === undefined || sink === undefined ? blob.stream : fileDownload(file, sink), { output_id: output.id })
     return range === undefined
       ? HttpServerResponse.stream(stream, { contentType: blob.content_type, contentLength: blob.size, headers: common })
       : HttpServerResponse.stream(stream, {

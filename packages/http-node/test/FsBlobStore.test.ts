@@ -1,5 +1,5 @@
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { BlobStore } from "@wes/core"
+import { BlobStore, StorageError } from "@wes/core"
 import { runStoreConformance } from "@wes/core/testing"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Deferred from "effect/Deferred"
@@ -14,6 +14,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { FsBlobStoreLive } from "../src/FsBlobStore.js"
+import { fileBacked } from "../src/LocalFileContent.js"
 
 // The memory store with its blobs on disk: the blob cases of the conformance suite hit the files.
 const dir = mkdtempSync(join(tmpdir(), "wes-blobs-"))
@@ -65,6 +66,29 @@ describe("filesystem blob store writes interrupted", () => {
         return readdirSync(root, { recursive: true }).map(String).filter((f) => f.includes("/"))
       }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
       expect(files).toEqual([])
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("filesystem blob store given a spilled upload", () => {
+  it("copies the upload's file (several copy buffers' worth) instead of running its stream", async () => {
+    const root = mkdtempSync(join(tmpdir(), "wes-blobs-spilled-"))
+    try {
+      const spilled = join(root, "part-1")
+      const bytes = Buffer.concat(Array.from({ length: 3 }, (_, i) => Buffer.alloc(1024 * 1024, i + 1)).concat(Buffer.from("tail!")))
+      writeFileSync(spilled, bytes)
+      // The stream would fail: only the file may be read.
+      const content = fileBacked(Stream.fail(new StorageError({ message: "the stream was run" })), { path: spilled, start: 0 })
+      const got = await Effect.runPromise(Effect.gen(function*() {
+        const blobs = yield* BlobStore
+        const size = yield* blobs.put("inputs/a/data/big.bin", content, "application/octet-stream")
+        const blob = yield* blobs.get("inputs/a/data/big.bin")
+        const read = Option.isSome(blob) ? Buffer.concat([...yield* Stream.runCollect(blob.value.stream)]) : Buffer.alloc(0)
+        return { size, stored: Option.map(blob, (b) => b.size), sha: createHash("sha256").update(read).digest("hex") }
+      }).pipe(Effect.provide(FsBlobStoreLive(root).pipe(Layer.provide(NodeServices.layer)))))
+      expect(got).toEqual({ size: bytes.length, stored: Option.some(bytes.length), sha: createHash("sha256").update(bytes).digest("hex") })
     } finally {
       rmSync(root, { recursive: true, force: true })
     }

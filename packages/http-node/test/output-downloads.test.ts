@@ -5,14 +5,19 @@
  * redirect to the store's signed URL.
  */
 import { BlobStore, StorageError } from "@wes/core"
-import { audioWorkflow, FakeComfyUI, videoWorkflow } from "@wes/runner-client/testing"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { audioWorkflow, FakeComfyUI, largeOutputBytes, videoWorkflow } from "@wes/runner-client/testing"
 import { MemoryBlobStore, MemoryStoreLive } from "@wes/storage-memory"
 import { parse as parseDisposition } from "content-disposition"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import yauzl from "yauzl"
+import { FsBlobStoreLive } from "../src/FsBlobStore.js"
 import { fastDispatch, json, readJson, startServer, type TestServer, workflowForm, type WorkflowSummaryJson } from "./harness.js"
 
 interface OutputJson {
@@ -158,6 +163,37 @@ describe("output downloads", () => {
     const other = await server.user("pro")
     const refused = await server.fetch(`/v1/workflow/${id}/outputs.zip`, { headers: other.auth })
     expect([refused.status, await refused.json()]).toEqual([404, { status: 404, message: "Workflow not found" }])
+  })
+})
+
+describe("output downloads from the directory store (sent from the blob's file through one reused buffer)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "wes-downloads-"))
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startServer({ dispatcher: fastDispatch, store: Layer.merge(MemoryStoreLive, FsBlobStoreLive(dir).pipe(Layer.provide(NodeServices.layer))) })
+  })
+  afterAll(async () => {
+    await server.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("sends a file of several read buffers whole, and ranges across their edges, byte for byte; 304 for its ETag", async () => {
+    const size = 3 * 1024 * 1024 + 12_345
+    const { u, id, outputs: [big] } = await run(server, { "1": { class_type: "FakeLargeOutput", inputs: { bytes: size, filename_prefix: "large/wes" } } })
+    const blocks: Array<Buffer> = []
+    for await (const block of largeOutputBytes(size)) blocks.push(block)
+    const expected = Buffer.concat(blocks)
+    const url = `/v1/workflow/${id}/outputs/${big!.id}`
+    const whole = await server.fetch(url, { headers: u.auth })
+    expect([whole.status, whole.headers.get("content-length")]).toEqual([200, String(size)])
+    expect(Buffer.from(await whole.arrayBuffer()).equals(expected)).toBe(true)
+    for (const [start, end] of [[1_048_000, 2_100_000], [0, size - 1], [size - 10, size - 1], [2 * 1024 * 1024, 2 * 1024 * 1024]]) {
+      const res = await server.fetch(url, { headers: { ...u.auth, range: `bytes=${start}-${end}` } })
+      expect([res.status, res.headers.get("content-range")]).toEqual([206, `bytes ${start}-${end}/${size}`])
+      expect(Buffer.from(await res.arrayBuffer()).equals(expected.subarray(start, end + 1))).toBe(true)
+    }
+    const again = await server.fetch(url, { headers: { ...u.auth, "if-none-match": whole.headers.get("etag")! } })
+    expect([again.status, await again.text()]).toEqual([304, ""])
   })
 })
 
