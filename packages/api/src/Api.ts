@@ -17,15 +17,18 @@ import {
   CurrentUser as CurrentUserView,
   DeliveryView,
   DescribeParametersRequest,
+  IssuedRunnerToken,
   IssuedToken,
   Int,
   IssueTokenRequest,
   ManagedRunnerResponse,
   ManagedRunnerView,
+  MAX_MODEL_FILES,
   type Principal,
   Priority,
   RunnerResponse,
   RunnerStatus,
+  RunnerTokenView,
   RunnerView,
   Template,
   TemplateListItem,
@@ -150,6 +153,10 @@ const PARAMS_DOC = "Dynamic parameters: a field `$<name>` (text, or a file part)
 
 const JSON_DOC = "JSON file (a text field is accepted too)"
 
+const MODELS_DOC = `${JSON_DOC}: model files the runner needs, \`[{url, sha256, folder, filename}]\` (at most ${MAX_MODEL_FILES}; ` +
+  "`folder` one of ComfyUI's model folders). A runner reached through `wes-agent` downloads those it lacks, " +
+  "verified by sha256, before the prompt is posted; other runners must already have them"
+
 const WEBHOOK_URL_DOC = "Send this workflow's webhooks (status queued, running and every end) to this http(s) URL instead of " +
   "your default endpoint; signed with your webhook secret, so PUT /v1/webhook first."
 
@@ -165,7 +172,8 @@ export const CreateWorkflowForm = form(
         identifier: undefined,
         description: "low, normal (the default) or high, up to the tier's max_priority; on its runner higher priorities go first"
       })),
-      webhook_url: Schema.optionalKey(TextField.annotate({ description: WEBHOOK_URL_DOC }))
+      webhook_url: Schema.optionalKey(TextField.annotate({ description: WEBHOOK_URL_DOC })),
+      models: Schema.optionalKey(jsonDocument(`${MODELS_DOC}. Added to the template's; one file per folder/filename.`))
     }),
     [ParamFields]
   ),
@@ -186,7 +194,8 @@ export const CreateTemplateForm = form(
   Schema.Struct({
     name: TextField.annotate({ description: "1-100 characters" }),
     description: TextField.annotate({ description: "1-500 characters" }),
-    body: jsonDocument(`${JSON_DOC}: the workflow definition`)
+    body: jsonDocument(`${JSON_DOC}: the workflow definition`),
+    models: Schema.optionalKey(jsonDocument(`${MODELS_DOC}, for every workflow made from it.`))
   }),
   "A template: a reusable workflow definition."
 )
@@ -195,7 +204,8 @@ export const UpdateTemplateForm = form(
   Schema.Struct({
     name: Schema.optionalKey(TextField),
     description: Schema.optionalKey(TextField),
-    body: Schema.optionalKey(jsonDocument(JSON_DOC))
+    body: Schema.optionalKey(jsonDocument(JSON_DOC)),
+    models: Schema.optionalKey(jsonDocument(MODELS_DOC))
   }),
   "Omitted fields keep their values."
 )
@@ -234,7 +244,7 @@ const PreviewsFlag = Schema.Literals(["true", "false"]).annotate({
  * client reads the response's body (`responseMode: "response-only"`) or uses EventSource.
  */
 const sse = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/event-stream" })).annotate({
-  description: "Server-sent events: `status`, `queue`, `progress`, `executing`, `output`, then `done`. " +
+  description: "Server-sent events: `status`, `queue`, `provisioning` (model files being placed on an agent runner: `{folder, filename, bytes, total, percent}`), `progress`, `executing`, `output`, then `done`. " +
     "`id:` is the workflow's event sequence; send `Last-Event-ID` to resume. With `previews=true`, also `preview` " +
     "events without `id:` (`{node, content_type, image}`, the image base64-encoded), dropped rather than queued."
 })
@@ -381,10 +391,21 @@ export class TemplatesGroup extends HttpApiGroup.make("templates")
 
 const RunnerList = Schema.Struct({ runners: Schema.Array(RunnerResponse), total: Int })
 
+const RunnerTokenParams = { ...Id, token_id: Schema.String.annotate({ format: "uuid" }) }
+
+const AGENT_TOKEN_DOC = "Start `wes-agent` beside the runner's ComfyUI with the token in WES_RUNNER_TOKEN: it lets that agent " +
+  "connect as this runner and nothing else (it is refused on /v1). At most 10 live tokens per runner; 409 for a direct runner."
+
 export class RunnersGroup extends HttpApiGroup.make("runners")
   .add(
     HttpApiEndpoint.post("create", "/v1/runner", { payload: inPlace(CreateRunnerRequest), success: CreatedRunner, error: errors(Forbidden) })
-      .annotate(OpenApi.Summary, "Register a runner (its endpoint is probed)"),
+      .annotate(OpenApi.Summary, "Register a runner (a direct runner's endpoint is probed)")
+      .annotate(
+        OpenApi.Description,
+        "`connection` is `direct` (the default: WES calls `endpoint`, probed first) or `agent` (WES drives the runner " +
+          "through the `wes-agent` that dials out to it; `endpoint` may be omitted and is never connected to; " +
+          "create a token with POST /v1/runner/{id}/agent-token). The connection cannot be changed later."
+      ),
     HttpApiEndpoint.get("list", "/v1/runner", {
       query: { ...PageParams.fields, status: Schema.optional(RunnerStatus) },
       success: RunnerList,
@@ -399,7 +420,19 @@ export class RunnersGroup extends HttpApiGroup.make("runners")
     HttpApiEndpoint.delete("delete", "/v1/runner/:id", { params: Id, success: NoContent, error: errors(ConflictStatus) })
       .annotate(OpenApi.Summary, "Delete a runner without unfinished workflows"),
     HttpApiEndpoint.get("history", "/v1/runner/:id/history", { params: Id, success: Schema.Array(WorkflowSummary), error: errors() })
-      .annotate(OpenApi.Summary, "The caller's 10 newest workflows on this runner")
+      .annotate(OpenApi.Summary, "The caller's 10 newest workflows on this runner"),
+    HttpApiEndpoint.post("createAgentToken", "/v1/runner/:id/agent-token", {
+      params: Id,
+      success: created(IssuedRunnerToken),
+      error: errors(ConflictStatus)
+    }).annotate(OpenApi.Summary, "Create a runner token for an agent runner (shown once)").annotate(OpenApi.Description, AGENT_TOKEN_DOC),
+    HttpApiEndpoint.get("listAgentTokens", "/v1/runner/:id/agent-tokens", { params: Id, success: Schema.Array(RunnerTokenView), error: errors() })
+      .annotate(OpenApi.Summary, "The runner's tokens, newest first, revoked ones included (never their values)"),
+    HttpApiEndpoint.delete("revokeAgentToken", "/v1/runner/:id/agent-token/:token_id", {
+      params: RunnerTokenParams,
+      success: NoContent,
+      error: errors()
+    }).annotate(OpenApi.Summary, "Revoke a runner token: its agent is disconnected within a lease")
   )
   .middleware(Authentication)
 {}

@@ -14,6 +14,10 @@ import { ManagedRunnerService } from "./usecases/ManagedRunnerService.js"
 import type { RunnerGateway } from "./ports/RunnerGateway.js"
 import type { RunnerProbe } from "./ports/RunnerProbe.js"
 import type { RunnerRepository } from "./ports/RunnerRepository.js"
+import type { RunnerTokenRepository } from "./ports/RunnerTokenRepository.js"
+import type { AgentTokens } from "./ports/AgentTokens.js"
+import type { AgentPresence } from "./ports/AgentPresence.js"
+import { AgentTokenService, AgentTokensLive } from "./usecases/AgentTokenService.js"
 import { RunnerService } from "./usecases/RunnerService.js"
 import { Scheduler } from "./usecases/Scheduler.js"
 import { RunTimes } from "./usecases/RunTimes.js"
@@ -45,6 +49,8 @@ export type StoreServices =
   | RetentionRepository
   | CapabilityRepository
   | WebhookRepository
+  | RunnerTokenRepository
+  | AgentPresence
 
 /** The use cases: what the HTTP edge and an embedding host call. */
 export type UseCaseServices =
@@ -55,6 +61,8 @@ export type UseCaseServices =
   | AccountService
   | RunnerCapabilities
   | WebhookService
+  | AgentTokenService
+  | AgentTokens
 
 /** What the use cases need from outside core. */
 export type UseCaseNeeds = StoreServices | RunnerGateway | TierPolicy | RunnerProbe | IdGenerator | Crypto
@@ -90,6 +98,8 @@ export function useCasesLayer(
     ManagedRunnerService.Live,
     AccountService.layer(options.tokenUse ?? defaultTokenUseOptions),
     WebhookServiceLive,
+    AgentTokenService.Live,
+    AgentTokensLive,
     capabilities
   )
   if (options.dispatcher === undefined) return useCases.pipe(Layer.provide(internals))

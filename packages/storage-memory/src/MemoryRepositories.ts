@@ -106,7 +106,7 @@ export interface ActiveRunners {
   readonly activeRefs: () => ReadonlyArray<RunnerRef>
 }
 
-export const makeMemoryRunnerRepository = (): RunnerRepository["Service"] & ActiveRunners => {
+export const makeMemoryRunnerRepository = (): RunnerRepository["Service"] & ActiveRunners & { readonly exists: (id: string) => boolean } => {
   const store = new Owned<Runner>()
   const activeRefs = () =>
     Array.from(store.byId.values()).filter((r) => r.status === "active").map((r): RunnerRef => ({ kind: "user", id: r.id }))
@@ -124,7 +124,7 @@ export const makeMemoryRunnerRepository = (): RunnerRepository["Service"] & Acti
       }),
     count: (userId) => Effect.sync(() => store.count(userId)),
     listActiveForUser: (userId) => Effect.sync(() => store.newest(userId).filter((r) => r.status === "active"))
-  }), { activeRefs })
+  }), { activeRefs, exists: (id: string) => store.byId.has(id) })
 }
 
 export const makeMemoryManagedRunnerRepository = (): ManagedRunnerRepository["Service"] & ActiveRunners => {

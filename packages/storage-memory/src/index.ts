@@ -10,6 +10,7 @@ import {
   RetentionRepository,
   RunnerLoad,
   RunnerRepository,
+  RunnerTokenRepository,
   type StoreServices,
   WebhookRepository,
   WorkflowEventBus,
@@ -32,8 +33,10 @@ import {
   MemoryTemplateRepository
 } from "./MemoryRepositories.js"
 import { MemoryRunnerOwnership } from "./MemoryRunnerOwnership.js"
+import { MemoryAgentPresence } from "./MemoryAgentPresence.js"
 import { makeMemoryRunnerLoad } from "./MemoryRunnerLoad.js"
 import { makeMemoryRetention } from "./MemoryRetention.js"
+import { makeMemoryRunnerTokenRepository } from "./MemoryRunnerTokens.js"
 import { makeMemoryWorkflowRepository } from "./MemoryWorkflowRepository.js"
 import { makeMemoryWebhookRepository, WebhookTable } from "./MemoryWebhooks.js"
 import { WorkflowTable } from "./WorkflowTable.js"
@@ -44,6 +47,8 @@ export * from "./MemoryPreviews.js"
 export * from "./MemoryRepositories.js"
 export * from "./MemoryRetention.js"
 export * from "./MemoryRunnerOwnership.js"
+export * from "./MemoryRunnerTokens.js"
+export * from "./MemoryAgentPresence.js"
 export * from "./MemoryWebhooks.js"
 
 /**
@@ -62,6 +67,7 @@ export const MemoryWorkflowStore: Layer.Layer<
   | WebhookRepository
   | AccountRepository
   | RetentionRepository
+  | RunnerTokenRepository
 > = Layer.effectContext(Effect.gen(function*() {
   const table = new WorkflowTable()
   const log = makeMemoryEventLog()
@@ -80,6 +86,7 @@ export const MemoryWorkflowStore: Layer.Layer<
     Context.add(RetentionRepository, makeMemoryRetention(table, log, webhooks, accounts.tierOf)),
     Context.add(DispatchQueue, makeMemoryDispatchQueue(table, wakeups)),
     Context.add(RunnerRepository, runners),
+    Context.add(RunnerTokenRepository, makeMemoryRunnerTokenRepository(runners.exists)),
     Context.add(ManagedRunnerRepository, managed),
     Context.add(RunnerLoad, makeMemoryRunnerLoad(runners, managed, table)),
     Context.add(CapabilityRepository, makeMemoryCapabilityRepository([runners, managed]))
@@ -91,6 +98,7 @@ export const MemoryStoreLive: Layer.Layer<StoreServices> = Layer.mergeAll(
   MemoryWorkflowStore,
   MemoryPreviews,
   MemoryRunnerOwnership,
+  MemoryAgentPresence,
   MemoryTemplateRepository,
   MemoryBlobStore
 )

@@ -28,6 +28,9 @@ import m0031 from "./migrations/0031_runner_comfyui.js"
 import m0032 from "./migrations/0032_workflow_previews.js"
 import m0033 from "./migrations/0033_blob_key_prefix.js"
 import m0034 from "./migrations/0034_retention.js"
+import m0035 from "./migrations/0035_runner_agent.js"
+import m0036 from "./migrations/0036_agent_presence.js"
+import m0037 from "./migrations/0037_models.js"
 import { orStorageError, run, storageError, transaction } from "./Sql.js"
 
 /** Every migration by `<id>_<name>`; ids only grow, and a released migration never changes. */
@@ -51,7 +54,10 @@ export const migrations: Record<string, Effect.Effect<void, SqlError, SqlClient.
   "0031_runner_comfyui": m0031,
   "0032_workflow_previews": m0032,
   "0033_blob_key_prefix": m0033,
-  "0034_retention": m0034
+  "0034_retention": m0034,
+  "0035_runner_agent": m0035,
+  "0036_agent_presence": m0036,
+  "0037_models": m0037
 }
 
 /** The Migrator's bookkeeping table (in the schema the connection's search_path selects). */

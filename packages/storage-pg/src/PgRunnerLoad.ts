@@ -14,18 +14,24 @@ import { runners } from "./Tables.js"
 import { UNFINISHED_SQL } from "./WorkflowWrites.js"
 
 // What a candidate says of its runner: the columns both runner tables have in the same form.
+// `connection` is the user runner's; a managed runner is always reached directly.
 const { comfyui, endpoint, headers, name, status, tags } = runners.row.fields
 const targets = table("runners", Schema.Struct({ id: Schema.String, name, endpoint, headers, tags, status, comfyui }))
 
-const CandidateRow = Schema.Struct({ kind: Schema.Literals(["user", "managed"]), ...targets.row.fields, in_flight: Schema.Int })
+const CandidateRow = Schema.Struct({
+  kind: Schema.Literals(["user", "managed"]),
+  ...targets.row.fields,
+  connection: runners.row.fields.connection,
+  in_flight: Schema.Int
+})
 
 export const runnerLoadQuery = (sql: SqlClient.SqlClient, userId: string, types: ReadonlyArray<RunnerType>) => {
   const unfinished = sql.literal(UNFINISHED_SQL)
-  return sql`SELECT 'user' AS kind, ${sql.literal(targets.list("r"))},
+  return sql`SELECT 'user' AS kind, ${sql.literal(targets.list("r"))}, r.connection,
       (SELECT count(*)::int FROM workflows w WHERE w.user_runner_id = r.id AND w.status IN ${unfinished}) AS in_flight
     FROM runners r WHERE r.user_id = ${userId} AND r.status = 'active'
     UNION ALL
-    SELECT 'managed', ${sql.literal(targets.list("m"))},
+    SELECT 'managed', ${sql.literal(targets.list("m"))}, 'direct',
       (SELECT count(*)::int FROM workflows w WHERE w.managed_runner_id = m.id AND w.status IN ${unfinished})
     FROM managed_runners m WHERE m.status = 'active' AND m.runner_type = ANY(${types}::text[])`
 }

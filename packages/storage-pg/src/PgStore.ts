@@ -27,11 +27,13 @@ import { DEFAULT_EVENTS_CHANNEL, eventWakeupsOn, type PgEventBusOptions } from "
 import { DEFAULT_HEARTBEAT_INTERVAL, startListener } from "./PgListener.js"
 import { PgManagedRunnerRepository } from "./PgManagedRunnerRepository.js"
 import { makePgPreviews } from "./PgPreviews.js"
-import { layerPgRunnerOwnership, type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
+import { layerPgAgentOwnership } from "./PgAgentPresence.js"
+import { type PgRunnerOwnershipOptions } from "./PgRunnerOwnership.js"
 import { PgRunnerLoad } from "./PgRunnerLoad.js"
 import { PgCapabilityRepository } from "./PgCapabilityRepository.js"
 import { PgRetention } from "./PgRetention.js"
 import { PgRunnerRepository } from "./PgRunnerRepository.js"
+import { PgRunnerTokenRepository } from "./PgRunnerTokenRepository.js"
 import { PgTemplateRepository } from "./PgTemplateRepository.js"
 import { makePgWebhookRepository, webhookWakeupsOn } from "./PgWebhookRepository.js"
 import { DEFAULT_WEBHOOKS_CHANNEL } from "./WorkflowWrites.js"
@@ -147,6 +149,7 @@ export const PgStoreFromClient = (
   Layer.mergeAll(
     PgTemplateRepository,
     PgRunnerRepository,
+    PgRunnerTokenRepository,
     PgManagedRunnerRepository,
     PgAccountRepository,
     PgBlobStore,
@@ -154,7 +157,8 @@ export const PgStoreFromClient = (
     PgCapabilityRepository,
     PgRetention,
     layerPgWorkflows(options),
-    layerPgRunnerOwnership(options.runnerLeases)
+    // Runner leases that leave an agent runner to the instance its agent is connected to (issue 34).
+    layerPgAgentOwnership(options.runnerLeases)
   ).pipe(Layer.provide(PgMigrationsLive), Layer.provide(SqlFromPg))
 
 /**

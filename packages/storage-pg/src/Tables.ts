@@ -9,6 +9,7 @@ import {
   ManagedRunner,
   Runner,
   RunnerComfyUI,
+  RunnerToken,
   StoredCapabilities,
   Template,
   TemplateListItem,
@@ -32,7 +33,12 @@ export const runnerColumns = {
 export const runners = table("runners", Schema.Struct({ ...Runner.fields, ...runnerColumns, ...edited }))
 export const managedRunners = table("managed_runners", Schema.Struct({ ...ManagedRunner.fields, ...runnerColumns, ...edited }))
 
-export const templates = table("templates", Schema.Struct({ ...Template.fields, body: JsonColumn(Template.fields.body), ...edited }))
+export const templates = table("templates", Schema.Struct({
+  ...Template.fields,
+  body: JsonColumn(Template.fields.body),
+  models: JsonColumn(Template.fields.models),
+  ...edited
+}))
 /** A template without its body, as lists show it. */
 export const templateItems = table("templates", Schema.Struct({ ...TemplateListItem.fields, ...edited }))
 
@@ -42,6 +48,13 @@ export const apiTokens = table("api_tokens", Schema.Struct({
   expires_at: DbNullableTimestamp,
   last_used_at: DbNullableTimestamp,
   created_at: DbTimestamp
+}))
+
+export const runnerTokens = table("runner_agent_tokens", Schema.Struct({
+  ...RunnerToken.fields,
+  created_at: DbTimestamp,
+  last_used_at: DbNullableTimestamp,
+  revoked_at: DbNullableTimestamp
 }))
 
 export const capabilities = table("runner_capabilities", Schema.Struct({

@@ -41,7 +41,8 @@ export const WorkflowRow = Schema.Struct({
   workflow_json: JsonColumn(Workflow.fields.workflow_json),
   workflow_params: JsonColumn(Workflow.fields.workflow_params),
   priority: PriorityColumn,
-  attempts: JsonOf(Workflow.fields.attempts)
+  attempts: JsonOf(Workflow.fields.attempts),
+  models: JsonColumn(Workflow.fields.models)
 })
 
 const { workflow_json: _definition, ...headFields } = WorkflowRow.fields

@@ -5,6 +5,7 @@
  * dispatcher instances share work through claims and runner leases.
  */
 export * from "./Migrations.js"
+export * from "./PgAgentPresence.js"
 export * from "./PgAccountRepository.js"
 export { deletePrefixStatement } from "./PgBlobRange.js"
 export * from "./PgBlobStore.js"
@@ -19,6 +20,7 @@ export * from "./PgRunnerLoad.js"
 export * from "./PgRunnerOwnership.js"
 export * from "./PgWebhookRepository.js"
 export * from "./PgRunnerRepository.js"
+export * from "./PgRunnerTokenRepository.js"
 export * from "./PgStore.js"
 export * from "./PgTemplateRepository.js"
 export * from "./PgWorkflowRepository.js"

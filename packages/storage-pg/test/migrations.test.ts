@@ -20,11 +20,13 @@ describe("migrations", () => {
       const first = yield* runMigrations.pipe(Effect.provide(clientFor(schema)))
       expect(first.map(([id]) => id)).toEqual(allIds)
       expect(yield* tablesOf(schema)).toEqual([
+        "agent_presence",
         "api_tokens",
         "blob_chunks",
         "blobs",
         MIGRATIONS_TABLE,
         "managed_runners",
+        "runner_agent_tokens",
         "runner_capabilities",
         "runner_leases",
         "runners",

@@ -9,7 +9,8 @@
  * slot is followed by another at once. So an idle runner costs one claim per wake-up. It
  * returns once the runner has had no work for `idleAfter`, which it checks on a wake-up of its
  * own every third of `idleAfter` (at least `claimInterval`). Claims being submitted are renewed
- * every third of their lease.
+ * every third of their lease. An agent runner whose agent reports too little free disk claims
+ * nothing meanwhile (ClaimHealth.ts).
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
@@ -25,6 +26,7 @@ import { Driving, type DrivingShape } from "./Driving.js"
 import { frameNodesOf } from "./FrameOutputs.js"
 import { watching } from "./LostRunner.js"
 import { submit } from "./Submit.js"
+import { makeClaimHold } from "./ClaimHealth.js"
 
 const headOf = ({ workflow_json: _, ...head }: Workflow) => head
 
@@ -59,16 +61,19 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
   // each costs a fiber and a timer). Jittered (80-120 %), so drivers started together drift apart.
   const idleCheck = Duration.millis(Math.max(Duration.toMillis(options.claimInterval), Duration.toMillis(options.idleAfter) / 3))
   yield* Effect.forkScoped(Effect.repeat(Queue.offer(driving.wake, undefined), Schedule.spaced(idleCheck).pipe(Schedule.jittered)))
+  // An agent runner short of disk claims nothing until its agent reports more (ClaimHealth.ts).
+  const hold = yield* makeClaimHold
   let idleSince: number | undefined
   for (;;) {
-    const free = options.concurrencyPerRunner - (yield* driving.inFlight.load)
+    const held = (yield* hold) !== null
+    const free = held ? 0 : options.concurrencyPerRunner - (yield* driving.inFlight.load)
     const claimed = free <= 0 ? [] : yield* dispatch.claim(driving.ref.id, driving.owner, free, leaseMs, agingMs).pipe(
       Effect.catch((e) => Effect.as(Effect.logWarning("could not claim work", { runner_id: driving.ref.id, error: e.message }), []))
     )
     for (const c of claimed) yield* submitClaimed(driving, dispatch, c)
     if (claimed.length > 0 && claimed.length === free) continue
     // Waiting for a runner it gave up on to answer (LostRunner.ts) is not idle either.
-    if (claimed.length > 0 || free <= 0 || (yield* driving.inFlight.all).length > 0 || (yield* watching)) idleSince = undefined
+    if (claimed.length > 0 || (free <= 0 && !held) || (yield* driving.inFlight.all).length > 0 || (yield* watching)) idleSince = undefined
     else {
       // Nothing claimed, nothing in flight: idle, unless the store still has unfinished work here.
       const now = yield* Clock.currentTimeMillis
@@ -77,7 +82,9 @@ export const claimLoop = Effect.scoped(Effect.gen(function*() {
       else if (idleSince === undefined) idleSince = now
       else if (now - idleSince >= Duration.toMillis(options.idleAfter)) return
     }
-    yield* Queue.take(free > 0 ? driving.wake : driving.slotFreed)
+    // Held: look again after a claim interval (the agent reports its disk on its own schedule).
+    if (held) yield* Effect.timeoutOption(Queue.take(driving.wake), options.claimInterval)
+    else yield* Queue.take(free > 0 ? driving.wake : driving.slotFreed)
   }
 }))
 

@@ -7,6 +7,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
+import { DEFAULT_MIN_FREE_DISK_BYTES } from "../domain/AgentHealth.js"
 
 export interface DispatcherOptions {
   /** How often the dispatcher looks for runners with work it does not drive yet. */
@@ -43,6 +44,11 @@ export interface DispatcherOptions {
   readonly queueRefreshInterval: Duration.Input
   /** How long a driver trusts its copy of the runner (endpoint, headers, status) between claims. */
   readonly runnerRefreshInterval: Duration.Input
+  /**
+   * Free disk, in bytes, an agent runner's agent must report for its driver to claim new work
+   * (domain/AgentHealth.ts); below it the runner finishes what it has and waits.
+   */
+  readonly minFreeDiskBytes: number
 }
 
 export const defaultDispatcherOptions: DispatcherOptions = {
@@ -60,7 +66,8 @@ export const defaultDispatcherOptions: DispatcherOptions = {
   runnerLostAfter: Duration.minutes(10),
   idleAfter: Duration.seconds(30),
   queueRefreshInterval: Duration.millis(250),
-  runnerRefreshInterval: Duration.seconds(1)
+  runnerRefreshInterval: Duration.seconds(1),
+  minFreeDiskBytes: DEFAULT_MIN_FREE_DISK_BYTES
 }
 
 /**

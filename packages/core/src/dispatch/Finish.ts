@@ -2,7 +2,8 @@
  * Recording how a prompt ended, from the runner's history or from the run as the socket showed
  * it: its outputs are brought into the blob store (Outputs.ts), then one store write records them
  * with the end (completed, or failed with the runner's node and exception). Steps the driver did not see (queued, started) are written in the
- * same write, so a workflow whose events were missed still walks every status.
+ * same write, so a workflow whose events were missed still walks every status. Then an agent
+ * runner is asked to delete the run's files from its disk (Cleanup.ts), beside the driver.
  */
 import type { AccountRepository } from "../ports/AccountRepository.js"
 import type { TierPolicy } from "../domain/Tier.js"
@@ -25,6 +26,7 @@ import { Driving } from "./Driving.js"
 import type { Phase } from "./InFlight.js"
 import { transition } from "../usecases/Lifecycle.js"
 import { keepOutputs } from "./Outputs.js"
+import { cleanupRun } from "./Cleanup.js"
 import { failOrRetry } from "./Retry.js"
 import { RunTimes } from "../usecases/RunTimes.js"
 import type { SeenHistory } from "./SeenRun.js"
@@ -132,12 +134,17 @@ export const recordEnd = (
       if (Option.isSome(runTimes)) yield* runTimes.value.record(driving.ref.id, history.completed_at - history.started_at)
     }
     let status = tracked.value.workflow.status
+    /** Whether the run is over for WES: its end written, or the workflow ended (or gone) otherwise. */
+    let settled = false
     for (let attempt = 0; attempt < 2; attempt++) {
       const outcome = yield* transition(id, endSteps(id, status, history, end, noticed), { outputs, events: leading })
+      settled = outcome._tag !== "Refused" || isTerminal(outcome.status)
       if (outcome._tag !== "Refused" || isTerminal(outcome.status) || outcome.status === status) break
       status = outcome.status
     }
     yield* driving.inFlight.remove(id)
+    // Its outputs are in WES now (or it ended without): an agent runner deletes the run's files.
+    if (settled) yield* cleanupRun(tracked.value.workflow, history.outputs)
   }), backToRunner(id))
 
 /**

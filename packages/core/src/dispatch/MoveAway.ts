@@ -16,7 +16,7 @@ import { Driving } from "./Driving.js"
 import { Scheduler } from "../usecases/Scheduler.js"
 
 export const moveAway = (
-  w: Pick<Workflow, "id" | "user_id" | "tags" | "dispatch_attempts" | "workflow_json" | "workflow_params">,
+  w: Pick<Workflow, "id" | "user_id" | "tags" | "dispatch_attempts" | "workflow_json" | "workflow_params" | "models">,
   reason: string
 ) =>
   Effect.gen(function*() {
@@ -32,7 +32,7 @@ export const moveAway = (
         Effect.flatMap(Option.match({
           onNone: () => Effect.succeedNone,
           onSome: (user) =>
-            Effect.map(Effect.result(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params) }))), Result.getSuccess)
+            Effect.map(Effect.result(Effect.flatMap(Scheduler, (s) => s.choose(user, w.tags, { exclude: [driving.ref.id], needs: needsOf(w.workflow_json, w.workflow_params), models: w.models }))), Result.getSuccess)
         }))
       )
     if (Option.isNone(next)) yield* failUnavailable

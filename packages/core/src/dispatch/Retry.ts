@@ -37,7 +37,7 @@ export const isRetryable = (exceptionType: string): boolean =>
  * exists; otherwise `Failed`. Lookups that fail leave the failure standing (never a lost workflow).
  */
 export const failOrRetry = (
-  w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "attempts" | "started_at">,
+  w: Pick<WorkflowHead, "id" | "user_id" | "tags" | "attempts" | "started_at" | "models">,
   failure: FailureDetails,
   startedAt: WorkflowAttempt["started_at"] = w.started_at
 ) =>
@@ -54,7 +54,7 @@ export const failOrRetry = (
     if (Option.isNone(stored)) return failed
     const exclude = [driving.ref.id, ...w.attempts.map((a) => a.runner_id as RunnerId)]
     const needs = needsOf(stored.value.workflow_json, stored.value.workflow_params)
-    const next = yield* Effect.flatMap(Scheduler, (s) => s.choose(user.value, w.tags, { exclude, needs }))
+    const next = yield* Effect.flatMap(Scheduler, (s) => s.choose(user.value, w.tags, { exclude, needs, models: w.models }))
     const attempt: WorkflowAttempt = {
       runner_id: driving.ref.id,
       runner_kind: driving.ref.kind,

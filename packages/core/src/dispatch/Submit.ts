@@ -3,7 +3,8 @@
  * claim may have posted it, convert its parameters to the types of the inputs they fill on this
  * runner (TypedParams.ts; one that does not convert ends it `invalid`), upload its `$file` inputs,
  * post the prompt (the workflow id as its `prompt_id`), and record `queued` (with `uploaded` in
- * the same write when there were no files).
+ * the same write when there were no files). On a runner reached through `wes-agent`, the
+ * workflow's model files are placed before anything is uploaded (Provisioning.ts).
  * A runner that does not answer is retried on the `retrySchedule`; then the workflow moves to
  * another runner, or fails with `RunnerUnavailable` (MoveAway.ts).
  */
@@ -16,7 +17,7 @@ import { describeMismatch, type InputTypeIndex, type ParamMismatch, typedPrompt 
 import { supportedComfyUI, unsupportedVersionMessage } from "../domain/ComfyUIVersion.js"
 import type { RunnerTarget } from "../domain/Runner.js"
 import { inputReference, type RunnerError, RunnerGateway } from "../ports/RunnerGateway.js"
-import { BlobStore, sanitizeFilename } from "../ports/BlobStore.js"
+import { BlobStore } from "../ports/BlobStore.js"
 import { retryAfterFailure } from "../domain/RetryAfterFailure.js"
 import { findPlaceholders, substitute } from "../domain/Placeholders.js"
 import { isTerminal, type Workflow } from "../domain/Workflow.js"
@@ -32,6 +33,8 @@ import { transition } from "../usecases/Lifecycle.js"
 import { moveAway } from "./MoveAway.js"
 import { answer } from "./PostAnswer.js"
 import { observe, stepsTo } from "./QueuePositions.js"
+import { provision } from "./Provisioning.js"
+import { uploadName } from "./Cleanup.js"
 
 /** A failed input: the stored upload is gone (the workflow cannot run anywhere). */
 const inputMissing = (placeholder: string) =>
@@ -79,6 +82,10 @@ const attempt = (w: Workflow, resubmit: boolean) =>
           return { _tag: "Finished" as const, history: status.history }
       }
     }
+    // An agent runner places the workflow's model files first (Provisioning.ts).
+    const provisioned = yield* provision(runner, w)
+    if (provisioned._tag === "Failed") return { _tag: "Failed" as const, end: provisioned.end }
+    if (provisioned._tag === "Gone") return { _tag: "Gone" as const }
     // Only text and choice values are converted: without them, no lookup of the runner's types.
     const values = w.workflow_params.filter(([p]) => !p.startsWith("$file("))
     const typed = values.length === 0 ? Result.succeed(w.workflow_json) : typedPrompt(w.workflow_json, values, yield* typesOf(runner))
@@ -89,7 +96,7 @@ const attempt = (w: Workflow, resubmit: boolean) =>
       const blob = yield* blobs.get(key)
       if (Option.isNone(blob)) return { _tag: "Failed" as const, end: inputMissing(placeholder) }
       const uploaded = yield* gateway.uploadInput(runner, {
-        filename: `${w.id}_${sanitizeFilename(key.split("/").pop() ?? "file")}`,
+        filename: uploadName(w.id, key),
         content_type: blob.value.content_type,
         content: blob.value.stream
       })

@@ -26,6 +26,8 @@ export const ManagedRunnerId = Uuid.pipe(Schema.brand("ManagedRunnerId"))
 export type ManagedRunnerId = typeof ManagedRunnerId.Type
 export const TokenId = Uuid.pipe(Schema.brand("TokenId"))
 export type TokenId = typeof TokenId.Type
+export const RunnerTokenId = Uuid.pipe(Schema.brand("RunnerTokenId"))
+export type RunnerTokenId = typeof RunnerTokenId.Type
 export const OutputId = Uuid.pipe(Schema.brand("OutputId"))
 export type OutputId = typeof OutputId.Type
 

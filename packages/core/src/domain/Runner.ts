@@ -6,6 +6,7 @@ import { Timestamp } from "./Json.js"
 import { MAX_TAG_LENGTH, MAX_TAGS } from "./Tags.js"
 import { RunnerType } from "./Tier.js"
 import { CapabilitiesView } from "./View.js"
+import { RunnerAgentView } from "./AgentView.js"
 import { comfyUIWarning, RunnerComfyUI } from "./ComfyUIVersion.js"
 
 export const RunnerStatus = Schema.Literals(["active", "disabled"]).annotate({
@@ -99,6 +100,7 @@ export const Runner = Schema.Struct({
   name: Schema.String,
   status: RunnerStatus,
   endpoint: Schema.String,
+  connection: RunnerConnection,
   tags: Schema.Array(Schema.String),
   headers: Schema.Record(Schema.String, Schema.String),
   comfyui: Schema.NullOr(RunnerComfyUI),
@@ -112,18 +114,33 @@ const RunnerWarning = Schema.NullOr(Schema.String).annotate({
   description: "What WES warns about this runner's ComfyUI (a version with the cancel race, one below the minimum), or null"
 })
 
-/** A user-owned runner as the API returns it: the record, a warning and what its `/object_info` offered. */
+/**
+ * A user-owned runner as the API returns it: the record, a warning, what its `/object_info` offered
+ * and, for a runner reached through its agent, the agent's health (AgentView.ts).
+ */
 export const RunnerView = Schema.Struct({
   ...Runner.fields,
   warning: RunnerWarning,
-  capabilities: Schema.NullOr(CapabilitiesView)
+  capabilities: Schema.NullOr(CapabilitiesView),
+  agent: Schema.NullOr(RunnerAgentView)
 }).annotate({ identifier: "Runner" })
 export interface RunnerView extends Schema.Schema.Type<typeof RunnerView> {}
 
-/** Body of create-runner. */
+/**
+ * The endpoint an agent runner created without one stores: never connected to (WES reaches an
+ * agent runner only through its agent), and `.invalid` never resolves (RFC 2606), so nothing
+ * could answer at it if something tried.
+ */
+export const AGENT_ENDPOINT = "http://agent.invalid"
+
+/**
+ * Body of create-runner. `endpoint` is required for a direct runner (checked by the use case);
+ * an agent runner may omit it (`AGENT_ENDPOINT` is stored) or give one as a label, never connected to.
+ */
 export const CreateRunnerRequest = Schema.Struct({
   name: RunnerName,
-  endpoint: RunnerEndpoint,
+  endpoint: Schema.optionalKey(RunnerEndpoint),
+  connection: Schema.optionalKey(RunnerConnection),
   headers: Schema.optionalKey(RunnerHeaders),
   tags: Schema.optionalKey(TagList)
 }).annotate({ identifier: "CreateRunnerRequest" })
@@ -225,7 +242,8 @@ export interface RunnerTarget {
 }
 
 export const userRunnerTarget = (r: Runner): RunnerTarget => ({
-  kind: "user", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status, comfyui: r.comfyui
+  kind: "user", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status, comfyui: r.comfyui,
+  connection: r.connection
 })
 export const managedRunnerTarget = (r: ManagedRunner): RunnerTarget => ({
   kind: "managed", id: r.id, name: r.name, endpoint: r.endpoint, headers: r.headers, tags: r.tags, status: r.status, comfyui: r.comfyui

@@ -2,6 +2,7 @@
 import * as Schema from "effect/Schema"
 import { TemplateId, UserId } from "./Ids.js"
 import { JsonObject, Timestamp } from "./Json.js"
+import { ModelFiles } from "./ModelFiles.js"
 
 export const TemplateName = Schema.String.check(
   Schema.isMinLength(1, { message: "must be 1-100 characters" }),
@@ -21,8 +22,11 @@ const listFields = {
   updated_at: Timestamp
 }
 
-/** A template with its body: stored form, and what create, get and update return. */
-export const Template = Schema.Struct({ ...listFields, body: JsonObject }).annotate({ identifier: "Template" })
+/**
+ * A template with its body: stored form, and what create, get and update return. `models`: the
+ * model files every workflow made from it needs (empty: none).
+ */
+export const Template = Schema.Struct({ ...listFields, body: JsonObject, models: ModelFiles }).annotate({ identifier: "Template" })
 export interface Template extends Schema.Schema.Type<typeof Template> {}
 
 /** A template in list responses: no body. */
@@ -42,7 +46,8 @@ export const toTemplateListItem = (t: Template): TemplateListItem => ({
 export const CreateTemplateRequest = Schema.Struct({
   name: TemplateName,
   description: TemplateDescription,
-  body: JsonObject
+  body: JsonObject,
+  models: Schema.optionalKey(ModelFiles)
 })
 export interface CreateTemplateRequest extends Schema.Schema.Type<typeof CreateTemplateRequest> {}
 
@@ -50,6 +55,7 @@ export interface CreateTemplateRequest extends Schema.Schema.Type<typeof CreateT
 export const UpdateTemplateRequest = Schema.Struct({
   name: Schema.optionalKey(TemplateName),
   description: Schema.optionalKey(TemplateDescription),
-  body: Schema.optionalKey(JsonObject)
+  body: Schema.optionalKey(JsonObject),
+  models: Schema.optionalKey(ModelFiles)
 })
 export interface UpdateTemplateRequest extends Schema.Schema.Type<typeof UpdateTemplateRequest> {}

@@ -30,16 +30,22 @@ export const base62 = (n: number, width: number): string => {
 
 const checksum = (random: string): string => base62(crc32(random), CHECKSUM_LENGTH)
 
-/** True when `token` has the prefix, length, alphabet and checksum of a WES token. */
-export const isWellFormedToken = (token: string): boolean => {
-  if (token.length !== TOKEN_LENGTH || !token.startsWith(TOKEN_PREFIX)) return false
-  const body = token.slice(TOKEN_PREFIX.length)
+/** True when `token` is `prefix` then the random characters and their checksum (runner tokens share the form). */
+export const isWellFormedTokenOf = (prefix: string, token: string): boolean => {
+  if (token.length !== prefix.length + RANDOM_LENGTH + CHECKSUM_LENGTH || !token.startsWith(prefix)) return false
+  const body = token.slice(prefix.length)
   if (!BASE62_CHAR.test(body)) return false
   return checksum(body.slice(0, RANDOM_LENGTH)) === body.slice(RANDOM_LENGTH)
 }
 
+/** True when `token` has the prefix, length, alphabet and checksum of a WES token. */
+export const isWellFormedToken = (token: string): boolean => isWellFormedTokenOf(TOKEN_PREFIX, token)
+
 /** A new token value (shown once, never stored). */
-export const generateToken: Effect.Effect<string, never, Crypto> = Effect.gen(function*() {
+export const generateToken: Effect.Effect<string, never, Crypto> = Effect.suspend(() => generateTokenOf(TOKEN_PREFIX))
+
+/** A new token value starting with `prefix` (shown once, never stored). */
+export const generateTokenOf = (prefix: string): Effect.Effect<string, never, Crypto> => Effect.gen(function*() {
   const crypto = yield* Crypto
   let random = ""
   while (random.length < RANDOM_LENGTH) {
@@ -49,7 +55,7 @@ export const generateToken: Effect.Effect<string, never, Crypto> = Effect.gen(fu
       if (b < 248 && random.length < RANDOM_LENGTH) random += BASE62[b % 62]
     }
   }
-  return TOKEN_PREFIX + random + checksum(random)
+  return prefix + random + checksum(random)
 })
 
 /** The stored form of a token. */

@@ -4,6 +4,7 @@ import * as Schema from "effect/Schema"
 import * as Struct from "effect/Struct"
 import { ManagedRunnerId, OutputId, RunnerId, UserId, WorkflowId } from "./Ids.js"
 import { Int, JsonObject, Timestamp } from "./Json.js"
+import { ModelFiles } from "./ModelFiles.js"
 
 export const WorkflowStatus = Schema.Literals(["accepted",
   "uploaded",
@@ -84,7 +85,9 @@ const detailFields = {
    */
   transfer_ms: Schema.NullOr(Int),
   /** Where this workflow's webhooks go instead of its owner's endpoint (null: the owner's, if any). */
-  webhook_url: Schema.NullOr(Schema.String)
+  webhook_url: Schema.NullOr(Schema.String),
+  /** Model files an agent runner places before the prompt is posted (its template's and its own; empty: none). */
+  models: ModelFiles
 }
 
 /** Summary form: create, rerun, list, cancel and the history operations. */
@@ -177,6 +180,7 @@ export const toDetail = (w: Workflow & Partial<QueueEstimate>): WorkflowDetail =
   attempts: w.attempts,
   transfer_ms: w.transfer_ms,
   webhook_url: w.webhook_url,
+  models: w.models,
   queue_ms: w.started_at === null ? null : elapsedMs(w.created_at, w.started_at),
   run_ms: w.started_at === null || w.completed_at === null ? null : elapsedMs(w.started_at, w.completed_at)
 })

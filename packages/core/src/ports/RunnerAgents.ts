@@ -9,47 +9,10 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import type { ModelFile } from "../domain/ModelFiles.js"
 import type { OutputFile, RunnerUnreachable, UploadedInput } from "./RunnerGateway.js"
 
-/** ComfyUI's model folders a declared model may go to (`folder_paths` names). */
-export const MODEL_FOLDERS = [
-  "checkpoints", "loras", "vae", "text_encoders", "clip", "clip_vision", "diffusion_models", "unet",
-  "controlnet", "upscale_models", "embeddings", "style_models", "hypernetworks", "gligen",
-  "photomaker", "vae_approx", "audio_encoders", "model_patches"
-] as const
-
-export const ModelFolder = Schema.Literals(MODEL_FOLDERS).annotate({
-  identifier: "ModelFolder",
-  message: `must be one of ComfyUI's model folders: ${MODEL_FOLDERS.join(", ")}`
-})
-
-const Sha256 = Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/, { message: "must be 64 lowercase hex digits" }))
-/** A file name inside a model folder: no path separators, no leading dot, at most 255 characters. */
-const ModelFilename = Schema.String.check(
-  Schema.makeFilter((s) =>
-    (s.length >= 1 && s.length <= 255 && !/[/\\\u0000]/.test(s) && !s.startsWith("."))
-      || "must be a file name (1-255 characters, no slashes, not starting with a dot)"
-  )
-)
-const ModelUrl = Schema.String.check(
-  Schema.makeFilter((s) => (URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)) || "must be an http:// or https:// URL")
-)
-
-/** A model file a workflow or template needs on its runner. */
-export const ModelFile = Schema.Struct({
-  url: ModelUrl,
-  sha256: Sha256,
-  folder: ModelFolder,
-  filename: ModelFilename
-}).annotate({ identifier: "ModelFile" })
-export interface ModelFile extends Schema.Schema.Type<typeof ModelFile> {}
-
-/** At most this many model files per workflow. */
-export const MAX_MODEL_FILES = 20
-
-export const ModelFiles = Schema.Array(ModelFile).check(
-  Schema.isMaxLength(MAX_MODEL_FILES, { message: `at most ${MAX_MODEL_FILES} model files are allowed` })
-)
+export { MAX_MODEL_FILES, MODEL_FOLDERS, ModelFile, ModelFiles, ModelFolder } from "../domain/ModelFiles.js"
 
 /** A model file the agent placed (and may evict), or found in place. */
 export const PlacedModel = Schema.Struct({

@@ -67,6 +67,9 @@ export interface UploadedInput {
   readonly type: string
 }
 
+/** The subfolder of ComfyUI's input folder WES uploads inputs to (one name, so a run's files can be found again to delete). */
+export const UPLOAD_SUBFOLDER = "wes"
+
 /** The value a node input takes to load an uploaded file (comfyui-protocol.md section 9). */
 export const inputReference = (u: UploadedInput): string => {
   const path = u.subfolder === "" ? u.name : `${u.subfolder}/${u.name}`

@@ -9,7 +9,7 @@ import type { Template, TemplateListItem } from "../domain/Template.js"
 import type { Changes } from "./Changes.js"
 
 /** What an edit of a template may write. */
-export type TemplateChanges = Changes<Template, "name" | "description" | "body">
+export type TemplateChanges = Changes<Template, "name" | "description" | "body" | "models">
 
 export class TemplateRepository extends Context.Service<TemplateRepository, {
   /** Stores a template unless the user already has `limit` templates. */

@@ -17,7 +17,7 @@ import { Timestamp } from "../domain/Json.js"
 import { toSummary, type WorkflowHead, type WorkflowOutput, WorkflowOutputView, WorkflowSummary } from "../domain/Workflow.js"
 import { type TransitionPlan, withCarried } from "../domain/WorkflowStatus.js"
 
-export const WorkflowEventType = Schema.Literals(["status", "queue", "progress", "executing", "output", "retry", "done"])
+export const WorkflowEventType = Schema.Literals(["status", "queue", "progress", "executing", "output", "retry", "provisioning", "done"])
 export type WorkflowEventType = typeof WorkflowEventType.Type
 
 export const WorkflowEvent = Schema.Struct({

@@ -48,6 +48,7 @@ export const workflow = (userId: string, over: Partial<Workflow> = {}): Workflow
   webhook_url: null,
   priority: "normal",
   attempts: [],
+  models: [],
   ...over
 })
 
@@ -57,6 +58,7 @@ export const template = (userId: string, over: Partial<Template> = {}): Template
   name: "tpl",
   description: "a template",
   body: { "1": { class_type: "EmptyImage", inputs: {} } },
+  models: [],
   created_at: at(0),
   updated_at: at(0),
   ...over
@@ -68,6 +70,7 @@ export const runner = (userId: string, over: Partial<Runner> = {}): Runner => ({
   name: "runner",
   status: "active",
   endpoint: "http://127.0.0.1:8188",
+  connection: "direct",
   tags: [],
   headers: {},
   comfyui: null,

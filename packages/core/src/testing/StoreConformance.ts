@@ -19,6 +19,7 @@ import { c, type ConformanceCase } from "./Case.js"
 import { capabilityCases } from "./CapabilityCases.js"
 import * as F from "./Fixtures.js"
 import { retentionCases } from "./RetentionCases.js"
+import { runnerTokenCases } from "./RunnerTokenCases.js"
 import { webhookCases } from "./WebhookCases.js"
 import { dispatchCases, runnerLoadCases, transitionCases, workflowCases } from "./WorkflowCases.js"
 
@@ -65,6 +66,25 @@ const templateCases: ReadonlyArray<ConformanceCase> = [
     const w = F.workflow(owner.id, { workflow_json: body })
     yield* workflows.create(w)
     yield* equal(Option.map(yield* workflows.findForUser(owner.id, w.id), (x) => JSON.stringify(x.workflow_json)), Option.some(sent), "workflow_json as sent")
+  })),
+  c("templates and workflows: declared model files come back as stored, and a template's are updated", Effect.gen(function*() {
+    const checkpoint = { url: "https://models.test/sdxl.safetensors", sha256: "a".repeat(64), folder: "checkpoints" as const, filename: "sdxl.safetensors" }
+    const lora = { url: "https://models.test/detail.safetensors", sha256: "b".repeat(64), folder: "loras" as const, filename: "detail.safetensors" }
+    const owner = F.user()
+    const templates = yield* TemplateRepository
+    const t = F.template(owner.id, { models: [checkpoint] })
+    yield* templates.insert(t)
+    yield* equal(Option.map(yield* templates.findForUser(owner.id, t.id), (x) => x.models), Option.some([checkpoint]), "template models")
+    const updated = yield* templates.update(owner.id, t.id, { models: [checkpoint, lora], updated_at: F.at(1) })
+    yield* equal(updated.models, [checkpoint, lora], "updated template models")
+    const workflows = yield* WorkflowRepository
+    const w = F.workflow(owner.id, { models: [lora, checkpoint] })
+    const none = F.workflow(owner.id)
+    yield* workflows.create(w)
+    yield* workflows.create(none)
+    yield* equal(Option.map(yield* workflows.findForUser(owner.id, w.id), (x) => x.models), Option.some([lora, checkpoint]), "workflow models")
+    yield* equal(Option.map(yield* workflows.findById(w.id), (x) => x.models), Option.some([lora, checkpoint]), "workflow models by id")
+    yield* equal(Option.map(yield* workflows.findForUser(owner.id, none.id), (x) => x.models), Option.some([]), "no models")
   })),
   c("templates: list is newest first, paginated, without bodies", Effect.gen(function*() {
     const repo = yield* TemplateRepository
@@ -320,6 +340,7 @@ export const storeConformanceCases: ReadonlyArray<ConformanceCase> = [
   ...transitionCases,
   ...templateCases,
   ...runnerCases,
+  ...runnerTokenCases,
   ...accountCases,
   ...eventCases,
   ...blobConformanceCases(),

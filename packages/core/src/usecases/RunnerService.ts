@@ -17,10 +17,15 @@ import {
 } from "../domain/Errors.js"
 import { IdGenerator, isUuid, type RunnerId } from "../domain/Ids.js"
 import { pageOf, type PageInput, type Paged } from "../domain/Pagination.js"
+import { AgentMinFreeDisk, claimBlockedReason } from "../domain/AgentHealth.js"
+import { agentView, type RunnerAgentView } from "../domain/AgentView.js"
+import { RunnerAgents } from "../ports/RunnerAgents.js"
 import { RunnerCapabilities } from "./RunnerCapabilities.js"
 import { editRunner } from "./RunnerEdit.js"
+import { decodeCreateRunner } from "./RunnerEndpointRequired.js"
 import { createWithinLimit } from "./WithinLimit.js"
 import {
+  AGENT_ENDPOINT,
   CreateRunnerRequest,
   type Runner,
   RunnerStatus,
@@ -90,15 +95,24 @@ export class RunnerService extends Context.Service<RunnerService, {
       const probe = yield* RunnerProbe
       const ids = yield* IdGenerator
       const capabilities = yield* RunnerCapabilities
-      const decodeCreate = decodeRequest(CreateRunnerRequest)
+      // Optional: without it (direct runners only) an agent runner's agent is never connected.
+      const agents = yield* Effect.serviceOption(RunnerAgents)
+      const minFreeDiskBytes = yield* AgentMinFreeDisk
+      const decodeCreate = decodeCreateRunner(decodeRequest(CreateRunnerRequest))
       const decodeUpdate = decodeRequest(UpdateRunnerRequest)
 
       const find = (user: User, id: string) =>
         (isUuid(id) ? repo.findForUser(user.id, id) : Effect.succeedNone).pipe(
           Effect.flatMap(Option.match({ onNone: () => Effect.fail(new RunnerNotFound()), onSome: Effect.succeed }))
         )
+      /** The health its agent last reported, and whether it takes work; null for a direct runner. */
+      const agentOf = (r: Runner): Effect.Effect<RunnerAgentView | null> => {
+        if (r.connection !== "agent") return Effect.succeed(null)
+        const status = Option.isSome(agents) ? agents.value.status(r.id) : Effect.succeedNone
+        return Effect.map(status, (s) => agentView(s, claimBlockedReason(s, { minFreeDiskBytes })))
+      }
       const withCapabilities = (r: Runner): Effect.Effect<RunnerView, StorageError> =>
-        Effect.map(capabilities.view(r.id), (view) => ({ ...r, ...runnerViewFields(r, view) }))
+        Effect.zipWith(capabilities.view(r.id), agentOf(r), (view, agent) => ({ ...r, ...runnerViewFields(r, view), agent }), { concurrent: true })
       const get = (user: User, id: string) => Effect.flatMap(find(user, id), withCapabilities)
       /** A runner not probed before it was stored (`WES_RUNNER_PROBE=off`) as read again: the capability read probed it. */
       const probedSince = (r: Runner) => r.comfyui !== null ? Effect.succeed(r) : Effect.map(repo.findById(r.id), Option.getOrElse(() => r))
@@ -107,6 +121,7 @@ export class RunnerService extends Context.Service<RunnerService, {
         create: (user, input) =>
           Effect.gen(function*() {
             const req = yield* decodeCreate(input)
+            const connection = req.connection ?? "direct"
             const tags = yield* Effect.fromResult(normalizeTags(req.tags ?? []))
             const inserted = yield* createWithinLimit(policy, user.tier, "runners", repo.count(user.id), (limit) =>
               Effect.gen(function*() {
@@ -116,16 +131,19 @@ export class RunnerService extends Context.Service<RunnerService, {
                   user_id: user.id,
                   name: req.name,
                   status: "active",
-                  endpoint: req.endpoint,
+                  endpoint: req.endpoint ?? AGENT_ENDPOINT,
+                  connection,
                   tags,
                   headers: req.headers ?? {},
                   comfyui: null,
                   created_at: now,
                   updated_at: now
                 }
-                const comfyui = yield* probe.check(userRunnerTarget(runner))
+                // An agent runner is probed when its agent connects, through it: its endpoint never is.
+                const comfyui = connection === "agent" ? null : yield* probe.check(userRunnerTarget(runner))
                 return yield* repo.insert({ ...runner, comfyui }, limit)
               }))
+            if (connection === "agent") return yield* withCapabilities(inserted)
             // Unknown (null) when the read fails: the runner is registered all the same.
             yield* capabilities.read(userRunnerTarget(inserted))
             return yield* withCapabilities(yield* probedSince(inserted))
@@ -141,11 +159,16 @@ export class RunnerService extends Context.Service<RunnerService, {
         update: (user, id, input) =>
           Effect.gen(function*() {
             const req = yield* decodeUpdate(input)
-            const { changes, moved } = yield* editRunner(req, find(user, id), (r: Runner) => probe.check(userRunnerTarget(r)))
+            let stored: Runner | undefined
+            const current = Effect.tap(find(user, id), (r) => Effect.sync(() => { stored = r }))
+            // An agent runner's endpoint is never connected to: changing it (or its headers) probes nothing.
+            const probeMoved = (r: Runner) => r.connection === "agent" ? Effect.succeed(stored?.comfyui ?? null) : probe.check(userRunnerTarget(r))
+            const { changes, moved } = yield* editRunner(req, current, probeMoved)
             const updated = yield* repo.update(user.id, id, changes)
+            const reread = moved && updated.connection === "direct"
             // A new endpoint may be another ComfyUI: what the old one offered no longer counts.
-            if (moved) yield* capabilities.read(userRunnerTarget(updated), { forgetOnFailure: true })
-            return yield* withCapabilities(moved ? yield* probedSince(updated) : updated)
+            if (reread) yield* capabilities.read(userRunnerTarget(updated), { forgetOnFailure: true })
+            return yield* withCapabilities(reread ? yield* probedSince(updated) : updated)
           }),
         delete: (user, id) =>
           Effect.gen(function*() {

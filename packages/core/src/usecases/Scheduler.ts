@@ -17,6 +17,9 @@ import { tagsMatch } from "../domain/Tags.js"
 import type { RunnerRef } from "../domain/Workflow.js"
 import { RunnerLoad } from "../ports/RunnerLoad.js"
 import { eligibleRunners, pickRunner } from "../domain/Scheduling.js"
+import type { ModelFile } from "../domain/ModelFiles.js"
+import { declaresFile, type HeldModel, missingModelCount, weighedLoads } from "../domain/ModelPreference.js"
+import { RunnerAgents } from "../ports/RunnerAgents.js"
 
 /** How many runners a message names before it counts the rest. */
 const NAMED_RUNNERS = 10
@@ -63,6 +66,11 @@ export interface ChooseOptions {
    * unknown ones stay eligible unless a value does not convert to its placeholder's inferred type.
    */
   readonly needs?: Needs | undefined
+  /**
+   * The model files it declares: an agent runner places them itself (so lacking one is not
+   * lacking), and runners that already hold them are preferred (ModelPreference.ts).
+   */
+  readonly models?: ReadonlyArray<ModelFile> | undefined
 }
 
 export class Scheduler extends Context.Service<Scheduler, {
@@ -98,17 +106,36 @@ export class Scheduler extends Context.Service<Scheduler, {
       const runners = yield* RunnerRepository
       const managed = yield* ManagedRunnerRepository
       const capabilities = yield* RunnerCapabilities
+      const agents = yield* Effect.serviceOption(RunnerAgents)
       let cursor = 0
-      /** The runners of `eligible` that are not known to lack anything of `needs`. */
-      const capable = (eligible: ReadonlyArray<RunnerTarget>, needs: Needs) =>
+      /**
+       * The runners of `eligible` that are not known to lack anything of `needs`; an agent runner
+       * does not lack the files `models` declares (it places them before posting).
+       */
+      const capable = (eligible: ReadonlyArray<RunnerTarget>, needs: Needs, models: ReadonlyArray<ModelFile>) =>
         Effect.gen(function*() {
           const known = yield* capabilities.lookupAll(eligible.map((r) => r.id))
-          const checked = eligible.map((r, i) => [r, missingOn(Option.getOrUndefined(known[i]!)?.index, needs)] as const)
+          const declared = declaresFile(models)
+          const placed: Needs = models.length === 0 ? needs : { ...needs, model_files: needs.model_files.filter((f) => !declared(f.file)) }
+          const needsOn = (r: RunnerTarget) => (r.connection === "agent" ? placed : needs)
+          const checked = eligible.map((r, i) => [r, missingOn(Option.getOrUndefined(known[i]!)?.index, needsOn(r))] as const)
           const able = checked.filter(([, m]) => lacksNothing(m)).map(([r]) => r)
           if (able.length > 0) return able
           const typeOnly = checked.filter(([, m]) => lacksOnlyParams(m)).sort(([a], [b]) => a.name.localeCompare(b.name))
           if (typeOnly.length > 0) return yield* Effect.fail(parameterTypeError(typeOnly.flatMap(([, m]) => m.params)))
           return yield* Effect.fail(missingCapabilities(checked))
+        })
+      /** An agent's reported inventory (none: no agent service, not an agent runner, or never reported). */
+      const inventoryOf = (r: RunnerTarget): Effect.Effect<ReadonlyArray<HeldModel>> =>
+        Option.isNone(agents) || r.connection !== "agent"
+          ? Effect.succeed([])
+          : Effect.map(agents.value.status(r.id), (s) => Option.isSome(s) ? s.value.models : [])
+      /** How many of `models` each runner lacks (only asked for workflows that declare models). */
+      const missingModels = (eligible: ReadonlyArray<RunnerTarget>, models: ReadonlyArray<ModelFile>) =>
+        Effect.gen(function*() {
+          const known = yield* capabilities.lookupAll(eligible.map((r) => r.id))
+          const inventories = yield* Effect.forEach(eligible, inventoryOf, { concurrency: Math.min(8, eligible.length) })
+          return new Map(eligible.map((r, i) => [r.id as string, missingModelCount(models, Option.getOrUndefined(known[i]!)?.index, inventories[i]!)]))
         })
       return Scheduler.of({
         choose: (user, tags, options = {}) =>
@@ -121,9 +148,12 @@ export class Scheduler extends Context.Service<Scheduler, {
                 .filter((r) => r.status === "active" && !excluded.has(r.id) && !supportedComfyUI(r.comfyui) && tagsMatch(r.tags, tags))
               return yield* Effect.fail(noEligibleRunner(tags, outdated))
             }
-            const eligible = options.needs === undefined ? tagged : yield* capable(tagged, options.needs)
+            const models = options.models ?? []
+            const eligible = options.needs === undefined ? tagged : yield* capable(tagged, options.needs, models)
             const inFlight = new Map(candidates.map((c) => [c.target.id, c.in_flight]))
-            return pickRunner(eligible, inFlight, cursor++)!
+            // Runners that hold its model files first (no extra read for a workflow without any).
+            const loads = models.length === 0 || eligible.length < 2 ? inFlight : weighedLoads(inFlight, yield* missingModels(eligible, models))
+            return pickRunner(eligible, loads, cursor++)!
           }),
         inputTypes: (user, tags) =>
           Effect.gen(function*() {

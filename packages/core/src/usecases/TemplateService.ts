@@ -18,12 +18,15 @@ import { TierPolicy } from "../domain/Tier.js"
 import { decodeRequest } from "../domain/Validation.js"
 import { validateWorkflowJson } from "../domain/WorkflowJson.js"
 import { findPlaceholders } from "../domain/Placeholders.js"
+import { mergeModels } from "../domain/ModelFiles.js"
 
 /** Fields of create-template as received (the body file already parsed as JSON). */
 export interface CreateTemplateInput {
   readonly name?: unknown
   readonly description?: unknown
   readonly body?: unknown
+  /** The parsed JSON of the `models` field: model files every workflow made from it needs. */
+  readonly models?: unknown
 }
 
 export type UpdateTemplateInput = CreateTemplateInput
@@ -61,6 +64,7 @@ export class TemplateService extends Context.Service<TemplateService, {
           Effect.gen(function*() {
             const req = yield* decodeCreate(defined(input))
             const body = yield* validateBody(req.body)
+            const models = yield* Effect.fromResult(mergeModels([], req.models ?? []))
             return yield* createWithinLimit(policy, user.tier, "templates", repo.count(user.id), (limit) =>
               Effect.gen(function*() {
                 const now = yield* DateTime.now
@@ -70,6 +74,7 @@ export class TemplateService extends Context.Service<TemplateService, {
                   name: req.name,
                   description: req.description,
                   body,
+                  models,
                   created_at: now,
                   updated_at: now
                 }
@@ -82,8 +87,9 @@ export class TemplateService extends Context.Service<TemplateService, {
           Effect.gen(function*() {
             const req = yield* decodeUpdate(defined(input))
             const body = req.body === undefined ? undefined : yield* validateBody(req.body)
+            const models = req.models === undefined ? undefined : yield* Effect.fromResult(mergeModels([], req.models))
             const current = yield* get(user, id)
-            const wanted = body === undefined ? req : { ...req, body }
+            const wanted = { ...req, ...(body === undefined ? {} : { body }), ...(models === undefined ? {} : { models }) }
             return yield* repo.update(user.id, id, changesOf(current, wanted, yield* DateTime.now))
           }),
         delete: (user, id) =>

@@ -38,7 +38,8 @@ import {
   type UploadedFile
 } from "./Inputs.js"
 import { checkWebhookUrl } from "../../domain/Webhook.js"
-import { definitionOf } from "./Definition.js"
+import { sourceOf } from "./Definition.js"
+import { decodeModels, type ModelFile, mergeModels } from "../../domain/ModelFiles.js"
 import { type InputFile, isUrlInput, makeUrlInputs, uploadedBytes, withUrlInputs } from "./UrlInputs.js"
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/
@@ -151,6 +152,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       readonly idempotency_key: string | undefined
       readonly priority: Priority
       readonly webhook_url: string | null
+      readonly models: ReadonlyArray<ModelFile>
     }
   ) =>
     Effect.gen(function*() {
@@ -167,7 +169,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       }
       // What the runner must have, with the chosen parameter values in place.
       const values = resolved.flatMap((r) => r.value._tag === "Value" ? [[placeholderKey(r.placeholder), r.value.value] as const] : [])
-      const runner = yield* scheduler.choose(user, spec.tags, { needs: needsOf(spec.workflow_json, values) })
+      const runner = yield* scheduler.choose(user, spec.tags, { needs: needsOf(spec.workflow_json, values), models: spec.models })
       const id = (yield* ids.next) as WorkflowId
       const write = (params: Workflow["workflow_params"]) =>
         repo.create(newWorkflow(id, user, spec, runner, params, now), {
@@ -187,7 +189,9 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       const prior = yield* priorRequest(user, input.idempotency_key)
       if (Option.isSome(prior)) return prior.value
       const name = yield* Effect.fromResult(requireText("name", input.name, 1, NAME_MAX))
-      const workflow_json = yield* definitionOf(templates, user, input)
+      const source = yield* sourceOf(templates, user, input)
+      const workflow_json = source.workflow_json
+      const models = yield* Effect.flatMap(decodeModels(input.models), (own) => Effect.fromResult(mergeModels(source.models, own)))
       const tags = yield* Effect.fromResult(
         input.tags === undefined || typeof input.tags === "string" ? parseTagList(input.tags) : normalizeTags(input.tags)
       )
@@ -196,7 +200,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
       yield* checkParamFields(params)
       const priority = yield* priorityOf(user, input.priority)
       const webhook_url = input.webhook_url === undefined || input.webhook_url === "" ? null : yield* checkWebhookUrl("webhook_url", input.webhook_url)
-      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key, priority, webhook_url })
+      return yield* submit(user, { name, workflow_json, tags, params, inherited: [], idempotency_key: input.idempotency_key, priority, webhook_url, models })
     })
 
   const rerun = (user: User, id: string, input: RerunWorkflowInput) =>
@@ -215,6 +219,7 @@ export const makeCreateWorkflow = Effect.gen(function*() {
         inherited: original.workflow_params,
         idempotency_key: input.idempotency_key,
         priority: original.priority,
+        models: original.models,
         webhook_url: input.webhook_url === undefined || input.webhook_url === ""
           ? original.webhook_url
           : yield* checkWebhookUrl("webhook_url", input.webhook_url)
@@ -234,6 +239,7 @@ const newWorkflow = (
     readonly idempotency_key: string | undefined
     readonly priority: Priority
     readonly webhook_url: string | null
+    readonly models: ReadonlyArray<ModelFile>
   },
   runner: RunnerTarget,
   params: Workflow["workflow_params"],
@@ -262,5 +268,6 @@ const newWorkflow = (
   submitted_at: null,
   webhook_url: spec.webhook_url,
   priority: spec.priority,
-  attempts: []
+  attempts: [],
+  models: spec.models
 })

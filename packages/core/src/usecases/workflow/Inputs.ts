@@ -30,6 +30,11 @@ export interface CreateWorkflowInput {
   readonly priority?: string | undefined
   /** Send this workflow's webhooks here instead of the owner's endpoint (http or https URL). */
   readonly webhook_url?: string | undefined
+  /**
+   * The parsed JSON of the `models` field: model files an agent runner places before the prompt
+   * is posted (`[{url, sha256, folder, filename}]`), added to its template's.
+   */
+  readonly models?: unknown
 }
 
 export interface RerunWorkflowInput {
