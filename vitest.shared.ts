@@ -18,6 +18,8 @@ export const shared: ViteUserConfig = {
       { find: /^@wes\/storage-s3$/, replacement: src("storage-s3") },
       { find: /^@wes\/runner-client\/testing$/, replacement: src("runner-client", "testing.ts") },
       { find: /^@wes\/runner-client$/, replacement: src("runner-client") },
+      { find: /^@wes\/runner-client\/agent-protocol$/, replacement: src("runner-client", "AgentProtocol.ts") },
+      { find: /^@wes\/runner-agent$/, replacement: src("runner-agent") },
       { find: /^@wes\/http-node$/, replacement: src("http-node") }
     ]
   },

@@ -1,2 +1,12 @@
 /** @wes/runner-agent: the `wes-agent` command and its parts (issue 34). */
-export {}
+export { type AgentHandle, type AgentRuntimeOptions, startAgent } from "./Agent.js"
+export { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from "./AgentServer.js"
+export { type BackoffSettings, DEFAULT_BACKOFF, nextDelay } from "./Backoff.js"
+export { CliError, type Command, parseCommand, USAGE } from "./Cli.js"
+export { connectUrl } from "./Dial.js"
+export { type AgentLog, type LogLevel, stderrLog } from "./Log.js"
+export { type AgentFolders, type AgentOptions, FolderNotConfigured, resolveFolders } from "./Options.js"
+export { type ModelStore, type ModelStoreOptions, openModelStore } from "./ModelStore.js"
+export { ensureModels } from "./Provision.js"
+export { parseByteSize } from "./Size.js"
+export { AGENT_VERSION } from "./Status.js"

@@ -19,7 +19,7 @@
  * - `POST AGENT_CLEANUP_PATH` with `CleanupRequest` -> `CleanupResult` (JSON).
  * TLS is the WebSocket's (`wss://`); the HTTP/2 inside is not encrypted again.
  */
-import { AgentStatus, ModelFiles } from "@wes/core"
+import { AgentStatus, ModelFiles, RUNNER_TOKEN_PREFIX } from "@wes/core"
 import * as Schema from "effect/Schema"
 
 export const AGENT_CONNECT_PATH = "/agent/v1/connect"
@@ -28,8 +28,8 @@ export const COMFYUI_AUTHORITY = "comfyui:80"
 export const AGENT_STATUS_PATH = "/status"
 export const AGENT_PROVISION_PATH = "/provision"
 export const AGENT_CLEANUP_PATH = "/cleanup"
-/** Runner tokens start with this, so a leaked one is recognisable (and never taken for an API token). */
-export const RUNNER_TOKEN_PREFIX = "wes_rt_"
+/** Runner tokens start with this, so a leaked one is recognisable (and never taken for an API token); core's RunnerToken.ts defines it. */
+export { RUNNER_TOKEN_PREFIX }
 
 /** WebSocket close codes WES sends. */
 export const CLOSE_TOKEN_REVOKED = 4401

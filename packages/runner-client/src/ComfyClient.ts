@@ -22,6 +22,7 @@ import {
   type StorageError,
   type SubmitPrompt,
   type Submitted,
+  UPLOAD_SUBFOLDER,
   type UploadedInput
 } from "@wes/core"
 import * as Duration from "effect/Duration"
@@ -145,7 +146,7 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
   const requestTimeout = options.requestTimeout ?? Duration.seconds(30)
   const uploadTimeout = options.uploadTimeout ?? Duration.minutes(10)
   const idleTimeout = options.downloadIdleTimeout ?? Duration.seconds(60)
-  const subfolder = options.uploadSubfolder ?? "wes"
+  const subfolder = options.uploadSubfolder ?? UPLOAD_SUBFOLDER
   const overwrite = options.uploadOverwrite ?? false
   const ordinary: Limits = { headers: requestTimeout, body: requestTimeout, named: requestTimeout }
   // The whole upload is bounded; undici's own timers cannot fire first.
@@ -269,8 +270,9 @@ export const makeComfyClient = (dispatcher: Dispatcher, options: ComfyClientOpti
         fields: { type: "input", subfolder, overwrite: overwrite ? "true" : "false" },
         file: { field: "image", filename: safeFilename(file.filename), contentType: file.content_type, content }
       })
-      // Pulled chunk by chunk as undici writes; aborting the request destroys it, which stops the stream.
-      const stream = Readable.from(yield* Stream.toAsyncIterableEffect(body))
+      // Pulled chunk by chunk as undici writes, one chunk ahead (`Readable.from` reads 16 ahead: 16 MiB
+      // of a blob's 1 MiB chunks held); aborting the request destroys it, which stops the stream.
+      const stream = Readable.from(yield* Stream.toAsyncIterableEffect(body), { highWaterMark: 1 })
       return yield* sendOk(dispatcher, runner, { method: "POST", path: "/upload/image", acceptJson: true, stream: { body: stream, contentType } }, upload).pipe(
         Effect.flatMap((answer) => Effect.map(uploadAnswer(runner, answer), toUploadedInput)),
         // A failing content stream surfaces as a transport error of the request: report the real cause.

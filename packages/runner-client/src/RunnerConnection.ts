@@ -18,6 +18,7 @@ import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
 import { WebSocket } from "ws"
+import { type AgentSessions, tunnelSocket } from "./AgentTunnel.js"
 import { type AddressGuard, guardedSocket } from "./GuardedConnect.js"
 import { baseUrl } from "./RunnerHttp.js"
 import { Outbox } from "./Outbox.js"
@@ -53,6 +54,8 @@ export interface RunnerConnectionOptions {
   readonly imageBytes?: number
   /** Connect only where this address policy allows (a user runner's socket); none: anywhere. */
   readonly guard?: AddressGuard | undefined
+  /** An agent runner's socket goes through its agent's session (AgentTunnel.ts), never to an address. */
+  readonly agents?: AgentSessions | undefined
 }
 
 interface Settings {
@@ -231,7 +234,7 @@ const connectOnce = (
   url: string,
   out: Outbox,
   s: Settings,
-  guard: AddressGuard | undefined
+  createConnection: typeof import("node:net").createConnection | undefined
 ): Effect.Effect<{ readonly opened: boolean; readonly reason: string }> =>
   Effect.scoped(Effect.gen(function*() {
     const session = yield* Effect.acquireRelease(
@@ -242,8 +245,8 @@ const connectOnce = (
             handshakeTimeout: Duration.toMillis(s.openTimeout),
             perMessageDeflate: false,
             maxPayload: s.maxFrameSize,
-            // The socket goes to the address the guard checked (GuardedConnect.ts).
-            ...(guard === undefined ? {} : { createConnection: guardedSocket(guard, url.startsWith("wss:")) as typeof import("node:net").createConnection })
+            // The socket goes to the address the guard checked (GuardedConnect.ts), or through the agent.
+            ...(createConnection === undefined ? {} : { createConnection })
           }),
           s.inboxSize,
           out
@@ -278,12 +281,17 @@ export const runnerEvents = (
   Effect.gen(function*() {
     const s = settingsOf(options)
     const url = websocketUrl(runner, clientId)
+    const createConnection = runner.connection === "agent" && options.agents !== undefined
+      ? tunnelSocket(options.agents) as typeof import("node:net").createConnection
+      : options.guard === undefined
+      ? undefined
+      : guardedSocket(options.guard, url.startsWith("wss:")) as typeof import("node:net").createConnection
     const queue = yield* Effect.acquireRelease(Queue.bounded<RunnerEvent>(s.bufferSize), Queue.shutdown)
     const out = new Outbox(queue, s.imageBytes)
     yield* Effect.forkScoped(Effect.gen(function*() {
       let attempt = 0
       while (true) {
-        const result = yield* connectOnce(runner, url, out, s, options.guard)
+        const result = yield* connectOnce(runner, url, out, s, createConnection)
         if (result.opened) {
           attempt = 0
           // A frame over `maxFrameSize` (ws: "Max payload size exceeded"): the run that sent it loses it.

@@ -20,6 +20,19 @@ export {
   literalRefusal,
   refusedBy
 } from "./GuardedConnect.js"
+/** Agent runners' connections: CONNECT streams on the agent's HTTP/2 session (issue 34). */
+export {
+  AGENT_NOT_CONNECTED,
+  agentEndpoint,
+  agentRunnerOf,
+  type AgentSessions,
+  agentTarget,
+  AgentTunnelFailed,
+  openTunnel,
+  tunnelAgent,
+  tunnelConnector,
+  tunnelSocket
+} from "./AgentTunnel.js"
 /** An output file's content type, by its extension. */
 export { outputContentType } from "./ContentTypes.js"
 /** A runner's WebSocket as a reconnecting `Stream<RunnerEvent>`. */
