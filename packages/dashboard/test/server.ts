@@ -34,12 +34,13 @@ export interface DevServer {
   readonly stop: () => Promise<void>
 }
 
-export const startDevServer = async (): Promise<DevServer> => {
+/** Starts `WES_DEV=1 wes serve`, with `env` added to its environment. */
+export const startDevServer = async (env: Readonly<Record<string, string>> = {}): Promise<DevServer> => {
   const port = await freePort()
   const child: ChildProcess = spawn(
     process.execPath,
     ["--import", "tsx", "--conditions=@wes/source", path.join(root, "packages/http-node/src/bin.ts"), "serve"],
-    { cwd: root, env: { ...process.env, WES_DEV: "1", WES_PORT: String(port), WES_RATE_LIMIT: "off", WES_ADMIN_TOKEN: ADMIN_TOKEN }, stdio: ["ignore", "pipe", "pipe"] }
+    { cwd: root, env: { ...process.env, WES_DEV: "1", WES_PORT: String(port), WES_RATE_LIMIT: "off", WES_ADMIN_TOKEN: ADMIN_TOKEN, ...env }, stdio: ["ignore", "pipe", "pipe"] }
   )
   let out = ""
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))

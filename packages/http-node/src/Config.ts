@@ -52,6 +52,11 @@ export interface WesConfig {
   /** How long a waiting workflow takes to rise one priority level. */
   readonly priorityAging: Duration.Duration
   /**
+   * WES_AGENT_MIN_FREE_DISK: free disk an agent runner's agent must report for the runner to take
+   * new work (5GB; `0`: no threshold).
+   */
+  readonly agentMinFreeDisk: number
+  /**
    * WES_RUNNER_LOST_AFTER: how long a runner may stay unreachable before the workflows queued or
    * running on it end `failed` with `RunnerLost` (or are retried on another runner) (10m).
    */
@@ -136,6 +141,14 @@ const parseInterval = (s: string): Result.Result<Option.Option<Duration.Duration
     : Result.fail("WES_RETENTION_INTERVAL must be off or a duration of at least 1 second (e.g. 5 minutes)")
 }
 
+/** A byte size: `5GB`, `500MB`, `1.5GB`, or a number of bytes (units of 2^10, 2^20, 2^30, 2^40 bytes). */
+const parseByteSize = (name: string) => (s: string): Result.Result<number, string> => {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB)?\s*$/i.exec(s)
+  const unit = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 }[(m?.[2] ?? "B").toUpperCase() as "B"]
+  const bytes = m === null ? NaN : Math.floor(Number(m[1]) * unit)
+  return Number.isSafeInteger(bytes) ? Result.succeed(bytes) : Result.fail(`${name} must be a size such as 5GB, 500MB or a number of bytes`)
+}
+
 /** An integer from `min` to `max`. */
 const integer = (name: string, message: string, min: number, max: number) => checked(Schema.Int, name, message, (n) => n >= min && n <= max)
 
@@ -171,6 +184,11 @@ export const WesConfig: Config.Config<WesConfig> = Config.all({
   ),
   runnerLostAfter: duration("WES_RUNNER_LOST_AFTER", "WES_RUNNER_LOST_AFTER must be at least 1 second", 1000).pipe(
     Config.withDefault(Duration.minutes(10))
+  ),
+  agentMinFreeDisk: parsed(
+    "WES_AGENT_MIN_FREE_DISK",
+    Config.String("WES_AGENT_MIN_FREE_DISK").pipe(Config.withDefault("5GB")),
+    parseByteSize("WES_AGENT_MIN_FREE_DISK")
   ),
   lease: duration("WES_LEASE", "WES_LEASE must be at least 1 second", 1000).pipe(Config.withDefault(Duration.seconds(15))),
   dbSilenceTimeout: Config.option(duration("WES_DB_SILENCE_TIMEOUT", "WES_DB_SILENCE_TIMEOUT must be at least 1 second", 1000)),

@@ -9,6 +9,7 @@ import {
   IdGeneratorLive,
   RunnerProbe,
   type StoreServices,
+  AgentMinFreeDisk,
   PriorityAging,
   TierPolicy,
   useCasesLayer
@@ -21,6 +22,9 @@ import * as HttpServer from "effect/http/HttpServer"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { WesConfig } from "./Config.js"
+import { AgentEndpoint } from "./AgentEndpoint.js"
+import { AgentHub } from "./AgentHub.js"
+import { RunnerAgentsLive } from "./AgentRunnerAgents.js"
 import { CryptoNode } from "./CryptoNode.js"
 import { FsBlobStoreLive } from "./FsBlobStore.js"
 import { inputFetcherNode } from "./InputFetcherNode.js"
@@ -73,7 +77,11 @@ export const coreLayer = (config: WesConfig) => coreServices(config).pipe(Layer.
 const coreServices = (config: WesConfig) => {
   // Unless private addresses are allowed (WES_DEV, WES_RUNNER_ALLOW_PRIVATE=true), user runners' endpoints are checked on
   // create/update (probe) and at every connection, which goes to the address checked (the gateway's guard).
-  const base = RunnerGatewayNode(config.runnerDenyPrivate ? { guard: runnerGuard() } : {})
+  // Agent runners (issue 34) are reached through their agent's connection to this instance (AgentHub.ts).
+  const base = Layer.unwrap(Effect.gen(function*() {
+    const hub = yield* AgentHub
+    return RunnerGatewayNode({ ...(config.runnerDenyPrivate ? { guard: runnerGuard() } : {}), agents: hub.sessions })
+  }))
   // Measured (prompts posted, output transfers, connected runners): RunnerMetrics.ts.
   const gateway = meteredGateway.pipe(Layer.provide(base))
   const probe = RunnerProbe.fromConfig.pipe(Layer.provide(gateway))
@@ -84,12 +92,14 @@ const coreServices = (config: WesConfig) => {
       concurrencyPerRunner: config.runnerConcurrency,
       claimLease: config.lease,
       priorityAging: config.priorityAging,
-      runnerLostAfter: config.runnerLostAfter
+      runnerLostAfter: config.runnerLostAfter,
+      minFreeDiskBytes: config.agentMinFreeDisk
     }
   }).pipe(
     Layer.provideMerge(Layer.mergeAll(
-      storeLayer(config),
       gateway,
+      // What the agents report, provision and clean up, over their connections (AgentRunnerAgents.ts).
+      RunnerAgentsLive,
       config.runnerDenyPrivate ? denyPrivateProbe().pipe(Layer.provide(probe)) : probe,
       TierPolicy.fromConfig,
       // URL inputs (`$file` parameters sent as URLs), fetched through the address policy.
@@ -101,14 +111,19 @@ const coreServices = (config: WesConfig) => {
       }),
       platform,
       // Queue positions order waiting work with the dispatcher's aging.
-      Layer.succeed(PriorityAging, config.priorityAging)
-    ))
+      Layer.succeed(PriorityAging, config.priorityAging),
+      // Runners' views say why an agent runner short of disk takes no work, with the dispatcher's threshold.
+      Layer.succeed(AgentMinFreeDisk, config.agentMinFreeDisk)
+    )),
+    // One store and one hub of agent connections under everything (the gateway, RunnerAgents and the endpoint share it).
+    Layer.provideMerge(Layer.merge(storeLayer(config), AgentHub.layer({ leaseTime: config.lease })))
   )
 }
 
 /** The server. */
 export const serverLayer = (config: WesConfig) => {
   const base = `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`
+  // The agent endpoint (AgentEndpoint.ts) takes its path's WebSocket upgrades on the same port.
   const http = httpLayer({
     port: config.port,
     host: config.host,
@@ -122,7 +137,7 @@ export const serverLayer = (config: WesConfig) => {
     webhooks: { allowPrivate: !config.webhookDenyPrivate },
     // WES_BLOB_REDIRECT: downloads answer 307 to the store's signed URL (S3), valid 15 minutes.
     outputs: { redirect: config.blobRedirect, signedUrlSeconds: 900 }
-  })
+  }).pipe(Layer.provide(AgentEndpoint.layer))
   // Logged once the listener is bound (it is built after the HTTP layer), with the bound port.
   // Its finalizer runs first on shutdown (it was built last): the `stopping` line.
   const started = Layer.effectDiscard(Effect.gen(function*() {

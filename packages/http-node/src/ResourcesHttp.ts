@@ -1,5 +1,5 @@
-/** /v1/user, /v1/template, /v1/runner and /v1/managed-runner. */
-import { AccountService, ManagedRunnerService, RunnerService, TemplateService } from "@wes/core"
+/** /v1/user, /v1/template, /v1/runner (with its agent tokens) and /v1/managed-runner. */
+import { AccountService, AgentTokenService, ManagedRunnerService, RunnerService, TemplateService } from "@wes/core"
 import * as Effect from "effect/Effect"
 import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { Authentication, CurrentUser, WesApi } from "@wes/api"
@@ -30,6 +30,7 @@ export const templatesHttp = HttpApiBuilder.group(WesApi, "templates", (handlers
 export const runnersHttp = HttpApiBuilder.group(WesApi, "runners", (handlers) =>
   Effect.gen(function*() {
     const runners = yield* RunnerService
+    const agentTokens = yield* AgentTokenService
     const withBody = withPayload(yield* payloadReader)
     return handlers
       .handleRaw("create", withBody(({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.create(user, payload))))
@@ -40,7 +41,11 @@ export const runnersHttp = HttpApiBuilder.group(WesApi, "runners", (handlers) =>
       .handleRaw("replace", withBody(({ params, payload }) => Effect.flatMap(CurrentUser, ({ user }) => runners.update(user, params.id, payload))))
       .handle("delete", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => runners.delete(user, params.id)))
       .handle("history", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => runners.history(user, params.id)))
-  })).pipe(seeing(RunnerService, MultipartReader, Authentication))
+      .handle("createAgentToken", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => agentTokens.create(user, params.id)))
+      .handle("listAgentTokens", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => agentTokens.list(user, params.id)))
+      .handle("revokeAgentToken", ({ params }) =>
+        Effect.flatMap(CurrentUser, ({ user }) => agentTokens.revoke(user, params.id, params.token_id)))
+  })).pipe(seeing(RunnerService, AgentTokenService, MultipartReader, Authentication))
 
 export const managedRunnersHttp = HttpApiBuilder.group(WesApi, "managedRunners", (handlers) =>
   Effect.map(ManagedRunnerService, (managed) =>

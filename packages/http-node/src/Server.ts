@@ -20,6 +20,7 @@ import { createServer, type Server as NodeServer } from "node:http"
 import type { Duplex } from "node:stream"
 import { type Authentication, WesApi } from "@wes/api"
 import { adminHttp } from "./AdminHttp.js"
+import { AgentEndpoint } from "./AgentEndpoint.js"
 import { adminAuthenticationLayer, AuthenticationLive } from "./Auth.js"
 import { dashboardRoutes } from "./DashboardHttp.js"
 import { docsPage } from "./DocsPage.js"
@@ -160,8 +161,13 @@ export const httpLayer = (options: HttpOptions): Layer.Layer<
     })))
 
   let node: NodeServer | undefined
-  const listener = Layer.unwrap(Effect.map(infoLines, (info) =>
-    NodeHttpServer.layer(() => (node = answerClientErrors(createServer(), (fields) => info("request", fields, randomUUID()))), {
+  // The agent endpoint (issue 34), when the server has one: it takes its path's WebSocket upgrades.
+  const listener = Layer.unwrap(Effect.map(Effect.all([infoLines, Effect.serviceOption(AgentEndpoint)]), ([info, agents]) =>
+    NodeHttpServer.layer(() => {
+      node = answerClientErrors(createServer(), (fields) => info("request", fields, randomUUID()))
+      if (Option.isSome(agents)) agents.value.attach(node)
+      return node
+    }, {
       port: options.port,
       host: options.host,
       gracefulShutdownTimeout: options.shutdownGrace

@@ -5,6 +5,7 @@ import * as HttpApiBuilder from "effect/http-api/HttpApiBuilder"
 import { Authentication, CurrentUser, paramsOf, WesApi } from "@wes/api"
 import { seeing } from "./Handlers.js"
 import { MultipartReader } from "./MultipartReader.js"
+import { nodeResponseOf } from "./NodeMessages.js"
 import { archiveResponse, OutputDelivery, outputResponse } from "./OutputResponses.js"
 import { payloadReader, withPayload } from "./RequestBodies.js"
 import { SseHub } from "./SseHub.js"
@@ -29,7 +30,8 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
             params: paramsOf(payload),
             idempotency_key: request.headers["idempotency-key"],
             priority: payload.priority,
-            webhook_url: payload.webhook_url
+            webhook_url: payload.webhook_url,
+            models: payload.models
           })))))
       .handleRaw("parameters", withBody(({ payload }) => Effect.flatMap(CurrentUser, ({ user }) => workflows.describeParameters(user, payload))))
       .handle("list", ({ query }) =>
@@ -57,10 +59,12 @@ export const workflowsHttp = HttpApiBuilder.group(WesApi, "workflows", (handlers
       .handle("deliveries", ({ params }) =>
         Effect.flatMap(CurrentUser, ({ user }) => Effect.map(webhooks.deliveries(user, params.id), (deliveries) => ({ deliveries }))))
       .handle("retryDelivery", ({ params }) => Effect.flatMap(CurrentUser, ({ user }) => webhooks.retry(user, params.id, params.delivery_id)))
-      .handle("output", ({ headers, params }) =>
+      .handle("output", ({ headers, params, request }) =>
         Effect.gen(function*() {
           const { user } = yield* CurrentUser
-          return yield* outputResponse(yield* workflows.findOutput(user, params.id, params.output_id), headers, delivery)
+          const stored = yield* workflows.findOutput(user, params.id, params.output_id)
+          // Node's response: a blob in a local file is sent from the file (FileDownload.ts).
+          return yield* outputResponse(stored, headers, delivery, nodeResponseOf(request))
         }))
       .handle("outputsZip", ({ params }) =>
         Effect.flatMap(CurrentUser, ({ user }) => Effect.map(workflows.outputArchive(user, params.id), archiveResponse)))

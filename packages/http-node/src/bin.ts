@@ -8,6 +8,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import { readFileSync } from "node:fs"
 import { loadConfig } from "./Config.js"
+import { startGarbageNudge } from "./GarbageNudge.js"
 import { jsonLoggerLayer } from "./Logging.js"
 import { serverLayer } from "./Main.js"
 import { describeStartupFailure, environmentProvider, reportStartupFailure } from "./Startup.js"
@@ -23,6 +24,7 @@ Configuration (environment, all optional; an empty variable counts as unset):
   WES_TIER_LIMITS (JSON)  WES_RUNNER_PROBE (on | off)  WES_DEV (1: demo user and simulated runner)
   WES_SHUTDOWN_GRACE (10 seconds)  WES_RUNNER_CONCURRENCY (4: prompts kept on a runner)  WES_PRIORITY_AGING (5 minutes)
   WES_LEASE (15 seconds)  WES_METRICS_TOKEN (bearer token for /metrics)
+  WES_AGENT_MIN_FREE_DISK (5GB: an agent runner reporting less free disk takes no new work; 0: no threshold)
   WES_DB_SILENCE_TIMEOUT (30 seconds: a PostgreSQL connection silent that long is dropped, 503)
   WES_RUNNER_ALLOW_PRIVATE (false: runner endpoints on private, loopback or link-local addresses are refused)
   WES_CAPABILITY_REFRESH (5 minutes: every runner's /object_info is read again at least this often)
@@ -44,6 +46,8 @@ const version = (): string => {
 }
 
 const serve = () => {
+  // Dropped byte buffers are collected every 8 MB, not every 64 (GarbageNudge.ts).
+  startGarbageNudge()
   let signal: string | undefined
   for (const s of ["SIGTERM", "SIGINT"] as const) process.once(s, () => (signal ??= s))
   const context: { port: number | undefined; storage: string | undefined } = { port: undefined, storage: undefined }

@@ -3,6 +3,10 @@
  * and typed client come from it); `serverLayer` is the whole server as layers; `wes serve` runs it.
  */
 export * from "@wes/api"
+/** The runner agents' side of WES (issue 34): their endpoint, the hub of their connections, RunnerAgents over it. */
+export { AgentEndpoint } from "./AgentEndpoint.js"
+export { AgentHub, type AgentHubOptions, type AgentLink } from "./AgentHub.js"
+export { RunnerAgentsLive } from "./AgentRunnerAgents.js"
 export { loadConfig, WesConfig } from "./Config.js"
 export { CryptoNode } from "./CryptoNode.js"
 export { FsBlobStoreLive, makeFsBlobStore } from "./FsBlobStore.js"

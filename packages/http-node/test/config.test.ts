@@ -124,3 +124,14 @@ describe("blob store settings (WES_BLOB_STORE, WES_S3_PATH_STYLE, WES_BLOB_REDIR
     expect(await kind({ WES_BLOB_STORE: "s3://media/wes" })).toBe("s3")
   })
 })
+
+describe("WES_AGENT_MIN_FREE_DISK", () => {
+  it("defaults to 5 GB, takes a size in GB, MB or bytes, and refuses anything else naming the variable", async () => {
+    const minFree = (r: Awaited<ReturnType<typeof load>>) => (Result.isSuccess(r) ? r.success.agentMinFreeDisk : String(r.failure))
+    expect(minFree(await load({}))).toBe(5 * 1024 ** 3)
+    expect(minFree(await load({ WES_AGENT_MIN_FREE_DISK: "500MB" }))).toBe(500 * 1024 ** 2)
+    expect(minFree(await load({ WES_AGENT_MIN_FREE_DISK: "1.5 gb" }))).toBe(1.5 * 1024 ** 3)
+    expect(minFree(await load({ WES_AGENT_MIN_FREE_DISK: "0" }))).toBe(0)
+    expect(minFree(await load({ WES_AGENT_MIN_FREE_DISK: "lots" }))).toContain("WES_AGENT_MIN_FREE_DISK must be a size such as 5GB")
+  })
+})

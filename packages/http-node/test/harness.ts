@@ -6,6 +6,7 @@
 import * as HttpServer from "effect/http/HttpServer"
 import {
   AccountService,
+  type AgentTokens,
   type DispatcherOptions,
   type ApiTokenView,
   type CapabilitiesOptions,
@@ -25,6 +26,7 @@ import {
   type TemplateListItem,
   TierPolicy,
   type TierTableOverride,
+  type UseCaseServices,
   type User,
   useCasesLayer,
   type WorkflowDetail,
@@ -38,6 +40,9 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Queue from "effect/Queue"
 import { RunnerGatewayNode } from "@wes/runner-client"
+import { AgentEndpoint } from "../src/AgentEndpoint.js"
+import { AgentHub, type AgentHubOptions } from "../src/AgentHub.js"
+import { RunnerAgentsLive } from "../src/AgentRunnerAgents.js"
 import { meteredGateway } from "../src/RunnerMetrics.js"
 import { httpLayer, type HttpOptions } from "../src/Server.js"
 import { jsonLoggerLayer } from "../src/Logging.js"
@@ -69,14 +74,23 @@ export const TestGateway = Layer.succeed(RunnerGateway, RunnerGateway.of({
   events: () => Queue.bounded<RunnerEvent>(1)
 }))
 
-/** The real ComfyUI client with timeouts and backoff short enough for tests. */
-export const RealGateway = RunnerGatewayNode({
+/** Timeouts and backoff of the real ComfyUI client short enough for tests. */
+const realGatewayOptions = {
   requestTimeout: "3 seconds",
   reconnectInitialDelay: "50 millis",
   reconnectMaxDelay: "500 millis",
   heartbeatInterval: "500 millis",
   heartbeatTimeout: "1 second"
-})
+} as const
+
+/** The real ComfyUI client with timeouts and backoff short enough for tests. */
+export const RealGateway = RunnerGatewayNode(realGatewayOptions)
+
+/** The real client reaching agent runners through the hub's sessions too (issue 34). */
+const AgentGateway = Layer.unwrap(Effect.gen(function*() {
+  const hub = yield* AgentHub
+  return RunnerGatewayNode({ ...realGatewayOptions, agents: hub.sessions })
+}))
 
 /** Dispatcher timings for tests: fast scans and reconciliation, quick retries. */
 export const fastDispatch: Partial<DispatcherOptions> = {
@@ -97,6 +111,8 @@ export interface TestServer {
   /** A new user of `tier` with a fresh token. */
   readonly user: (tier?: "free" | "pro" | "plus") => Promise<{ readonly id: string; readonly token: string; readonly auth: Record<string, string> }>
   readonly logs: ReadonlyArray<string>
+  /** Runs an effect against the server's use cases (what an endpoint beside /v1 calls, e.g. `AgentTokens`). */
+  readonly run: <A, E>(effect: Effect.Effect<A, E, UseCaseServices>) => Promise<A>
   readonly close: () => Promise<void>
 }
 
@@ -120,9 +136,15 @@ export const startServer = async (options: {
   readonly retention?: RetentionLayerOptions
   /** How URL inputs are fetched (default: none, so they are refused as not enabled). */
   readonly inputFetcher?: Layer.Layer<InputFetcher>
+  /**
+   * The agent endpoint, hub and RunnerAgents of `wes serve` (issue 34), with these hub timings;
+   * `tokens` replaces the store's runner tokens for the endpoint.
+   */
+  readonly agents?: { readonly hub?: AgentHubOptions; readonly tokens?: Layer.Layer<AgentTokens> }
 } = {}): Promise<TestServer> => {
   const logs: Array<string> = []
-  const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : RealGateway)
+  const agents = options.agents
+  const baseGateway = options.gateway ?? (options.dispatcher === undefined ? TestGateway : agents === undefined ? RealGateway : AgentGateway)
   // Measured as `wes serve` measures it (RunnerMetrics.ts).
   const gateway = meteredGateway.pipe(Layer.provide(
     options.denyPrivate === undefined ? baseGateway : denyPrivateGateway(options.denyPrivate).pipe(Layer.provide(baseGateway))
@@ -134,13 +156,15 @@ export const startServer = async (options: {
     : useCasesLayer({ ...useCasesOptions, dispatcher: options.dispatcher })
   const core = useCases.pipe(
     Layer.provideMerge(Layer.mergeAll(
-      options.store ?? MemoryStoreLive,
+      agents === undefined ? Layer.empty : RunnerAgentsLive,
       gateway,
       options.denyPrivate === undefined ? probe : denyPrivateProbe(options.denyPrivate).pipe(Layer.provide(probe)),
       TierPolicy.layer(options.tiers ?? {}),
       options.inputFetcher ?? Layer.empty,
       PlatformLive
-    ))
+    )),
+    // The hub is always there (a map of nothing without the endpoint), as in `wes serve`.
+    Layer.provideMerge(Layer.merge(options.store ?? MemoryStoreLive, AgentHub.layer(agents?.hub)))
   )
   const http = httpLayer({
     port: 0,
@@ -152,7 +176,9 @@ export const startServer = async (options: {
     shutdownGrace: "1 second",
     ...(options.webhooks === undefined ? {} : { webhooks: { allowPrivate: !options.webhooks.denyPrivate } }),
     ...options.http
-  })
+  }).pipe(Layer.provide(
+    agents === undefined ? Layer.empty : agents.tokens === undefined ? AgentEndpoint.layer : AgentEndpoint.layer.pipe(Layer.provide(agents.tokens))
+  ))
   const delivery = Layer.merge(
     options.webhooks === undefined ? Layer.empty : webhookDeliveryLayer(options.webhooks),
     options.retention === undefined ? Layer.empty : retentionLayer(options.retention)
@@ -180,6 +206,7 @@ export const startServer = async (options: {
       }))
       return { id, token, auth: { authorization: `Bearer ${token}` } }
     },
+    run: (effect) => runtime.runPromise(effect),
     close: () => runtime.dispose()
   }
 }

@@ -26,15 +26,15 @@ describe("OpenAPI document and docs page", () => {
   it("lists every public operation, and no operator route", () => {
     const operations = Object.entries(spec.paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`)).sort()
     expect(operations).toEqual([
-      "DELETE /v1/runner/{id}", "DELETE /v1/template/{id}", "DELETE /v1/webhook",
+      "DELETE /v1/runner/{id}", "DELETE /v1/runner/{id}/agent-token/{token_id}", "DELETE /v1/template/{id}", "DELETE /v1/webhook",
       "GET /healthz", "GET /readyz",
       "GET /v1/managed-runner", "GET /v1/managed-runner/{id}/history",
-      "GET /v1/runner", "GET /v1/runner/{id}", "GET /v1/runner/{id}/history",
+      "GET /v1/runner", "GET /v1/runner/{id}", "GET /v1/runner/{id}/agent-tokens", "GET /v1/runner/{id}/history",
       "GET /v1/template", "GET /v1/template/{id}", "GET /v1/user", "GET /v1/webhook",
       "GET /v1/workflow", "GET /v1/workflow/{id}", "GET /v1/workflow/{id}/deliveries", "GET /v1/workflow/{id}/outputs",
       "GET /v1/workflow/{id}/outputs.zip", "GET /v1/workflow/{id}/outputs/{output_id}", "GET /v1/workflow/{id}/subscribe",
       "PATCH /v1/runner/{id}",
-      "POST /v1/runner", "POST /v1/template", "POST /v1/webhook/rotate-secret", "POST /v1/workflow", "POST /v1/workflow/parameters",
+      "POST /v1/runner", "POST /v1/runner/{id}/agent-token", "POST /v1/template", "POST /v1/webhook/rotate-secret", "POST /v1/workflow", "POST /v1/workflow/parameters",
       "POST /v1/workflow/{id}/cancel", "POST /v1/workflow/{id}/deliveries/{delivery_id}/retry", "POST /v1/workflow/{id}/rerun",
       "PUT /v1/runner/{id}", "PUT /v1/template/{id}", "PUT /v1/webhook"
     ])

@@ -17,8 +17,8 @@ import {
   type WorkflowSummaryJson
 } from "./harness.js"
 
-const TEMPLATE_KEYS = ["body", "created_at", "description", "id", "name", "updated_at", "user_id"]
-const RUNNER_KEYS = ["capabilities", "comfyui", "created_at", "endpoint", "headers", "id", "name", "status", "tags", "updated_at", "user_id", "warning"]
+const TEMPLATE_KEYS = ["body", "created_at", "description", "id", "models", "name", "updated_at", "user_id"]
+const RUNNER_KEYS = ["agent", "capabilities", "comfyui", "connection", "created_at", "endpoint", "headers", "id", "name", "status", "tags", "updated_at", "user_id", "warning"]
 
 let server: TestServer
 beforeAll(async () => { server = await startServer() })
@@ -85,7 +85,7 @@ describe("templates", () => {
     const list = await readJson<TemplateListJson>(await server.fetch("/v1/template?per_page=3&page=2", { headers: u.auth }))
     expect(list.total).toBe(10)
     expect(list.templates.map((t: { name: string }) => t.name)).toEqual(["t6", "t5", "t4"])
-    expect(Object.keys(list.templates[0]).sort()).toEqual(TEMPLATE_KEYS.filter((k) => k !== "body"))
+    expect(Object.keys(list.templates[0]).sort()).toEqual(TEMPLATE_KEYS.filter((k) => k !== "body" && k !== "models"))
   })
 
   it("treats another user's template as missing", async () => {

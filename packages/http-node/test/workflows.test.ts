@@ -20,7 +20,7 @@ import {
 
 const SUMMARY_KEYS = ["completed_at", "created_at", "id", "name", "started_at", "status", "tags", "updated_at"]
 // The contract's detail fields, then what WES adds: priority, attempts, the queue estimate (issue 17) and timings (issue 18).
-const DETAIL_KEYS = [...SUMMARY_KEYS, "error_node", "exception_message", "exception_type", "managed_runner_id", "prompt_id", "queue_ms", "queue_number", "run_ms", "transfer_ms", "user_id", "user_runner_id", "workflow_json", "workflow_params", "priority", "attempts", "queue_position", "estimated_start_at", "webhook_url"].sort()
+const DETAIL_KEYS = [...SUMMARY_KEYS, "error_node", "exception_message", "exception_type", "managed_runner_id", "prompt_id", "queue_ms", "queue_number", "run_ms", "transfer_ms", "user_id", "user_runner_id", "workflow_json", "workflow_params", "priority", "attempts", "queue_position", "estimated_start_at", "webhook_url", "models"].sort()
 
 describe("workflows", () => {
   let server: TestServer

@@ -2,11 +2,14 @@
  * Runners: list with status, ComfyUI version (and what WES warns about it), tags and work in
  * flight (counted in each runner's recent history, the 10 newest workflows: "10+" when all of
  * them are unfinished), create, disable or enable, delete (asked twice), and the recent history of one.
+ * An agent runner also shows its agent's health and, when it takes no work, why (AgentHealth.tsx).
  */
+import { AGENT_ENDPOINT } from "@wes/core"
 import { useState } from "preact/hooks"
 import { call } from "../api.js"
 import { isFinished, type RunnerData, type WorkflowSummaryData } from "../types.js"
 import { ErrorBox, Pager, Section, StatusBadge, Tags, Time, useLoad } from "../ui.js"
+import { AgentFacts, AgentReason } from "./AgentHealth.js"
 import { ManagedRunners } from "./ManagedRunners.js"
 import { RunnerForm } from "./RunnerForm.js"
 
@@ -17,6 +20,12 @@ const ComfyUI = ({ comfyui }: { readonly comfyui: RunnerData["comfyui"] }) =>
   comfyui === null
     ? <span class="muted">not probed yet</span>
     : <>{comfyui.version ?? "version unknown"}{comfyui.devices.length > 0 && <span class="muted"> on {comfyui.devices.map((d) => d.name).join(", ")}</span>}</>
+
+/** Where WES reaches it: its endpoint, or its agent (an endpoint given to an agent runner is only a label). */
+const Endpoint = ({ runner }: { readonly runner: RunnerData }) =>
+  runner.agent === null
+    ? <code>{runner.endpoint}</code>
+    : <>through its wes-agent{runner.endpoint !== AGENT_ENDPOINT && <span class="muted"> (<code>{runner.endpoint}</code>, not connected to)</span>}</>
 
 interface Row {
   readonly runner: RunnerData
@@ -59,9 +68,11 @@ export const Runners = () => {
           <article class="card runner" key={runner.id} aria-label={`Runner ${runner.name}`}>
             <h3>{runner.name} <StatusBadge status={runner.status} /></h3>
             {runner.warning !== null && <p class="warning" role="note">{runner.warning}</p>}
+            <AgentReason agent={runner.agent} />
             <dl class="facts">
-              <dt>Endpoint</dt><dd><code>{runner.endpoint}</code></dd>
+              <dt>Endpoint</dt><dd><Endpoint runner={runner} /></dd>
               <dt>ComfyUI</dt><dd><ComfyUI comfyui={runner.comfyui} /></dd>
+              {runner.agent !== null && <AgentFacts agent={runner.agent} />}
               <dt>Tags</dt><dd><Tags tags={runner.tags} /></dd>
               <dt>In flight</dt><dd>{inFlight === 10 ? "10+" : inFlight}</dd>
               <dt>Headers</dt><dd>{Object.keys(runner.headers).join(", ") || <span class="muted">none</span>}</dd>
