@@ -19,7 +19,8 @@ import { summarize } from "./lib/stats.js"
 
 type Waiters = Map<string, (at: number) => void>
 
-const listen = (child: Child<unknown>, type: string): { readonly wait: (id: string) => Promise<number> } => {
+/** Arrival times a child reports by IPC (`{type, id, at}`), awaited by id. */
+export const listen = (child: Child<unknown>, type: string): { readonly wait: (id: string) => Promise<number> } => {
   const seen = new Map<string, number>()
   const waiters: Waiters = new Map()
   child.process.on("message", (m: { type?: string; id?: string; at?: number }) => {
@@ -45,7 +46,7 @@ const listen = (child: Child<unknown>, type: string): { readonly wait: (id: stri
 const BOUNDARY = "wes-bench-b1-boundary"
 
 /** The multipart body of every submission: `name` and a 5 KB `workflow_json` file. */
-const submitBody = (): Buffer =>
+export const submitBody = (): Buffer =>
   Buffer.from(
     `--${BOUNDARY}\r\nContent-Disposition: form-data; name="name"\r\n\r\nb1\r\n` +
       `--${BOUNDARY}\r\nContent-Disposition: form-data; name="workflow_json"; filename="workflow.json"\r\n` +
@@ -53,7 +54,7 @@ const submitBody = (): Buffer =>
   )
 
 /** One `POST /v1/workflow` on a kept-alive connection: when it was sent, answered, and the id. */
-const post = (agent: http.Agent, url: string, headers: http.OutgoingHttpHeaders, body: Buffer) =>
+export const post = (agent: http.Agent, url: string, headers: http.OutgoingHttpHeaders, body: Buffer) =>
   new Promise<{ readonly sent: number; readonly answered: number; readonly id: string }>((resolve, reject) => {
     const sent = now()
     const req = http.request(`${url}/v1/workflow`, {

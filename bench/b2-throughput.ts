@@ -14,7 +14,7 @@ import { fmt, ratio, type Row, verdict } from "./lib/report.js"
  * Workflows per second of the burn-down, and WES's CPU per workflow (ms) from the create (the use
  * case, without HTTP: B4 measures the edge) to completed.
  */
-const burnDown = async (wes: Child<{ url: string }>, n: number) => {
+export const burnDown = async (wes: Child<{ url: string }>, n: number) => {
   const cpu0 = await wes.call<number>("cpu")
   await wes.call("seed", { n, workflow: textWorkflow("b2") })
   const t0 = now()

@@ -16,12 +16,13 @@ import { b8 } from "./b8-memory.js"
 import { b9 } from "./b9-claim.js"
 import { b10 } from "./b10-webhooks.js"
 import { b11 } from "./b11-media.js"
+import { b12 } from "./b12-agent.js"
 import type { Benchmark, Size } from "./lib/bench.js"
 import { repoRoot } from "./lib/child.js"
 import { describeMachine } from "./lib/machine.js"
 import { markdown, type Row } from "./lib/report.js"
 
-const all: ReadonlyArray<Benchmark> = [b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11]
+const all: ReadonlyArray<Benchmark> = [b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12]
 
 const args = process.argv.slice(2)
 const size: Size = args.includes("--tiny") || process.env["BENCH_SIZE"] === "tiny" ? "tiny" : "full"

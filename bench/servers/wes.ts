@@ -21,7 +21,10 @@
  *   BENCH_STAMPS    off (default) | on (the time of each request's arrival and answer, and of each
  *                   runner request's creation and headers sent, from node's and undici's
  *                   diagnostics channels: `stamps`; a probe's tool for where a latency goes)
- * IPC commands: setup, counters, flushTokenUse, memory, heapSnapshot, allocStart, allocStop, stamps,
+ *   BENCH_AGENT     off (default) | on (runners may be reached through `wes-agent`: the agent endpoint,
+ *                   the hub of agent connections and the gateway's tunnels, as `wes serve` wires them; B12)
+ * IPC commands: setup (a user and its token, `runners` at endpoints, `agents` agent runners with a
+ * runner token each), counters, flushTokenUse, memory, heapSnapshot, allocStart, allocStop, stamps,
  * seed, createUsers, startDispatcher, stopDispatcher, unfinished (and every child's `cpu`,
  * `profileStart`, `profileStop`).
  */
@@ -29,6 +32,7 @@ import * as HttpServer from "effect/http/HttpServer"
 import {
   AccountRepository,
   AccountService,
+  AgentTokenService,
   IdGeneratorLive,
   type Principal,
   RunnerProbe,
@@ -41,7 +45,18 @@ import {
   WorkflowService
 } from "@wes/core"
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { CryptoNode, FsBlobStoreLive, httpLayer, jsonLoggerLayer, parseRateLimit, untraced, webhookDeliveryLayer } from "@wes/http-node"
+import {
+  AgentEndpoint,
+  AgentHub,
+  CryptoNode,
+  FsBlobStoreLive,
+  httpLayer,
+  jsonLoggerLayer,
+  parseRateLimit,
+  RunnerAgentsLive,
+  untraced,
+  webhookDeliveryLayer
+} from "@wes/http-node"
 import { RunnerGatewayNode } from "@wes/runner-client"
 import { MemoryStoreLive } from "@wes/storage-memory"
 import * as Effect from "effect/Effect"
@@ -122,7 +137,13 @@ const store = Layer.effect(
     }))
 ).pipe(Layer.provideMerge(baseStore))
 
+/** BENCH_AGENT=on: agent runners reached through their agents' connections, as `wes serve` wires them (Main.ts). */
+const agentsOn = env("BENCH_AGENT", "off") === "on"
 const gateway = RunnerGatewayNode()
+const tunnelingGateway = Layer.unwrap(Effect.gen(function*() {
+  const hub = yield* AgentHub
+  return RunnerGatewayNode({ agents: hub.sessions })
+}))
 const platform = IdGeneratorLive.pipe(Layer.provideMerge(CryptoNode))
 const unlimited = {
   active_workflows: 10_000_000, workflows_per_day: 10_000_000, templates: 1_000_000, runners: 10_000, workflow_params: 200,
@@ -133,13 +154,18 @@ const useCases = env("BENCH_DISPATCH", "on") === "on"
   ? useCasesLayer({ dispatcher: { concurrencyPerRunner: 16 } })
   : useCasesLayer()
 let dispatcher: Fiber.Fiber<never, unknown> | undefined
-const core = useCases.pipe(Layer.provideMerge(Layer.mergeAll(
-  store,
-  gateway,
-  RunnerProbe.Off,
-  TierPolicy.layer({ free: unlimited, pro: unlimited, plus: unlimited }),
-  platform
-)))
+// Off, the hub exists (as in `wes serve`) but nothing reaches it: no endpoint, no tunnels, no agent calls.
+const core = useCases.pipe(
+  Layer.provideMerge(Layer.mergeAll(
+    agentsOn ? tunnelingGateway : gateway,
+    agentsOn ? RunnerAgentsLive : Layer.empty,
+    RunnerProbe.Off,
+    TierPolicy.layer({ free: unlimited, pro: unlimited, plus: unlimited }),
+    platform
+  )),
+  // One store and one hub of agent connections under everything, as in `wes serve`.
+  Layer.provideMerge(Layer.merge(store, AgentHub.layer()))
+)
 
 /** B7's baseline: authentication answers the set-up user without looking at the request. */
 const bypassed = Layer.effect(
@@ -162,7 +188,7 @@ const http = httpLayer({
   sseKeepAlive: "15 seconds",
   shutdownGrace: "1 second",
   webhooks: { allowPrivate: true }
-})
+}).pipe(Layer.provide(agentsOn ? AgentEndpoint.layer : Layer.empty))
 const webhooks = env("BENCH_WEBHOOKS", "off") === "on"
   ? webhookDeliveryLayer({ timeout: "10 seconds", denyPrivate: false, retry: { base: "5 seconds", cap: "1 hour" } })
   : Layer.empty
@@ -188,7 +214,7 @@ const main = async () => {
     /** A user (plus tier) with a token, and runners at the given endpoints. */
     setup: (args) =>
       runtime.runPromise(Effect.gen(function*() {
-        const { runners = [] } = (args ?? {}) as { readonly runners?: ReadonlyArray<string> }
+        const { runners = [], agents = 0 } = (args ?? {}) as { readonly runners?: ReadonlyArray<string>; readonly agents?: number }
         const accounts = yield* AccountService
         const user = yield* accounts.createUser({ tier: "plus" })
         users.push(user)
@@ -198,7 +224,13 @@ const main = async () => {
         for (const [i, endpoint] of runners.entries()) {
           ids.push((yield* (yield* RunnerService).create(user, { name: `bench-${i}`, endpoint })).id)
         }
-        return { token: issued.token, userId: user.id, runnerIds: ids }
+        // Agent runners (BENCH_AGENT=on: B12), each with a runner token for its wes-agent.
+        const agentRunners: Array<{ id: string; token: string }> = []
+        for (let i = 0; i < agents; i++) {
+          const runner = yield* (yield* RunnerService).create(user, { name: `bench-agent-${i}`, connection: "agent" })
+          agentRunners.push({ id: runner.id, token: (yield* (yield* AgentTokenService).create(user, runner.id)).token })
+        }
+        return { token: issued.token, userId: user.id, runnerIds: ids, agentRunners }
       })),
     /** More users with tokens (for many-token benchmarks). */
     createUsers: (args) =>
