@@ -11,6 +11,7 @@
  *   BENCH_APP_NAME  PostgreSQL application_name of this instance's connections
  *   BENCH_PG_PREPARED on (default, as `wes serve`) | off (every statement unnamed: parsed and planned at each run)
  *   BENCH_TRACING   off (default, as `wes serve`) | on (Effect's spans built, as in an embedding with a tracer)
+ *   BENCH_GC_NUDGE  on (default, as `wes serve`) | off (no young collections asked for: GarbageNudge.ts)
  *   BENCH_WEBHOOKS  off (default) | on (the webhook delivery pool runs, private URLs allowed: B10)
  *   BENCH_COUNT_OPS off (default) | on (every primitive Effect's run loop evaluates counted by kind,
  *                   and sampled by source every OPS_EVERY: `counters`, `opSources`; through the
@@ -54,6 +55,7 @@ import {
   jsonLoggerLayer,
   parseRateLimit,
   RunnerAgentsLive,
+  startGarbageNudge,
   untraced,
   webhookDeliveryLayer
 } from "@wes/http-node"
@@ -206,6 +208,8 @@ const runtime = ManagedRuntime.make(Layer.merge(http, webhooks).pipe(
 ))
 
 const main = async () => {
+  // As `wes serve` (bin.ts): young collections when dropped byte buffers pile up. BENCH_GC_NUDGE=off measures its cost.
+  if (env("BENCH_GC_NUDGE", "on") === "on") startGarbageNudge()
   const server = await runtime.runPromise(HttpServer.HttpServer)
   const address = server.address
   if (address._tag === "UnixPathAddress") throw new Error("expected TCP")

@@ -12,6 +12,8 @@ export { CryptoNode } from "./CryptoNode.js"
 export { FsBlobStoreLive, makeFsBlobStore } from "./FsBlobStore.js"
 export { jsonLogger, jsonLoggerLayer, type LogSink } from "./Logging.js"
 export { coreLayer, serverLayer, storeLayer, untraced } from "./Main.js"
+/** What `wes serve` starts beside the server: young collections when dropped byte buffers pile up (GarbageNudge.ts). */
+export { startGarbageNudge } from "./GarbageNudge.js"
 export { clientIp, makeRateLimiter, parseRateLimit, parseTrustProxy, type RateLimiter, type RateLimitSettings } from "./RateLimit.js"
 export { type InputFetchOptions, inputFetcherNode } from "./InputFetcherNode.js"
 export { denyPrivateGateway, denyPrivateProbe, isPrivateAddress, type Resolver, runnerGuard } from "./RunnerAddressPolicy.js"
